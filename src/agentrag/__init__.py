@@ -1,0 +1,62 @@
+"""agentrag: agentic retrieval-augmented generation toolkit.
+
+Public names are listed in ``__all__`` and imported lazily from their modules (so
+``import agentrag`` stays cheap and pulls in no model libraries). ``PUBLIC_MODULES`` names the
+modules whose own ``__all__`` is re-exported here; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+PUBLIC_MODULES: list[str] = [
+    "agentrag.errors",
+    "agentrag.records",
+    "agentrag.config",
+    "agentrag.runs",
+    "agentrag.llm.base",
+    "agentrag.kb.base",
+]
+
+# name -> module it lives in. Add a line here when a PUBLIC_MODULES module grows its __all__.
+_EXPORTS: dict[str, str] = {
+    # errors
+    "AgentRagError": "agentrag.errors", "UserError": "agentrag.errors", "RunError": "agentrag.errors",
+    "LLMError": "agentrag.errors", "RetrievalError": "agentrag.errors", "ParseError": "agentrag.errors",
+    # records
+    "SCHEMA_VERSION": "agentrag.records", "Record": "agentrag.records", "Passage": "agentrag.records",
+    "Hit": "agentrag.records", "ToolCall": "agentrag.records", "Message": "agentrag.records",
+    "Usage": "agentrag.records", "Provenance": "agentrag.records", "Step": "agentrag.records",
+    "Trajectory": "agentrag.records", "FinishReason": "agentrag.records", "QAItem": "agentrag.records",
+    "PreferencePair": "agentrag.records", "parse_record": "agentrag.records",
+    "iter_json_objects": "agentrag.records", "read_jsonl": "agentrag.records",
+    "write_jsonl": "agentrag.records", "dump_record": "agentrag.records",
+    # config
+    "Config": "agentrag.config", "load_config": "agentrag.config", "apply_overrides": "agentrag.config",
+    "parse_override": "agentrag.config", "dump_config": "agentrag.config",
+    # runs
+    "JsonlStore": "agentrag.runs", "RunDir": "agentrag.runs",
+    # llm protocol
+    "LLM": "agentrag.llm.base", "Completion": "agentrag.llm.base",
+    # retrieval protocol
+    "Embedder": "agentrag.kb.base", "Retriever": "agentrag.kb.base", "EmbedKind": "agentrag.kb.base",
+    "apply_threshold": "agentrag.kb.base",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentrag' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,3 @@
+from agentrag.cli.main import main
+
+main()

@@ -1,0 +1,80 @@
+"""Options and helpers shared by every CLI command group."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+
+from agentrag.config import Config, load_config
+from agentrag.errors import AgentRagError, UserError
+
+console = Console(stderr=False)
+err_console = Console(stderr=True)
+
+C = TypeVar("C", bound=Config)
+
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="YAML config file; its keys are those of the command's config model."),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", "-s", help="Override one config key, e.g. --set retrieval.top_k=5 (repeatable; "
+                 "values are parsed as YAML, so 3 is an int and true a bool)."),
+]
+OutOpt = Annotated[
+    Path,
+    typer.Option("--out", "-o", help="Run directory; rerunning the same command with it resumes."),
+]
+
+
+def setup_logging(verbose: bool = False) -> None:
+    """Configure logging once, for the CLI only (the library never configures logging)."""
+    level = logging.DEBUG if verbose else logging.INFO
+    logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]",
+                        handlers=[RichHandler(console=err_console, show_path=False, rich_tracebacks=False)],
+                        force=True)
+    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "faiss", "filelock",
+                  "transformers", "bm25s", "openai"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def resolve_config(model: type[C], config: Path | None, sets: list[str] | None,
+                   base: dict[str, Any] | None = None) -> C:
+    """Load ``model`` from CLI-level values, the ``--config`` file, then the ``--set`` overrides."""
+    return load_config(model, config, sets or [], base={k: v for k, v in (base or {}).items() if v is not None})
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn agentrag errors into a red one-line message and exit code 2 (no traceback)."""
+    try:
+        yield
+    except UserError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        raise typer.Exit(2) from None
+    except AgentRagError as exc:
+        err_console.print(f"[bold red]{type(exc).__name__}:[/] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted; rerun the same command to resume[/]")
+        raise typer.Exit(130) from None
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def is_tty() -> bool:
+    return sys.stderr.isatty()
+
+
+__all__ = ["console", "err_console", "ConfigOpt", "SetOpt", "OutOpt", "setup_logging", "resolve_config",
+           "user_errors", "is_tty"]

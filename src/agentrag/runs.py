@@ -1,0 +1,171 @@
+"""Run directories: a resolved ``config.yaml`` and append-only JSONL stage files.
+
+Each stage file holds records keyed by a stable id. Rerunning a command resumes: ids already in
+the file are skipped. A process killed mid-write leaves at most one torn last line; it is detected
+on open, dropped with a warning and truncated away, so the file always reads back cleanly.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import yaml
+from pydantic import BaseModel
+
+from agentrag.config import dump_config
+from agentrag.errors import UserError
+from agentrag.records import dump_record, parse_record
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def _default_key(record: BaseModel) -> str:
+    key = getattr(record, "id", None)
+    if not isinstance(key, str) or not key:
+        raise UserError(f"{type(record).__name__} has no string 'id' to key it by in a run file")
+    return key
+
+
+class JsonlStore(Generic[R]):
+    """An append-only JSONL file of records with resume by record id.
+
+    Appends are serialized by a lock, each line written in one ``write`` and flushed + fsynced,
+    so a kill can tear at most the last line.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], model: type[R], key: Callable[[R], str] | None = None):
+        self.path = Path(path)
+        self.model = model
+        self.key: Callable[[R], str] = key or _default_key
+        self._lock = threading.Lock()
+        self._ids: set[str] = set()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair_and_index()
+
+    def _repair_and_index(self) -> None:
+        if not self.path.exists():
+            self.path.touch()
+            return
+        data = self.path.read_bytes()
+        good_end = 0
+        pos = 0
+        lineno = 0
+        while pos < len(data):
+            nl = data.find(b"\n", pos)
+            lineno += 1
+            if nl == -1:  # a last line without newline: torn write
+                log.warning("%s:%d: dropping a torn last line (%d bytes) left by an interrupted write",
+                            self.path, lineno, len(data) - pos)
+                break
+            line = data[pos:nl].decode("utf-8", errors="replace")
+            if line.strip():
+                try:
+                    rec = parse_record(self.model, line, path=self.path, lineno=lineno)
+                except UserError:
+                    if data.find(b"\n", nl + 1) == -1 and not data[nl + 1:].strip():
+                        log.warning("%s:%d: dropping an unreadable last line left by an interrupted write",
+                                    self.path, lineno)
+                        break
+                    raise
+                k = self.key(rec)
+                if k in self._ids:
+                    log.warning("%s:%d: duplicate id %r ignored", self.path, lineno, k)
+                self._ids.add(k)
+            good_end = nl + 1
+            pos = nl + 1
+        if good_end < len(data):
+            with self.path.open("r+b") as fh:
+                fh.truncate(good_end)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def ids(self) -> frozenset[str]:
+        return frozenset(self._ids)
+
+    def append(self, record: R) -> bool:
+        """Append ``record`` unless its id is already present; returns whether it was written."""
+        k = self.key(record)
+        line = (dump_record(record) + "\n").encode("utf-8")
+        with self._lock:
+            if k in self._ids:
+                return False
+            with self.path.open("ab") as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+            self._ids.add(k)
+        return True
+
+    def __iter__(self) -> Iterator[R]:
+        seen: set[str] = set()
+        with self.path.open("rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                if not raw.endswith(b"\n") or not raw.strip():
+                    continue
+                rec = parse_record(self.model, raw.decode("utf-8"), path=self.path, lineno=lineno)
+                k = self.key(rec)
+                if k not in seen:
+                    seen.add(k)
+                    yield rec
+
+    def read(self) -> list[R]:
+        return list(self)
+
+
+class RunDir:
+    """A run directory: ``config.yaml``, stage JSONL files, metrics and reports."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def write_config(self, config: BaseModel, *, check_resume: bool = True) -> None:
+        """Write the resolved config; when resuming, warn if it differs from the stored one."""
+        text = dump_config(config)
+        target = self.path / "config.yaml"
+        if check_resume and target.exists():
+            old = target.read_text(encoding="utf-8")
+            if yaml.safe_load(old) != yaml.safe_load(text):
+                log.warning("%s differs from the config of this run; the run resumes with the new one "
+                            "(the old one is kept as config.prev.yaml)", target)
+                (self.path / "config.prev.yaml").write_text(old, encoding="utf-8")
+        _atomic_write(target, text)
+
+    def stage(self, name: str, model: type[R], key: Callable[[R], str] | None = None) -> JsonlStore[R]:
+        """The append-only JSONL file ``<name>.jsonl`` of this run."""
+        return JsonlStore(self.path / f"{name}.jsonl", model, key)
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        target = self.path / name
+        _atomic_write(target, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+        return target
+
+    def write_text(self, name: str, text: str) -> Path:
+        target = self.path / name
+        _atomic_write(target, text)
+        return target
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+__all__ = ["JsonlStore", "RunDir"]

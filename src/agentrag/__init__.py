@@ -19,6 +19,7 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.runs",
     "agentrag.llm.base",
     "agentrag.kb.base",
+    "agentrag.agents.base",
 ]
 
 # name -> module it lives in. Add a line here when a PUBLIC_MODULES module grows its __all__.
@@ -44,6 +45,9 @@ _EXPORTS: dict[str, str] = {
     # retrieval protocol
     "Embedder": "agentrag.kb.base", "Retriever": "agentrag.kb.base", "EmbedKind": "agentrag.kb.base",
     "apply_threshold": "agentrag.kb.base",
+    # agent seams
+    "ToolResult": "agentrag.agents.base", "Tool": "agentrag.agents.base",
+    "NavigationPolicy": "agentrag.agents.base", "Agent": "agentrag.agents.base",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -1,0 +1,131 @@
+"""LLM-as-a-judge on AgenticRAGTracer's 0/1/2 equivalence scale (pass at >= 1).
+
+The judge sees the question, the gold answer(s) and the prediction and returns JSON
+``{"reason": str, "score": 0|1|2}`` under a JSON-schema ``response_format``, at temperature 0:
+2 = equivalent to a gold answer, 1 = partially equivalent (right entity or value with missing or
+extra detail, or a looser paraphrase), 0 = not equivalent or no answer. An empty prediction scores
+0 without calling the model. A failed call or unparseable output is returned as a verdict with
+``error`` set (see :meth:`LLMJudge.assess`); :meth:`LLMJudge.score` raises instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from agentrag.errors import ParseError, RunError
+from agentrag.llm.base import LLM
+from agentrag.records import Message
+
+PASS_SCORE = 1
+
+JUDGE_SYSTEM = (
+    "You grade answers to questions. Compare a predicted answer with the reference answer(s) and "
+    "decide whether they mean the same thing. Ignore wording, casing, punctuation and formatting; "
+    "judge only the meaning.\n"
+    "Scores:\n"
+    "2 - equivalent: the prediction states the same entity, value or yes/no verdict as a reference.\n"
+    "1 - partially equivalent: the core of a reference answer is there but with a missing or extra "
+    "qualifier, a less precise value, or a loose paraphrase a careful reader would still accept.\n"
+    "0 - not equivalent: a different answer, a contradiction, a refusal, or no answer.\n"
+    'Reply with JSON only: {"reason": "<one sentence>", "score": 0, 1 or 2}.'
+)
+
+JUDGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reason": {"type": "string"},
+        "score": {"type": "integer", "enum": [0, 1, 2]},
+    },
+    "required": ["reason", "score"],
+    "additionalProperties": False,
+}
+
+_SCORE_RE = re.compile(r'"score"\s*:\s*"?([012])\b')
+
+
+class JudgeVerdict(BaseModel):
+    """The judge's score (``None`` on failure), its reason, raw output and error."""
+
+    score: int | None = None
+    reason: str = ""
+    raw: str | None = None
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.score is not None and self.score >= PASS_SCORE
+
+
+def parse_verdict(text: str) -> tuple[int, str]:
+    """Extract ``(score, reason)`` from the judge's output; raises ParseError when there is none."""
+    obj: Any = None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        start, end = text.find("{"), text.rfind("}")
+        if 0 <= start < end:
+            try:
+                obj = json.loads(text[start:end + 1])
+            except json.JSONDecodeError:
+                obj = None
+    if isinstance(obj, dict) and "score" in obj:
+        try:
+            score = int(obj["score"])
+        except (TypeError, ValueError):
+            score = -1
+        if score in (0, 1, 2):
+            return score, str(obj.get("reason", ""))
+    m = _SCORE_RE.search(text)
+    if m:
+        return int(m.group(1)), ""
+    raise ParseError(f"judge output has no score in 0/1/2: {text[:200]!r}")
+
+
+class LLMJudge:
+    """Scores predictions against gold answers with an LLM (its own model and config)."""
+
+    def __init__(self, llm: LLM, *, temperature: float = 0.0, max_tokens: int = 256):
+        self.llm = llm
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+
+    def messages(self, question: str, pred: str, golds: Sequence[str]) -> list[Message]:
+        refs = "\n".join(f"- {g}" for g in golds)
+        user = f"Question: {question}\nReference answer(s):\n{refs}\nPredicted answer: {pred}"
+        return [Message(role="system", content=JUDGE_SYSTEM), Message(role="user", content=user)]
+
+    def assess(self, question: str, pred: str | None, golds: Sequence[str]) -> JudgeVerdict:
+        """Judge one prediction; failures come back as a verdict with ``error`` set, never raised."""
+        if pred is None or not pred.strip():
+            return JudgeVerdict(score=0, reason="no answer")
+        try:
+            out = self.llm.chat(
+                self.messages(question, pred, golds),
+                response_format={"type": "json_schema",
+                                 "json_schema": {"name": "judge_verdict", "schema": JUDGE_SCHEMA}},
+                temperature=self.temperature, max_tokens=self.max_tokens)
+        except RunError as exc:
+            return JudgeVerdict(error=f"{type(exc).__name__}: {exc}")
+        raw = out[0].text if out else None
+        if not raw:
+            return JudgeVerdict(raw=raw, error="judge returned no text")
+        try:
+            score, reason = parse_verdict(raw)
+        except ParseError as exc:
+            return JudgeVerdict(raw=raw, error=str(exc))
+        return JudgeVerdict(score=score, reason=reason, raw=raw)
+
+    def score(self, question: str, pred: str | None, golds: Sequence[str]) -> int:
+        """The 0/1/2 score; raises the underlying RunError (or ParseError) when the judge fails."""
+        verdict = self.assess(question, pred, golds)
+        if verdict.score is None:
+            raise ParseError(f"LLM judge failed: {verdict.error}")
+        return verdict.score
+
+
+__all__ = ["LLMJudge", "JudgeVerdict", "parse_verdict", "PASS_SCORE", "JUDGE_SCHEMA"]

@@ -134,4 +134,97 @@ class FakeRetriever:
         return results
 
 
-__all__ = ["ScriptedLLM", "FakeRetriever", "HashEmbedder", "ScriptItem"]
+
+
+class StubOpenAIServer:
+    """A local OpenAI-compatible HTTP stub (threaded ``http.server``) for fault and overhead tests.
+
+    ``faults`` is consumed one per request: ``"500"`` / ``"429"`` (that status), ``"stall"``
+    (sleep ``stall_s`` before answering, to trip client timeouts), ``"malformed"`` (200 with a
+    body that is not JSON), ``"ok"``. Once ``faults`` runs out every request is answered with
+    ``reply`` (a text, or a dict used as the assistant message) after ``latency`` seconds.
+    ``requests`` counts requests; ``bodies`` keeps their JSON. Use as a context manager.
+    """
+
+    def __init__(self, faults: Sequence[str] = (), *, reply: str | dict[str, Any] = "ok",
+                 latency: float = 0.0, stall_s: float = 5.0) -> None:
+        self.faults = list(faults)
+        self.reply = reply
+        self.latency = latency
+        self.stall_s = stall_s
+        self.requests = 0
+        self.bodies: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def _fault(self, body: dict[str, Any]) -> str:
+        with self._lock:
+            self.requests += 1
+            self.bodies.append(body)
+            return self.faults.pop(0) if self.faults else "ok"
+
+    def _response(self, body: dict[str, Any]) -> dict[str, Any]:
+        msg: dict[str, Any] = dict(self.reply) if isinstance(self.reply, dict) else {"content": self.reply}
+        msg.setdefault("role", "assistant")
+        msg.setdefault("content", None)
+        n = int(body.get("n") or 1)
+        return {"id": "stub", "object": "chat.completion", "created": 0, "model": body.get("model", "stub"),
+                "choices": [{"index": i, "message": msg, "finish_reason": "tool_calls" if msg.get("tool_calls")
+                             else "stop"} for i in range(n)],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
+
+    def __enter__(self) -> StubOpenAIServer:
+        import json
+        import time
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr log
+                return
+
+            def _send(self, status: int, payload: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                try:
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    return
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.loads(raw or b"{}")
+                fault = stub._fault(body)
+                if fault in ("500", "429", "503", "400"):
+                    self._send(int(fault), json.dumps({"error": {"message": f"stub {fault}"}}).encode())
+                    return
+                if fault == "stall":
+                    time.sleep(stub.stall_s)
+                if fault == "malformed":
+                    self._send(200, b'{"choices": [ this is not json')
+                    return
+                if stub.latency:
+                    time.sleep(stub.latency)
+                self._send(200, json.dumps(stub._response(body)).encode())
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+__all__ = ["ScriptedLLM", "FakeRetriever", "HashEmbedder", "ScriptItem", "StubOpenAIServer"]

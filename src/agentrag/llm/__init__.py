@@ -1,5 +1,29 @@
-"""LLM backends: the protocol, the OpenAI-compatible client, the embedded llama.cpp model, the cache."""
+"""LLM backends: the protocol, the OpenAI-compatible client, the embedded llama.cpp model, the cache.
+
+Backends are imported lazily, so ``import agentrag.llm`` pulls in neither ``openai`` nor
+``llama_cpp``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from agentrag.llm.base import LLM, Completion
+from agentrag.llm.cache import CachedLLM, ResponseCache
+from agentrag.llm.config import LLMConfig, UsageMeter
+from agentrag.llm.parsing import parse_json_output, parse_text_tool_calls
+from agentrag.llm.resolve import resolve_llm
 
-__all__ = ["LLM", "Completion"]
+_LAZY = {"OpenAIBackend": "agentrag.llm.openai_backend", "EmbeddedLLM": "agentrag.llm.embedded"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentrag.llm' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = ["LLM", "Completion", "resolve_llm", "OpenAIBackend", "EmbeddedLLM", "CachedLLM", "ResponseCache",
+           "LLMConfig", "UsageMeter", "parse_json_output", "parse_text_tool_calls"]

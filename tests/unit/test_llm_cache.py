@@ -1,0 +1,104 @@
+"""CachedLLM: identical reruns make zero backend calls; keys cover the whole request."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentrag.errors import UserError
+from agentrag.llm import CachedLLM, resolve_llm
+from agentrag.records import Message, ToolCall
+from agentrag.testing import ScriptedLLM
+
+MSGS = [Message(role="user", content="capital of France?")]
+
+
+def run(llm) -> list[str | None]:
+    out = []
+    for q in ["a", "b", "c"]:
+        out.extend(c.text for c in llm.chat([Message(role="user", content=q)], temperature=0.0))
+    return out
+
+
+def test_second_identical_run_makes_zero_backend_calls(tmp_path: Path) -> None:
+    first = ScriptedLLM(default="x", cycle=False, script=["1", "2", "3"])
+    assert run(CachedLLM(first, tmp_path / "c.sqlite")) == ["1", "2", "3"]
+    second = ScriptedLLM(default="DIFFERENT")
+    cached = CachedLLM(second, tmp_path / "c.sqlite")  # fresh process-like wrapper, same file
+    assert run(cached) == ["1", "2", "3"]
+    assert second.calls == 0
+    assert cached.stats()["hits"] == 3 and cached.stats()["misses"] == 0
+
+
+def test_key_includes_sampling_tools_format_and_model(tmp_path: Path) -> None:
+    inner = ScriptedLLM(default="y")
+    llm = CachedLLM(inner, tmp_path / "c.sqlite")
+    llm.chat(MSGS, temperature=0.0)
+    llm.chat(MSGS, temperature=0.5)
+    llm.chat(MSGS, temperature=0.0, tools=[{"type": "function", "function": {"name": "t"}}])
+    llm.chat(MSGS, temperature=0.0, response_format={"type": "json_object"})
+    assert inner.calls == 4
+    llm.chat(MSGS, temperature=0.0)
+    assert inner.calls == 4
+    other = CachedLLM(ScriptedLLM(default="z", model="other"), tmp_path / "c.sqlite")
+    assert other.chat(MSGS, temperature=0.0)[0].text == "z"
+
+
+def test_sample_index_and_tool_calls_roundtrip(tmp_path: Path) -> None:
+    inner = ScriptedLLM(["s0", "s1", ToolCall(name="search", arguments={"q": 1}), "s3"])
+    llm = CachedLLM(inner, tmp_path / "c.sqlite")
+    assert [c.text for c in llm.chat(MSGS, n=2)] == ["s0", "s1"]
+    out = llm.chat(MSGS, n=4)  # indices 0,1 from the cache, 2,3 fresh
+    assert [c.text for c in out[:2]] == ["s0", "s1"]
+    assert out[2].tool_calls[0].arguments == {"q": 1} and out[3].text == "s3"
+    assert inner.calls == 2
+    again = CachedLLM(ScriptedLLM(), tmp_path / "c.sqlite").chat(MSGS, n=4)
+    assert [c.model_dump() for c in again] == [c.model_dump() for c in out]
+
+
+def test_threads_share_the_cache_safely(tmp_path: Path) -> None:
+    inner = ScriptedLLM(default="t")
+    llm = CachedLLM(inner, tmp_path / "c.sqlite")
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            for j in range(20):
+                llm.chat([Message(role="user", content=f"q{j % 5}")])
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(llm.cache) == 5
+    assert llm.stats()["hits"] + llm.stats()["misses"] == 80
+
+
+def test_errors_are_not_cached(tmp_path: Path) -> None:
+    from agentrag.errors import LLMError
+    inner = ScriptedLLM([LLMError("boom"), "ok"])
+    llm = CachedLLM(inner, tmp_path / "c.sqlite")
+    with pytest.raises(LLMError):
+        llm.chat(MSGS)
+    assert llm.chat(MSGS)[0].text == "ok"
+
+
+def test_resolve_llm_cache_switch(tmp_path: Path) -> None:
+    cfg = tmp_path / "llm.yaml"
+    cfg.write_text("backend: openai\nmodel: m\nbase_url: http://127.0.0.1:1/v1\ncache: false\n")
+    assert not isinstance(resolve_llm(str(cfg), cache=tmp_path / "c.sqlite"), CachedLLM)
+    assert isinstance(resolve_llm("openai:m", cache=tmp_path / "c.sqlite"), CachedLLM)
+    assert not isinstance(resolve_llm("openai:m"), CachedLLM)
+
+
+def test_corrupt_cache_file_is_a_user_error(tmp_path: Path) -> None:
+    bad = tmp_path / "c.sqlite"
+    bad.write_text("not a database at all" * 100)
+    with pytest.raises(UserError, match="c.sqlite"):
+        CachedLLM(ScriptedLLM(), bad)

@@ -21,6 +21,7 @@ against a KB built from these files. Metadata carries ``supporting_titles`` too 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -36,10 +37,10 @@ TWOWIKI_HOPS = {"comparison": 2, "compositional": 2, "inference": 2, "bridge_com
 def passage_id(title: str, text: str) -> str:
     """The stable id of a pooled-context paragraph (delegates to the KB's ingestion when present)."""
     try:
-        from agentrag.kb import ingest
-    except ImportError:
-        ingest = None  # type: ignore[assignment]
-    fn = getattr(ingest, "passage_id", None) if ingest is not None else None
+        ingest: Any = importlib.import_module("agentrag.kb.ingest")
+    except ModuleNotFoundError:
+        ingest = None
+    fn = getattr(ingest, "passage_id", None)
     if callable(fn):
         return str(fn(title, text))
     return hashlib.sha1(f"{title}\n{text}".encode()).hexdigest()[:16]

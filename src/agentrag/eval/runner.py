@@ -88,17 +88,22 @@ def expand_items(items: Sequence[QAItem], maxd: bool) -> list[QAItem]:
 def evaluate(agent: Agent, items: Sequence[QAItem], run_dir: str | os.PathLike[str] | RunDir, *,
              judge: LLMJudge | None = None, concurrency: int = 4, maxd: bool = False,
              correct_by: CorrectBy = "auto",
+             on_start: Callable[[int, int], None] | None = None,
              on_result: Callable[[EvalResult | None], None] | None = None) -> list[EvalResult]:
     """Evaluate ``agent`` on ``items`` (resuming from ``results.jsonl``); returns all results.
 
-    ``on_result`` is called once per processed item (``None`` for an item that failed).
+    ``on_start(already_done, total)`` is called once before work starts; ``on_result`` once per
+    processed item (``None`` for an item that failed).
     """
     if concurrency < 1:
         raise UserError(f"concurrency must be >= 1, got {concurrency!r}")
     rd = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
     store = rd.stage("results", EvalResult)
-    todo = [i for i in expand_items(items, maxd) if i.id not in store]
-    wanted = {i.id for i in expand_items(items, maxd)}
+    everything = expand_items(items, maxd)
+    todo = [i for i in everything if i.id not in store]
+    wanted = {i.id for i in everything}
+    if on_start is not None:
+        on_start(len(wanted) - len(todo), len(wanted))
     log.info("%d items to evaluate (%d already done in %s)", len(todo), len(wanted) - len(todo), store.path)
 
     def work(item: QAItem) -> EvalResult | None:

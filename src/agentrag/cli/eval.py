@@ -1,0 +1,116 @@
+"""``agentrag eval``: run an agent over a QA dataset and score it (EM/F1/acc, judge, hop diagnosis)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentrag.cli.common import (
+    ConfigOpt,
+    OutOpt,
+    SetOpt,
+    console,
+    err_console,
+    is_tty,
+    resolve_config,
+    user_errors,
+)
+
+
+def eval_command(
+    out: OutOpt,
+    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="QA file: FlashRAG jsonl or raw "
+                                                "HotpotQA / 2WikiMultihopQA / MuSiQue (format detected).")] = None,
+    kb: Annotated[str | None, typer.Option("--kb", help="Knowledge-base directory or http://host:port "
+                                           "of a Search-R1-style retrieval server.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="react | plan_step | reason_ground | "
+                                              "search_r1.")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", help="Agent LLM: embedded | openai:MODEL | "
+                                            "openai:MODEL@URL | YAML file.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="Judge LLM reference (same forms as --llm); "
+                                              "omit to skip the LLM judge.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="Evaluate only the first N questions.")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions in flight.")] = None,
+    maxd: Annotated[bool | None, typer.Option("--maxd/--no-maxd", help="Also run the lower-hop questions "
+                                              "(MuSiQue decompositions, Tracer data) to measure MaxD.")] = None,
+    config: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Evaluate an agent on a QA dataset and write a run directory.
+
+    Writes OUT/results.jsonl (one scored trajectory per question), OUT/metrics.json (EM, F1, acc,
+    LLM judge, gold-passage recall, hop-aware diagnosis) and OUT/report.md + OUT/report.html.
+
+    Rerunning the same command resumes: finished questions are skipped and cached LLM calls are
+    not paid again.
+
+    Example: agentrag eval --dataset ../shared/data/hotpotqa/dev_distractor_200.jsonl --kb runs/kb
+    --agent react --llm embedded --limit 10 --out runs/eval_react
+    """
+    with user_errors():
+        from agentrag.errors import UserError
+        from agentrag.eval.datasets import load_dataset
+        from agentrag.eval.judge import LLMJudge
+        from agentrag.eval.runner import EvalConfig, evaluate, summarize
+        from agentrag.report.eval_report import write_eval_report
+        from agentrag.runs import RunDir
+
+        cfg = resolve_config(EvalConfig, config, sets, base={
+            "dataset": dataset, "kb": kb, "agent": agent, "llm": llm, "judge": judge, "limit": limit,
+            "concurrency": concurrency, "maxd": maxd})
+        if not cfg.dataset:
+            raise UserError("no dataset: pass --dataset FILE (or set 'dataset' in the --config file)")
+        if not cfg.kb:
+            raise UserError("no knowledge base: pass --kb DIR or --kb http://host:port")
+        items = load_dataset(cfg.dataset, cfg.fmt, limit=cfg.limit)
+        run = RunDir(out)
+        run.write_config(cfg)
+
+        from agentrag.agents import build_agent
+        from agentrag.kb import resolve_retriever
+        from agentrag.llm import resolve_llm
+
+        cache = run.file("llm_cache.sqlite")
+        retriever = resolve_retriever(cfg.kb)
+        the_agent = build_agent(cfg.agent, resolve_llm(cfg.llm, cache=cache), retriever, **cfg.agent_config)
+        the_judge = LLMJudge(resolve_llm(cfg.judge, cache=cache)) if cfg.judge else None
+
+        started = time.perf_counter()
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err_console, disable=not is_tty()) as bar:
+            task = bar.add_task("eval", total=None)
+            results = evaluate(the_agent, items, run, judge=the_judge, concurrency=cfg.concurrency,
+                               maxd=cfg.maxd, correct_by=cfg.correct_by,
+                               on_start=lambda done, total: bar.update(task, completed=done, total=total),
+                               on_result=lambda _r: bar.advance(task))
+        metrics = summarize(results, n_requested=len(items))
+        metrics["wall_s"] = round(time.perf_counter() - started, 2)
+        run.write_json("metrics.json", metrics)
+        md, html = write_eval_report(
+            run.path, metrics, title=f"Evaluation of {cfg.agent} on {Path(cfg.dataset).name}",
+            description=f"agent {cfg.agent}, LLM {cfg.llm}, judge {cfg.judge or 'none'}, KB {cfg.kb}")
+        _print_metrics(metrics)
+        console.print(f"results: {run.file('results.jsonl')}\nreport:  {html}  (markdown: {md})")
+        if metrics.get("missing"):
+            console.print(f"[yellow]{metrics['missing']} questions failed; rerun the same command to retry[/]")
+
+
+def _print_metrics(m: dict[str, Any]) -> None:
+    def pct(v: float | None) -> str:
+        return "–" if v is None else f"{100 * v:.1f}"
+
+    console.print(f"n={m['n']}  EM={pct(m['em'])}  F1={pct(m['f1'])}  Acc={pct(m['acc'])}  "
+                  f"judge-pass={pct(m['judge_pass'])}  recall={pct(m['recall'])}  "
+                  f"steps={m['mean_steps'] if m['mean_steps'] is not None else '–'}")
+    h = m.get("hops", {})
+    console.print(f"Steps-C={h.get('steps_c')}  Steps-I={h.get('steps_i')}  collapse={pct(h.get('collapse_rate'))}%  "
+                  f"over-extension={pct(h.get('over_extension_rate'))}%  MaxD={h.get('maxd')}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval")(eval_command)

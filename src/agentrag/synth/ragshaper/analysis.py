@@ -1,0 +1,148 @@
+"""Analyses for the run report: the funnel, tool calls per trajectory (Fig. 3), distractor types
+created and met, success rate by distractor type met (Fig. 4 right) and behaviour tags by an
+LLM tagger (Fig. 4 left)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from agentrag.llm.base import LLM
+from agentrag.records import Message, Provenance, Trajectory
+from agentrag.synth.ragshaper._llm import call_json
+from agentrag.synth.ragshaper.schema import (
+    DistractorDoc,
+    FilterRecord,
+    InfoTree,
+    PathRecord,
+    QARecord,
+    TagRecord,
+)
+
+SUCCESS_TAGS = ("handling_success", "direct_answer", "fallback_success")
+TAGS = (*SUCCESS_TAGS, "failure")
+
+TAGGER_SYSTEM = (
+    "You label how a search agent reached a CORRECT answer. Pick one label:\n"
+    "- handling_success: it met misleading or conflicting documents (marked [distractor] below) "
+    "and explicitly set them aside or checked them before answering;\n"
+    "- direct_answer: it found the answer straightforwardly, without having to deal with "
+    "misleading documents;\n"
+    "- fallback_success: the searches did not yield the answer and it answered from its own "
+    "knowledge or after giving up on retrieval.\n"
+    "Reply with JSON: {\"tag\": ..., \"rationale\": one sentence}.")
+
+
+def funnel(seeds: int, trees: list[InfoTree], distractors: list[DistractorDoc], paths: list[PathRecord],
+           qas: list[QARecord], trajs: list[Trajectory], filters: list[FilterRecord]) -> list[dict[str, Any]]:
+    """One row per stage: how many records went in and came out, and why the rest did not."""
+    def reasons(items: Sequence[str | None]) -> dict[str, int]:
+        return dict(Counter((r or "").split(":")[0] for r in items if r))
+
+    ok_trees = [t for t in trees if t.status == "ok"]
+    accepted = [q for q in qas if q.status == "accepted"]
+    node_errors = [n.error for t in trees for n in t.nodes if n.error]
+    return [
+        {"stage": "seeds", "in": seeds, "out": seeds, "rejected": {}},
+        {"stage": "trees (explore)", "in": seeds, "out": len(ok_trees),
+         "rejected": reasons([t.error for t in trees if t.status != "ok"]),
+         "notes": {"nodes": sum(len(t.nodes) for t in trees), "node_errors": reasons(node_errors)}},
+        {"stage": "distractor documents (K~)", "in": sum(t.distractor_calls for t in trees),
+         "out": len(distractors), "rejected": {}},
+        {"stage": "paths (Eq. 5)", "in": len(ok_trees), "out": len(paths), "rejected": {}},
+        {"stage": "QA (Eq. 6)", "in": len(paths), "out": len(accepted),
+         "rejected": reasons([q.reason for q in qas if q.status != "accepted"])},
+        {"stage": "trajectories (Eq. 7-8)", "in": len(accepted), "out": len(trajs),
+         "rejected": {}, "notes": {"finish_reason": dict(Counter(t.finish_reason for t in trajs))}},
+        {"stage": "filter F1 > threshold", "in": len(filters), "out": sum(f.kept for f in filters),
+         "rejected": {"f1_below_threshold": sum(not f.kept for f in filters)} if filters else {}},
+    ]
+
+
+def tool_calls_distribution(trajs: list[Trajectory]) -> dict[int, int]:
+    return dict(sorted(Counter(int(t.metadata.get("tool_calls", 0)) for t in trajs).items()))
+
+
+def distractor_stats(distractors: list[DistractorDoc], trajs: list[Trajectory],
+                     filters: list[FilterRecord]) -> dict[str, Any]:
+    kept = {f.id: f.kept for f in filters}
+    created = Counter(d.distractor_type for d in distractors)
+    met_docs: Counter[str] = Counter()
+    by_type: dict[str, list[bool]] = {}
+    for t in trajs:
+        for m in t.metadata.get("distractors_met", []):
+            met_docs[m["distractor_type"]] += 1
+        for dtype in t.metadata.get("distractor_types_met", []):
+            by_type.setdefault(dtype, []).append(kept.get(t.id, False))
+    none = [kept.get(t.id, False) for t in trajs if not t.metadata.get("distractor_types_met")]
+    if none:
+        by_type["(none met)"] = none
+    return {"created": dict(created), "met_documents": dict(met_docs),
+            "success_by_type_met": {k: {"trajectories": len(v), "kept": sum(v),
+                                        "success_rate": round(sum(v) / len(v), 3)} for k, v in by_type.items()}}
+
+
+def render_for_tagger(traj: Trajectory, max_chars: int = 300) -> str:
+    met = {(m["step"], m["id"]) for m in traj.metadata.get("distractors_met", [])}
+    lines = [f"Question: {traj.question}", f"Correct answer: {traj.metadata.get('gold_answer', '')}"]
+    for i, s in enumerate(traj.steps, start=1):
+        if s.thought:
+            lines.append(f"Thought {i}: {s.thought[:max_chars]}")
+        if s.action is not None:
+            lines.append(f"Search {i}: {s.action.arguments.get('query', '')}")
+            for h in s.hits:
+                tag = "[distractor] " if (i, h.id) in met else ""
+                lines.append(f"  {tag}{h.title}: {h.text[:max_chars]}")
+    lines.append(f"Agent's answer: {traj.answer}")
+    return "\n".join(lines)
+
+
+def tag_behaviour(llm: LLM | None, traj: Trajectory, filt: FilterRecord) -> TagRecord:
+    """``failure`` for a dropped trajectory (by rule); otherwise the LLM picks a success tag."""
+    if not filt.kept:
+        return TagRecord(id=traj.id, tag="failure", rationale=filt.reason or "",
+                         provenance=Provenance(stage="tag", model="rule"))
+    if llm is None:
+        return TagRecord(id=traj.id, tag="untagged", error="no tagger LLM",
+                         provenance=Provenance(stage="tag", model="none"))
+    schema = {"type": "object", "properties": {"tag": {"type": "string", "enum": list(SUCCESS_TAGS)},
+                                               "rationale": {"type": "string"}},
+              "required": ["tag", "rationale"]}
+    messages = [Message(role="system", content=TAGGER_SYSTEM), Message(role="user", content=render_for_tagger(traj))]
+    obj, prov, err = call_json(llm, messages, schema, name="behaviour_tag", stage="tag", max_tokens=128,
+                               temperature=0.0)
+    tag = str((obj or {}).get("tag") or "")
+    if err or tag not in SUCCESS_TAGS:
+        return TagRecord(id=traj.id, tag="untagged", error=err or f"invalid tag {tag!r}", provenance=prov)
+    return TagRecord(id=traj.id, tag=tag, rationale=str((obj or {}).get("rationale") or ""), provenance=prov)
+
+
+def render_markdown(metrics: dict[str, Any]) -> str:
+    """The run report as Markdown."""
+    out = [f"# RAGShaper run: {metrics.get('name', '')}", ""]
+    out += ["## Funnel", "", "| stage | in | out | rejected (reason: count) |", "|---|---:|---:|---|"]
+    for row in metrics["funnel"]:
+        rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items()) or "-"
+        out.append(f"| {row['stage']} | {row['in']} | {row['out']} | {rej} |")
+    notes = [f"- {r['stage']}: {r['notes']}" for r in metrics["funnel"] if r.get("notes")]
+    out += ["", *notes, ""]
+    out += ["## Tool calls per trajectory", "", "| tool calls | trajectories |", "|---:|---:|"]
+    out += [f"| {k} | {v} |" for k, v in metrics["tool_calls"].items()] or ["| - | 0 |"]
+    d = metrics["distractors"]
+    out += ["", "## Distractors", "", "| type | documents created | documents met by the teacher |", "|---|---:|---:|"]
+    types = sorted(set(d["created"]) | set(d["met_documents"]))
+    out += [f"| {t} | {d['created'].get(t, 0)} | {d['met_documents'].get(t, 0)} |" for t in types] or ["| - | 0 | 0 |"]
+    out += ["", "### Success rate by distractor type met", "", "| type met | trajectories | kept | rate |",
+            "|---|---:|---:|---:|"]
+    out += [f"| {t} | {v['trajectories']} | {v['kept']} | {v['success_rate']:.2f} |"
+            for t, v in d["success_by_type_met"].items()] or ["| - | 0 | 0 | - |"]
+    out += ["", "## Behaviour tags", "", "| tag | trajectories |", "|---|---:|"]
+    out += [f"| {k} | {v} |" for k, v in metrics["tags"].items()] or ["| - | 0 |"]
+    out += ["", "## Timing", "", f"- wall time per seed (exploration): {metrics.get('seconds_per_seed', {})}",
+            f"- total wall time: {metrics.get('elapsed', 0):.1f} s", f"- export: {metrics.get('export')}", ""]
+    return "\n".join(out)
+
+
+__all__ = ["funnel", "tool_calls_distribution", "distractor_stats", "tag_behaviour", "render_for_tagger",
+           "render_markdown", "TAGS", "SUCCESS_TAGS"]

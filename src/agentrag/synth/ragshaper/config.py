@@ -1,0 +1,74 @@
+"""Configuration of the RAGShaper synthesizer (paper defaults in comments, demo-sized defaults)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from agentrag.config import Config
+
+DISTRACTOR_TYPES = ("doppelganger", "false_shortcut", "fragmented_puzzle", "subjective_fallacy")
+
+
+class CuratorConfig(Config):
+    """InfoCurator tree exploration (§3.1.1)."""
+
+    max_depth: int = Field(default=4, ge=1, description="stop expanding at this depth (paper: 30)")
+    p_branch: float = Field(default=0.5, ge=0.0, le=1.0, description="p_b: probability of two children")
+    branch_depths: int = Field(default=2, ge=0, description="p_b applies on depths < this; 0 after (paper: 2)")
+    top_k: int = Field(default=3, ge=1, description="default top_k of the dense retrieval tool")
+    max_top_k: int = Field(default=5, ge=1, description="cap on the top_k the curator may ask for")
+    threshold: float | None = Field(default=None, description="Eq. 4 tau; depends on the embedder (paper: 0.8 for E5)")
+    method: str = Field(default="dense", description="retrieval method of the curator's tool")
+    max_tokens: int = 256
+    temperature: float = 0.7
+    max_observation_chars: int = Field(default=600, ge=50, description="per-document text shown back to the curator")
+
+
+class DistractorConfig(Config):
+    """Distractor curation tool (Table 1)."""
+
+    enabled: bool = True
+    docs_per_call: int = Field(default=2, ge=1, le=5)
+    min_calls: int = Field(default=3, ge=0, description="calls the curator is asked to make per seed")
+    min_docs: int = Field(default=5, ge=0, description="documents the curator is asked to create per seed")
+    max_tokens: int = 384
+    temperature: float = 0.8
+
+
+class QAConfig(Config):
+    """QA synthesis and rejection (§3.2)."""
+
+    min_hops: int = Field(default=3, ge=1)
+    max_answer_words: int = Field(default=20, ge=1)
+    max_tokens: int = 512
+    temperature: float = 0.7
+
+
+class ElicitConfig(Config):
+    """Behavior elicitation with constrained navigation (§3.3, Eq. 8)."""
+
+    agent: str = "react"
+    top_k: int = Field(default=5, ge=3, description="k of Eq. 8 (k-2 from K, 2 from K~)")
+    k_distractor: int = Field(default=2, ge=1)
+    p_e: float = Field(default=0.5, ge=0.0, le=1.0)
+    max_steps: int = Field(default=6, ge=1)
+    max_tokens: int = 256
+    temperature: float = 0.0
+
+
+class RagShaperConfig(Config):
+    """Everything ``agentrag synth ragshaper`` reads; override any key with ``--set``."""
+
+    seed: int = 0
+    concurrency: int = Field(default=2, ge=1)
+    curator: CuratorConfig = Field(default_factory=CuratorConfig)
+    distractors: DistractorConfig = Field(default_factory=DistractorConfig)
+    paths_per_tree: int = Field(default=2, ge=1, description="m of §3.1.2")
+    qa: QAConfig = Field(default_factory=QAConfig)
+    elicit: ElicitConfig = Field(default_factory=ElicitConfig)
+    f1_threshold: float = Field(default=0.9, ge=0.0, le=1.0, description="keep trajectories with F1 > this (§3.4)")
+    tag_behaviours: bool = True
+    export: bool = True
+
+
+__all__ = ["DISTRACTOR_TYPES", "CuratorConfig", "DistractorConfig", "QAConfig", "ElicitConfig", "RagShaperConfig"]

@@ -1,0 +1,89 @@
+"""Behavior elicitation (§3.3, Eq. 7-8): a teacher agent solves each accepted question while
+its one dense retrieval tool follows constrained navigation over K and the distractor KB K~.
+
+The teacher is never told K~ exists (its hits look like any other document); the trajectory
+records, per step, which hits came from K~ and their distractor type.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from typing import Any
+
+from agentrag.kb.base import Retriever
+from agentrag.llm.base import LLM
+from agentrag.records import QAItem, Trajectory
+from agentrag.synth.ragshaper._llm import prompt_hash
+from agentrag.synth.ragshaper.config import ElicitConfig
+from agentrag.synth.ragshaper.schema import QARecord
+
+log = logging.getLogger(__name__)
+
+AgentFactory = Callable[[LLM, Any, ElicitConfig], Any]
+
+
+def default_agent_factory(llm: LLM, policy: Any, cfg: ElicitConfig) -> Any:
+    """``build_agent(cfg.agent, llm, policy, ...)`` from the agents area."""
+    settings = {"max_steps": cfg.max_steps, "top_k": cfg.top_k, "max_tokens": cfg.max_tokens,
+                "temperature": cfg.temperature}
+    try:
+        from agentrag.agents import build_agent  # type: ignore[attr-defined]
+    except ImportError:  # the registry is not there yet: the react agent directly
+        from agentrag.agents.config import ReactConfig
+        from agentrag.agents.react import ReactAgent
+
+        if cfg.agent != "react":
+            raise
+        return ReactAgent(llm, policy, ReactConfig(**settings))
+    return build_agent(cfg.agent, llm, policy, **settings)
+
+
+def navigation_policy(main: Retriever, distractor: Retriever | None, cfg: ElicitConfig,
+                      rng: random.Random) -> Any:
+    """Eq. 8 constrained navigation, or plain R(K, k) when there is no K~ (the ablation)."""
+    from agentrag.agents.navigation import ConstrainedNavigation, PlainNavigation
+
+    if distractor is None:
+        return PlainNavigation(main)
+    return ConstrainedNavigation(main, distractor, k_distractor=cfg.k_distractor, p_e=cfg.p_e, rng=rng)
+
+
+def distractor_hits(traj: Trajectory, types_by_id: dict[str, str]) -> list[dict[str, Any]]:
+    """Every K~ document the teacher met: step, passage id and distractor type."""
+    from agentrag.agents.navigation import is_distractor
+
+    met = []
+    for i, step in enumerate(traj.steps, start=1):
+        for h in step.hits:
+            if is_distractor(h) or h.id in types_by_id:
+                dtype = h.metadata.get("distractor_type") or types_by_id.get(h.id, "unknown")
+                met.append({"step": i, "id": h.id, "distractor_type": dtype})
+    return met
+
+
+def elicit(qa: QARecord, teacher: LLM, main: Retriever, distractor: Retriever | None, cfg: ElicitConfig,
+           *, seed: int, types_by_id: dict[str, str], agent_factory: AgentFactory | None = None) -> Trajectory:
+    """Run the teacher on ``qa``; the returned trajectory carries the K~ documents it met."""
+    rng = random.Random(f"{seed}:{qa.id}")
+    policy = navigation_policy(main, distractor, cfg, rng)
+    agent = (agent_factory or default_agent_factory)(teacher, policy, cfg)
+    item = QAItem(id=qa.id, question=qa.question, golden_answers=[qa.answer])
+    traj: Trajectory = agent.run(item)
+    met = distractor_hits(traj, types_by_id)
+    meta = dict(traj.metadata)
+    meta.update({
+        "qa_id": qa.id, "seed_id": qa.seed_id, "gold_answer": qa.answer,
+        "distractors_met": met,
+        "distractor_types_met": sorted({m["distractor_type"] for m in met}),
+        "tool_calls": sum(1 for s in traj.steps if s.action is not None),
+        "navigation": "constrained" if distractor is not None else "plain",
+        "provenance": {"stage": "elicit", "model": getattr(teacher, "model", ""),
+                       "prompt_hash": prompt_hash(traj.messages[:2]) if traj.messages else "",
+                       "usage": traj.usage.model_dump()},
+    })
+    return traj.model_copy(update={"id": f"{qa.id}-t", "metadata": meta})
+
+
+__all__ = ["elicit", "navigation_policy", "distractor_hits", "default_agent_factory", "AgentFactory"]

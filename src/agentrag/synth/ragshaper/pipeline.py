@@ -1,0 +1,240 @@
+"""RAGShaper orchestration: seeds -> trees (+ K~) -> paths -> QA -> trajectories -> filter -> tags
+-> SFT export and report, every stage an append-only JSONL of the run directory keyed by stable
+ids. Rerunning resumes: finished seeds, paths, questions and trajectories are skipped, and
+with a cached LLM (``<run>/llm_cache.sqlite``) the calls of an interrupted item are not paid
+twice. A failure of one item becomes a flagged record; the run goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from agentrag.kb.base import Retriever
+from agentrag.llm.base import LLM
+from agentrag.records import Passage, Provenance, Trajectory
+from agentrag.runs import RunDir
+from agentrag.synth.ragshaper import analysis
+from agentrag.synth.ragshaper.config import RagShaperConfig
+from agentrag.synth.ragshaper.elicit import AgentFactory, elicit
+from agentrag.synth.ragshaper.filter import export_sft, filter_trajectory
+from agentrag.synth.ragshaper.paths import select_paths
+from agentrag.synth.ragshaper.qa import synthesize_qa
+from agentrag.synth.ragshaper.schema import (
+    DistractorDoc,
+    FilterRecord,
+    InfoTree,
+    PathRecord,
+    QARecord,
+    SeedRecord,
+    TagRecord,
+)
+from agentrag.synth.ragshaper.tree import InfoCurator
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]
+T = TypeVar("T")
+
+
+def seed_id(entity: str) -> str:
+    return "s" + hashlib.sha1(entity.strip().encode("utf-8")).hexdigest()[:10]
+
+
+@dataclass
+class Components:
+    """What a run talks to. ``distractor_kb`` builds the secondary KB K~ from the distractor
+    passages (called once per run, after exploration)."""
+
+    curator: LLM
+    teacher: LLM
+    main_kb: Retriever
+    distractor_kb: Callable[[list[Passage]], Retriever]
+    tagger: LLM | None = None
+    agent_factory: AgentFactory | None = None
+
+
+def _pmap(fn: Callable[[T], Any], items: Iterable[T], workers: int, stage: str, progress: Progress | None) -> None:
+    todo = list(items)
+    if progress:
+        progress(stage, 0, len(todo))
+    if workers <= 1:
+        for i, it in enumerate(todo, start=1):
+            fn(it)
+            if progress:
+                progress(stage, i, len(todo))
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for i, _ in enumerate(pool.map(fn, todo), start=1):
+            if progress:
+                progress(stage, i, len(todo))
+
+
+class RagShaperPipeline:
+    """Runs every stage over a run directory (see the module docstring)."""
+
+    def __init__(self, run: RunDir, cfg: RagShaperConfig, comps: Components, progress: Progress | None = None):
+        self.run_dir, self.cfg, self.c, self.progress = run, cfg, comps, progress
+        self.seeds = run.stage("seeds", SeedRecord)
+        self.trees = run.stage("trees", InfoTree)
+        self.distractors = run.stage("distractors", DistractorDoc)
+        self.paths = run.stage("paths", PathRecord)
+        self.qas = run.stage("qa", QARecord)
+        self.trajs = run.stage("trajectories", Trajectory)
+        self.filters = run.stage("filter", FilterRecord)
+        self.tags = run.stage("tags", TagRecord)
+
+    # --- stages -------------------------------------------------------------------------------
+    def explore(self, entities: list[str]) -> None:
+        for e in entities:
+            self.seeds.append(SeedRecord(id=seed_id(e), entity=e.strip()))
+        curator = InfoCurator(self.c.curator, self.c.main_kb, self.cfg)
+        todo = [s for s in self.seeds.read() if s.id not in self.trees]
+
+        def one(seed: SeedRecord) -> None:
+            start = time.monotonic()
+            try:
+                tree, docs = curator.explore(seed.id, seed.entity)
+            except Exception as exc:  # noqa: BLE001 - one seed's failure is recorded, the run goes on
+                log.exception("seed %r: exploration failed", seed.entity)
+                tree, docs = InfoTree(id=seed.id, seed=seed.entity, status="failed",
+                                      error=f"{type(exc).__name__}: {exc}", elapsed=time.monotonic() - start), []
+            for d in docs:  # K~ documents first, so a kill before the tree line only repeats cached calls
+                self.distractors.append(d)
+            self.trees.append(tree)
+
+        _pmap(one, todo, self.cfg.concurrency, "explore", self.progress)
+
+    def select(self) -> None:
+        for tree in self.trees:
+            if tree.status == "ok":
+                for p in select_paths(tree, self.cfg.paths_per_tree):
+                    self.paths.append(p)
+
+    def synthesize(self) -> None:
+        trees = {t.id: t for t in self.trees}
+        todo = [p for p in self.paths if f"{p.id}-qa" not in self.qas]
+
+        def one(path: PathRecord) -> None:
+            by_id = {n.id: n for n in trees[path.seed_id].nodes}
+            try:
+                rec = synthesize_qa(self.c.curator, path, [by_id[i] for i in path.node_ids], self.cfg.qa)
+            except Exception as exc:  # noqa: BLE001
+                log.exception("path %s: QA synthesis failed", path.id)
+                rec = QARecord(id=f"{path.id}-qa", path_id=path.id, seed_id=path.seed_id, status="rejected",
+                               reason=f"error: {type(exc).__name__}: {exc}", provenance=Provenance(stage="qa"))
+            self.qas.append(rec)
+
+        _pmap(one, todo, self.cfg.concurrency, "qa", self.progress)
+
+    def build_distractor_kb(self) -> tuple[Retriever | None, dict[str, str]]:
+        docs = self.distractors.read()
+        types = {d.id: d.distractor_type for d in docs}
+        if not self.cfg.distractors.enabled or not docs:
+            if self.cfg.distractors.enabled:
+                log.warning("no distractor documents were created: the teacher reads K only")
+            return None, types
+        passages = [Passage(id=d.id, title=d.title, text=d.text,
+                            metadata={"distractor_type": d.distractor_type, "seed_id": d.seed_id,
+                                      "node_id": d.node_id, "source_passage_id": d.source_passage_id})
+                    for d in docs]
+        return self.c.distractor_kb(passages), types
+
+    def elicit(self) -> None:
+        todo = [q for q in self.qas if q.status == "accepted" and f"{q.id}-t" not in self.trajs]
+        if not todo:
+            return
+        kb_tilde, types = self.build_distractor_kb()
+
+        def one(qa: QARecord) -> None:
+            try:
+                traj = elicit(qa, self.c.teacher, self.c.main_kb, kb_tilde, self.cfg.elicit, seed=self.cfg.seed,
+                              types_by_id=types, agent_factory=self.c.agent_factory)
+            except Exception as exc:  # noqa: BLE001
+                log.exception("question %s: elicitation failed", qa.id)
+                traj = Trajectory(id=f"{qa.id}-t", question=qa.question, finish_reason="llm_error",
+                                  metadata={"qa_id": qa.id, "seed_id": qa.seed_id, "gold_answer": qa.answer,
+                                            "error": f"{type(exc).__name__}: {exc}", "distractors_met": [],
+                                            "distractor_types_met": [], "tool_calls": 0})
+            self.trajs.append(traj)
+
+        _pmap(one, todo, self.cfg.concurrency, "elicit", self.progress)
+
+    def filter_and_tag(self) -> None:
+        answers = {q.id: q.answer for q in self.qas}
+        for t in self.trajs:
+            if t.id not in self.filters:
+                self.filters.append(filter_trajectory(t, answers.get(str(t.metadata.get("qa_id")), ""),
+                                                      self.cfg.f1_threshold))
+        if not self.cfg.tag_behaviours:
+            return
+        filters = {f.id: f for f in self.filters}
+        todo = [t for t in self.trajs if t.id not in self.tags]
+        _pmap(lambda t: self.tags.append(analysis.tag_behaviour(self.c.tagger, t, filters[t.id])), todo,
+              self.cfg.concurrency, "tag", self.progress)
+
+    def export(self) -> dict[str, Any]:
+        kept_ids = {f.id for f in self.filters if f.kept}
+        kept = [t for t in self.trajs if t.id in kept_ids]
+        if not self.cfg.export:
+            return {"skipped": "export disabled in config"}
+        if not kept:
+            return {"skipped": "no trajectory passed the filter", "records": 0}
+        try:
+            from agentrag.agents.prompts import REACT_SYSTEM
+            from agentrag.agents.tools import search_tool_schema
+        except ImportError as exc:
+            return {"skipped": f"agents area unavailable: {exc}"}
+        tools = [search_tool_schema()]
+        system = REACT_SYSTEM.format(tool=tools[0]["function"]["name"])
+        try:
+            return export_sft(kept, self.run_dir.path / "sft", tools, system)
+        except ImportError as exc:
+            log.warning("SFT export skipped: %s", exc)
+            return {"skipped": f"export area unavailable: {exc}", "records": 0}
+
+    # --- the whole run ------------------------------------------------------------------------
+    def run(self, entities: list[str], name: str = "") -> dict[str, Any]:
+        start = time.monotonic()
+        self.explore(entities)
+        self.select()
+        self.synthesize()
+        self.elicit()
+        self.filter_and_tag()
+        exported = self.export()
+        return self.write_report(name or self.run_dir.path.name, exported, time.monotonic() - start)
+
+    def write_report(self, name: str, exported: dict[str, Any], elapsed: float) -> dict[str, Any]:
+        trees, trajs, filters = self.trees.read(), self.trajs.read(), self.filters.read()
+        qas, distractors = self.qas.read(), self.distractors.read()
+        per_seed: dict[str, float] = {t.seed: round(t.elapsed, 1) for t in trees}
+        seeds_by_id = {t.id: t.seed for t in trees}
+        for q in qas:
+            per_seed[seeds_by_id[q.seed_id]] = round(per_seed.get(seeds_by_id[q.seed_id], 0) + q.elapsed, 1)
+        for t in trajs:
+            s = seeds_by_id.get(str(t.metadata.get("seed_id")))
+            if s is not None:
+                per_seed[s] = round(per_seed[s] + t.elapsed, 1)
+        metrics = {
+            "name": name, "ablation_no_distractors": not self.cfg.distractors.enabled,
+            "funnel": analysis.funnel(len(self.seeds), trees, distractors, self.paths.read(), qas, trajs, filters),
+            "tool_calls": analysis.tool_calls_distribution(trajs),
+            "distractors": analysis.distractor_stats(distractors, trajs, filters),
+            "seeds_meeting_distractor_quota": sum(
+                1 for t in trees if t.distractor_calls >= self.cfg.distractors.min_calls
+                and sum(d.seed_id == t.id for d in distractors) >= self.cfg.distractors.min_docs),
+            "tags": dict(Counter(t.tag for t in self.tags)),
+            "seconds_per_seed": per_seed, "elapsed": round(elapsed, 1), "export": exported,
+        }
+        self.run_dir.write_json("metrics.json", metrics)
+        self.run_dir.write_text("report.md", analysis.render_markdown(metrics))
+        return metrics
+
+
+__all__ = ["RagShaperPipeline", "Components", "seed_id"]

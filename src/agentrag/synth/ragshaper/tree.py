@@ -1,0 +1,215 @@
+"""InfoCurator tree exploration (§3.1.1, Eq. 2-3).
+
+From a seed entity (the root), the curator LLM looks at the path from the root to the current
+node and picks the next action: the dense retrieval tool (query, top_k; Eq. 4 with threshold
+tau) or the distractor curation tool. A node gets two children with probability p_b on the
+first ``branch_depths`` depths (one child otherwise) and expansion stops at ``max_depth``;
+the tree is grown depth-first, so a node's whole subtree is explored before its sibling.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import random
+import time
+from typing import Any
+
+from agentrag.errors import RetrievalError
+from agentrag.kb.base import Retriever
+from agentrag.llm.base import LLM
+from agentrag.records import Message, ToolCall
+from agentrag.synth.ragshaper._llm import call_json
+from agentrag.synth.ragshaper.config import DISTRACTOR_TYPES, RagShaperConfig
+from agentrag.synth.ragshaper.distractors import TYPE_GUIDE, write_distractors
+from agentrag.synth.ragshaper.schema import DistractorDoc, DocRef, InfoTree, TreeNode
+
+log = logging.getLogger(__name__)
+
+RETRIEVE, DISTRACT = "dense_retrieval", "write_distractor"
+
+
+def curator_system_prompt(cfg: RagShaperConfig) -> str:
+    """The exploration prompt: our wording of the requirements of the paper's Fig. 11."""
+    parts = [
+        "You are InfoCurator. Starting from a seed entity you explore a knowledge base to collect "
+        "the evidence for a question that is short to ask but needs a long chain of dependent "
+        "look-ups (A -> B -> C -> D ...).",
+        "Rules for retrieval: every dense_retrieval call must discover a NEW entity or relation "
+        "that the next step builds on; do not circle around the same entity. Prefer evidence "
+        "with hard details (years, dates, counts, versions, identifiers) and say in 'intent' "
+        "which link of the chain you are trying to find.",
+    ]
+    if cfg.distractors.enabled:
+        d = cfg.distractors
+        kinds = "\n".join(f"- {t}: {g}" for t, g in TYPE_GUIDE.items())
+        parts.append(
+            "Rules for distractors: use write_distractor to create confusable negative documents. "
+            "Start right after the first useful retrieval and repeat after every key hop, "
+            f"especially when hard details appear. Over the whole exploration make at least "
+            f"{d.min_calls} write_distractor calls and at least {d.min_docs} documents, and vary "
+            "the type. Put the fact being imitated in 'original_fact' and tell the writer in "
+            "'guideline' what to change. Every distractor must remain distinguishable from the "
+            "truth by an explicit cue (edition, date, scope, hedging, opinion tone).\n"
+            f"Distractor types:\n{kinds}")
+    parts.append("Reply with one JSON object describing your next action and nothing else.")
+    return "\n\n".join(parts)
+
+
+def action_schema(cfg: RagShaperConfig) -> dict[str, Any]:
+    tools = [RETRIEVE, DISTRACT] if cfg.distractors.enabled else [RETRIEVE]
+    props: dict[str, Any] = {
+        "intent": {"type": "string"},
+        "tool": {"type": "string", "enum": tools},
+        "query": {"type": "string"},
+        "top_k": {"type": "integer", "minimum": 1, "maximum": cfg.curator.max_top_k},
+    }
+    if cfg.distractors.enabled:
+        props["distractor_type"] = {"type": "string", "enum": list(DISTRACTOR_TYPES)}
+        props["original_fact"] = {"type": "string"}
+        props["guideline"] = {"type": "string"}
+    return {"type": "object", "properties": props, "required": ["intent", "tool"]}
+
+
+def render_path(path: list[TreeNode], max_chars: int) -> str:
+    lines = []
+    for i, node in enumerate(path[1:], start=1):
+        act = node.action
+        call = f"{act.name}({', '.join(f'{k}={v!r}' for k, v in act.arguments.items())})" if act else "?"
+        lines.append(f"Step {i}: {call}\n  intent: {node.intent}")
+        if node.error:
+            lines.append(f"  error: {node.error}")
+        for d in node.docs:
+            lines.append(f"  - [{d.title}] {d.text[:max_chars]}")
+    return "\n".join(lines) if lines else "(no steps yet)"
+
+
+class InfoCurator:
+    """Grows one information tree per seed with a curator LLM, a retriever over K and (unless
+    ablated) the distractor tool, whose documents are returned for the secondary KB K~."""
+
+    def __init__(self, llm: LLM, retriever: Retriever, cfg: RagShaperConfig, distractor_llm: LLM | None = None):
+        self.llm = llm
+        self.retriever = retriever
+        self.cfg = cfg
+        self.distractor_llm = distractor_llm or llm
+        self._search_has_method = "method" in inspect.signature(retriever.search).parameters
+
+    def n_children(self, depth: int, rng: random.Random) -> int:
+        """0 at max depth; 2 with prob. p_b on depths < branch_depths; 1 otherwise."""
+        c = self.cfg.curator
+        if depth >= c.max_depth:
+            return 0
+        if depth < c.branch_depths and rng.random() < c.p_branch:
+            return 2
+        return 1
+
+    def explore(self, seed_id: str, seed: str) -> tuple[InfoTree, list[DistractorDoc]]:
+        start = time.monotonic()
+        rng = random.Random(f"{self.cfg.seed}:{seed_id}")
+        tree = InfoTree(id=seed_id, seed=seed)
+        root = TreeNode(id="n0", depth=0, intent="seed entity", observation=seed)
+        tree.nodes.append(root)
+        distractors: list[DistractorDoc] = []
+        self._grow(tree, [root], rng, distractors)
+        tree.elapsed = time.monotonic() - start
+        return tree, distractors
+
+    def _grow(self, tree: InfoTree, path: list[TreeNode], rng: random.Random,
+              distractors: list[DistractorDoc]) -> None:
+        node = path[-1]
+        siblings: list[TreeNode] = []
+        for branch in range(self.n_children(node.depth, rng)):
+            child = self._expand(tree, path, branch, siblings, distractors)
+            tree.nodes.append(child)
+            siblings.append(child)
+            if child.error and child.action is None:
+                continue  # the curator produced no usable action: this branch ends here
+            self._grow(tree, [*path, child], rng, distractors)
+
+    def _expand(self, tree: InfoTree, path: list[TreeNode], branch: int, siblings: list[TreeNode],
+                distractors: list[DistractorDoc]) -> TreeNode:
+        cfg = self.cfg
+        node_id = f"n{len(tree.nodes)}"
+        types_used = sorted({d.distractor_type for d in distractors})
+        user = [f"Seed entity: {tree.seed}", "Path so far:", render_path(path, cfg.curator.max_observation_chars)]
+        if cfg.distractors.enabled:
+            user.append(f"Distractor progress for this seed: {tree.distractor_calls} call(s) of "
+                        f"{cfg.distractors.min_calls}, {len(distractors)} document(s) of "
+                        f"{cfg.distractors.min_docs}; types used: {', '.join(types_used) or 'none'}.")
+        if siblings:
+            done = "; ".join(f"{s.action.name if s.action else '?'}: {s.intent}" for s in siblings)
+            user.append(f"This is branch {branch + 1} from this step. Another branch already did: {done}. "
+                        "Take a different direction.")
+        user.append("Choose the next action.")
+        messages = [Message(role="system", content=curator_system_prompt(cfg)),
+                    Message(role="user", content="\n\n".join(user))]
+        obj, prov, err = call_json(self.llm, messages, action_schema(cfg), name="curator_action",
+                                   stage="explore", max_tokens=cfg.curator.max_tokens,
+                                   temperature=cfg.curator.temperature)
+        node = TreeNode(id=node_id, parent=path[-1].id, depth=path[-1].depth + 1, provenance=prov)
+        if obj is None:
+            node.error = err
+            return node
+        node.intent = str(obj.get("intent") or "")
+        tool = obj.get("tool")
+        if tool == DISTRACT and cfg.distractors.enabled:
+            self._run_distractor(tree, path, node, obj, distractors)
+        else:
+            self._run_retrieval(path, node, obj, tree.seed)
+        return node
+
+    def _run_retrieval(self, path: list[TreeNode], node: TreeNode, obj: dict[str, Any], seed: str) -> None:
+        c = self.cfg.curator
+        query = str(obj.get("query") or "").strip() or (seed if len(path) == 1 else "")
+        try:
+            top_k = max(1, min(int(obj.get("top_k") or c.top_k), c.max_top_k))
+        except (TypeError, ValueError):
+            top_k = c.top_k
+        node.action = ToolCall(id=f"call_{node.id}", name=RETRIEVE, arguments={"query": query, "top_k": top_k})
+        if not query:
+            node.error = "empty query"
+            node.observation = "error: the query was empty"
+            return
+        kwargs: dict[str, Any] = {"threshold": c.threshold}
+        if self._search_has_method:
+            kwargs["method"] = c.method
+        try:
+            hits = self.retriever.search([query], top_k, **kwargs)[0]
+        except RetrievalError as exc:
+            node.error = f"retrieval_error: {exc}"
+            node.observation = f"error: {exc}"
+            return
+        node.docs = [DocRef(id=h.id, title=h.title, text=h.text, kb=h.kb, score=h.score) for h in hits]
+        node.observation = "\n".join(f"[{h.title}] {h.text}" for h in hits) or "(no document above the threshold)"
+
+    def _run_distractor(self, tree: InfoTree, path: list[TreeNode], node: TreeNode, obj: dict[str, Any],
+                        distractors: list[DistractorDoc]) -> None:
+        dtype = str(obj.get("distractor_type") or "")
+        if dtype not in DISTRACTOR_TYPES:
+            unused = [t for t in DISTRACTOR_TYPES if t not in {d.distractor_type for d in distractors}]
+            dtype = (unused or list(DISTRACTOR_TYPES))[0]
+        source = next((d for n in reversed(path) for d in n.docs if d.distractor_type is None), None)
+        fact = str(obj.get("original_fact") or "").strip() or (
+            f"{source.title}: {source.text[:400]}" if source else tree.seed)
+        guideline = str(obj.get("guideline") or "")
+        node.action = ToolCall(id=f"call_{node.id}", name=DISTRACT,
+                               arguments={"original_fact": fact, "distractor_type": dtype, "guideline": guideline})
+        tree.distractor_calls += 1
+        docs, prov, err = write_distractors(
+            self.distractor_llm, original_fact=fact, distractor_type=dtype, guideline=guideline,
+            seed_id=tree.id, node_id=node.id, source_passage_id=source.id if source else None,
+            cfg=self.cfg.distractors)
+        if node.provenance is not None:
+            node.provenance.usage = node.provenance.usage + prov.usage
+        if err:
+            node.error = f"distractor_tool: {err}"
+            node.observation = f"error: {err}"
+            return
+        distractors.extend(docs)
+        node.docs = [DocRef(id=d.id, title=d.title, text=d.text, kb="distractor", distractor_type=dtype)
+                     for d in docs]
+        node.observation = f"Stored {len(docs)} {dtype} document(s): " + " | ".join(d.title for d in docs)
+
+
+__all__ = ["InfoCurator", "curator_system_prompt", "action_schema", "render_path", "RETRIEVE", "DISTRACT"]

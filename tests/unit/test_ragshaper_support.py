@@ -1,0 +1,81 @@
+"""A deterministic fake world for the RAGShaper tests: a tiny chain corpus, a scripted curator
+(JSON by response_format name) and a scripted teacher. Responses depend only on the request, so
+reruns and resumed runs see the same answers."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agentrag.records import Message, Passage, ToolCall
+from agentrag.testing import FakeRetriever, ScriptedLLM
+from agentrag.synth.ragshaper.config import DISTRACTOR_TYPES
+
+PASSAGES = [
+    Passage(id="p1", title="Ada Varn", text="Ada Varn was a chemist born in Lysa, a town on the river Orn."),
+    Passage(id="p2", title="Lysa", text="Lysa is a town founded in 1820 by the merchant Ott Brem."),
+    Passage(id="p3", title="Ott Brem", text="Ott Brem was a merchant whose company Brem & Sons opened in 1845."),
+    Passage(id="p4", title="Brem & Sons", text="Brem & Sons built the Orn bridge, finished in 1901."),
+    Passage(id="p5", title="Orn bridge", text="The Orn bridge, finished in 1901, crosses the river Orn at Lysa."),
+    Passage(id="p6", title="River Orn", text="The river Orn flows through Lysa and Kell."),
+]
+ANSWER = "1901"
+
+
+def main_retriever() -> FakeRetriever:
+    return FakeRetriever(PASSAGES, kb="main")
+
+
+def curator_reply(messages: list[Message], **kw: Any) -> str:
+    rf = kw.get("response_format") or {}
+    name = rf.get("json_schema", {}).get("name")
+    user = messages[-1].content or ""
+    if name == "curator_action":
+        steps = len(re.findall(r"^Step \d+:", user, flags=re.M))
+        tools = rf["json_schema"]["schema"]["properties"]["tool"]["enum"]
+        if "write_distractor" in tools and steps % 2 == 1:
+            return json.dumps({"intent": "confuse the last hop", "tool": "write_distractor",
+                               "distractor_type": DISTRACTOR_TYPES[(steps // 2) % 4],
+                               "original_fact": "", "guideline": "change the year"})
+        words = re.findall(r"\[([^\]]+)\]", user)
+        query = words[-1] if words else "Ada Varn"
+        return json.dumps({"intent": f"follow {query}", "tool": "dense_retrieval", "query": query, "top_k": 2})
+    if name == "distractor_documents":
+        n = rf["json_schema"]["schema"]["properties"]["documents"]["minItems"]
+        fact = user.split("\n")[1][:40]
+        return json.dumps({"documents": [{"title": f"Draft {j}: {fact}", "text": f"In the {1900 + j} draft, {fact}"}
+                                         for j in range(n)]})
+    if name == "qa_pair":
+        return json.dumps({
+            "question": "In which year was the bridge built by the company of the founder of the chemist's hometown finished?",
+            "answer": ANSWER,
+            "reasoning_steps": [{"hop": i, "fact": f"fact {i}", "evidence": f"snippet {i}", "output": f"o{i}"}
+                                for i in range(1, 4)],
+            "negative_aspect": [{"dimension": "doppelganger", "misleading_claim": "1900 draft",
+                                 "disambiguation": "it is a draft", "distraction_text": "In the 1900 draft"}]})
+    if name == "behaviour_tag":
+        return json.dumps({"tag": "direct_answer", "rationale": "it found the answer at once"})
+    raise AssertionError(f"unexpected request {name!r}")
+
+
+def teacher_reply(messages: list[Message], **kw: Any) -> Any:
+    if any(m.role == "tool" for m in messages):
+        return f"The bridge was finished in {ANSWER}. <answer>{ANSWER}</answer>"
+    return ToolCall(name="dense_search", arguments={"query": messages[-1].content or ""})
+
+
+def curator_llm() -> ScriptedLLM:
+    return ScriptedLLM(default=curator_reply, model="fake-curator")
+
+
+def teacher_llm() -> ScriptedLLM:
+    return ScriptedLLM(default=teacher_reply, model="fake-teacher")
+
+
+def test_fake_world_is_deterministic() -> None:
+    msgs = [Message(role="user", content="Seed entity: Ada Varn\n\nPath so far:\n(no steps yet)")]
+    rf = {"type": "json_schema", "json_schema": {"name": "curator_action", "schema": {
+        "properties": {"tool": {"enum": ["dense_retrieval", "write_distractor"]}}}}}
+    assert curator_reply(msgs, response_format=rf) == curator_reply(msgs, response_format=rf)
+    assert json.loads(curator_reply(msgs, response_format=rf))["tool"] == "dense_retrieval"

@@ -87,24 +87,23 @@ class OpenAIBackend:
 
         with self._lock:
             self.attempts += 1
-        where = f"{self.base_url} (model {self.model!r})"
         try:
             raw = self.client.chat.completions.with_raw_response.create(**body, timeout=self.config.timeout)
         except openai.APITimeoutError as exc:
-            raise LLMError(f"{where}: timed out after {self.config.timeout}s", is_retryable=True) from exc
+            raise LLMError(f"timed out after {self.config.timeout}s", is_retryable=True) from exc
         except openai.APIConnectionError as exc:
-            raise LLMError(f"{where}: connection error: {exc}", is_retryable=True) from exc
+            raise LLMError(f"connection error: {exc}", is_retryable=True) from exc
         except openai.APIStatusError as exc:
             retry = exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500
             detail = str(exc)[:300]
-            raise LLMError(f"{where}: HTTP {exc.status_code}: {detail}", is_retryable=retry) from exc
+            raise LLMError(f"HTTP {exc.status_code}: {detail}", is_retryable=retry) from exc
         text = raw.http_response.text
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ParseError(f"{where}: malformed JSON response body: {text[:200]!r}", is_retryable=True) from exc
+            raise ParseError(f"malformed JSON response body: {text[:200]!r}", is_retryable=True) from exc
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise ParseError(f"{where}: response has no choices: {text[:200]!r}", is_retryable=True)
+            raise ParseError(f"response has no choices: {text[:200]!r}", is_retryable=True)
         return data
 
     def _completions(self, data: dict[str, Any], tools: list[dict[str, Any]] | None,
@@ -132,7 +131,7 @@ class OpenAIBackend:
         def remember(state: RetryCallState) -> None:
             if state.outcome is not None and state.outcome.failed:
                 last["exc"] = state.outcome.exception()
-                log.warning("LLM attempt %d failed: %s", state.attempt_number, last["exc"])
+                log.warning("LLM attempt %d to %s failed: %s", state.attempt_number, self.base_url, last["exc"])
 
         retrying = Retrying(
             stop=stop_after_attempt(self.config.max_retries + 1),
@@ -142,9 +141,9 @@ class OpenAIBackend:
         try:
             return retrying(self._attempt, body)
         except (LLMError, ParseError) as exc:
-            tries = self.config.max_retries + 1 if exc.is_retryable else "a non-retryable"
-            raise LLMError(f"LLM call failed after {tries} attempt(s) to {self.base_url} with model "
-                           f"{self.model!r}; last status: {exc}", is_retryable=False) from exc
+            tries = f"{self.config.max_retries + 1} attempt(s)" if exc.is_retryable else "a non-retryable error"
+            raise LLMError(f"LLM call to {self.base_url} (model {self.model!r}) failed after {tries}; "
+                           f"last status: {exc}", is_retryable=False) from exc
 
     def chat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
              response_format: dict[str, Any] | None = None, n: int = 1, **sampling: Any) -> list[Completion]:

@@ -48,8 +48,8 @@ def funnel(seeds: int, trees: list[InfoTree], distractors: list[DistractorDoc], 
         {"stage": "trees (explore)", "in": seeds, "out": len(ok_trees),
          "rejected": reasons([t.error for t in trees if t.status != "ok"]),
          "notes": {"nodes": sum(len(t.nodes) for t in trees), "node_errors": reasons(node_errors)}},
-        {"stage": "distractor documents (K~)", "in": sum(t.distractor_calls for t in trees),
-         "out": len(distractors), "rejected": {}},
+        {"stage": "distractor tool calls -> K~ documents", "in": sum(t.distractor_calls for t in trees),
+         "out": len(distractors), "rejected": reasons([e for e in node_errors if e.startswith("distractor_tool")])},
         {"stage": "paths (Eq. 5)", "in": len(ok_trees), "out": len(paths), "rejected": {}},
         {"stage": "QA (Eq. 6)", "in": len(paths), "out": len(accepted),
          "rejected": reasons([q.reason for q in qas if q.status != "accepted"])},
@@ -139,7 +139,7 @@ def render_markdown(metrics: dict[str, Any]) -> str:
             for t, v in d["success_by_type_met"].items()] or ["| - | 0 | 0 | - |"]
     out += ["", "## Behaviour tags", "", "| tag | trajectories |", "|---|---:|"]
     out += [f"| {k} | {v} |" for k, v in metrics["tags"].items()] or ["| - | 0 |"]
-    out += ["", "## Timing", "", f"- wall time per seed (exploration): {metrics.get('seconds_per_seed', {})}",
+    out += ["", "## Timing", "", f"- wall time per seed (exploration + QA + elicitation, s): {metrics.get('seconds_per_seed', {})}",
             f"- total wall time: {metrics.get('elapsed', 0):.1f} s", f"- export: {metrics.get('export')}", ""]
     return "\n".join(out)
 

@@ -1,0 +1,11 @@
+"""RAGShaper (paper 000): InfoCurator information trees with adversarial distractors, Eq. 5 path
+selection, QA synthesis, behavior elicitation under constrained navigation, F1 filtering, SFT
+export and the run analyses. See docs/ragshaper.md."""
+
+from agentrag.synth.ragshaper.config import DISTRACTOR_TYPES, RagShaperConfig
+from agentrag.synth.ragshaper.paths import path_score, select_paths
+from agentrag.synth.ragshaper.pipeline import Components, RagShaperPipeline
+from agentrag.synth.ragshaper.tree import InfoCurator
+
+__all__ = ["RagShaperConfig", "DISTRACTOR_TYPES", "InfoCurator", "select_paths", "path_score",
+           "RagShaperPipeline", "Components"]

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agentrag.records import Passage, read_jsonl
+from agentrag.runs import RunDir
+from agentrag.synth.ragshaper.config import RagShaperConfig
+from agentrag.synth.ragshaper.pipeline import Components, RagShaperPipeline
+from agentrag.synth.ragshaper.schema import QARecord
+from agentrag.testing import FakeRetriever, ScriptedLLM
+from test_ragshaper_support import curator_llm, main_retriever, teacher_llm
+
+
+def _components(**kw: object) -> Components:
+    def kb_tilde(passages: list[Passage]) -> FakeRetriever:
+        return FakeRetriever(passages, kb="distractor")
+
+    base = dict(curator=curator_llm(), teacher=teacher_llm(), main_kb=main_retriever(), distractor_kb=kb_tilde,
+                tagger=curator_llm())
+    base.update(kw)
+    return Components(**base)  # type: ignore[arg-type]
+
+
+def _cfg(no_distractors: bool = False) -> RagShaperConfig:
+    cfg = RagShaperConfig()
+    cfg.curator.max_depth = 4
+    cfg.distractors.enabled = not no_distractors
+    return cfg
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_whole_pipeline_on_fakes(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    metrics = RagShaperPipeline(run, _cfg(), _components()).run(["Ada Varn", "Ott Brem"])
+    funnel = {row["stage"]: row for row in metrics["funnel"]}
+    assert funnel["trees (explore)"]["out"] == 2
+    assert funnel["paths (Eq. 5)"]["out"] >= 2
+    assert funnel["QA (Eq. 6)"]["out"] == funnel["paths (Eq. 5)"]["out"]  # the fake writes valid pairs
+    n_traj = funnel["trajectories (Eq. 7-8)"]["out"]
+    assert n_traj == funnel["QA (Eq. 6)"]["out"] and funnel["filter F1 > threshold"]["out"] == n_traj
+    # Eq. 8: step 1 always reads K~, so every trajectory met distractors, recorded with their type
+    trajs = _lines(tmp_path / "run" / "trajectories.jsonl")
+    for t in trajs:
+        meta = t["metadata"]
+        assert meta["distractors_met"] and all(m["step"] == 1 for m in meta["distractors_met"])
+        assert set(meta["distractor_types_met"]) <= {"doppelganger", "false_shortcut", "fragmented_puzzle",
+                                                      "subjective_fallacy"}
+        assert meta["provenance"]["model"] == "fake-teacher"
+    assert metrics["tags"] == {"direct_answer": n_traj}
+    assert metrics["distractors"]["created"]
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "## Funnel" in report and "Success rate by distractor type met" in report
+    # SFT export of the kept trajectories
+    assert metrics["export"].get("exported") == n_traj, metrics["export"]
+    assert (tmp_path / "run" / "sft" / "dataset_info.json").exists()
+    for qa in read_jsonl(tmp_path / "run" / "qa.jsonl", QARecord):
+        assert qa.provenance.prompt_hash and qa.provenance.raw_output
+
+
+def test_no_distractors_ablation(tmp_path: Path) -> None:
+    metrics = RagShaperPipeline(RunDir(tmp_path / "r"), _cfg(no_distractors=True), _components()).run(["Ada Varn"])
+    assert metrics["ablation_no_distractors"] is True
+    assert metrics["distractors"]["created"] == {} and metrics["distractors"]["met_documents"] == {}
+    assert (tmp_path / "r" / "distractors.jsonl").read_text() == ""
+    for t in _lines(tmp_path / "r" / "trajectories.jsonl"):
+        assert t["metadata"]["navigation"] == "plain" and t["metadata"]["distractors_met"] == []
+
+
+def test_failures_become_flagged_records_not_crashes(tmp_path: Path) -> None:
+    comps = _components(curator=ScriptedLLM(default="I will not answer in JSON"))
+    cfg = _cfg()
+    cfg.curator.p_branch = 0.0
+    metrics = RagShaperPipeline(RunDir(tmp_path / "r"), cfg, comps).run(["Ada Varn"])
+    funnel = {row["stage"]: row for row in metrics["funnel"]}
+    assert funnel["trees (explore)"]["notes"]["node_errors"] == {"parse_error": 1}
+    qa = _lines(tmp_path / "r" / "qa.jsonl")
+    assert len(qa) == 1 and qa[0]["status"] == "rejected" and qa[0]["reason"].startswith("schema_failure")
+    assert funnel["QA (Eq. 6)"]["rejected"] == {"schema_failure": 1}
+    assert funnel["trajectories (Eq. 7-8)"]["out"] == 0
+
+
+def test_rerun_skips_finished_work(tmp_path: Path) -> None:
+    cfg = _cfg()
+    RagShaperPipeline(RunDir(tmp_path / "r"), cfg, _components()).run(["Ada Varn"])
+    comps = _components(curator=ScriptedLLM(), teacher=ScriptedLLM(), tagger=ScriptedLLM())  # any call would fail
+    metrics = RagShaperPipeline(RunDir(tmp_path / "r"), cfg, comps).run(["Ada Varn"])
+    assert comps.curator.calls == 0 and comps.teacher.calls == 0  # type: ignore[attr-defined]
+    assert {row["stage"]: row["out"] for row in metrics["funnel"]}["trees (explore)"] == 1

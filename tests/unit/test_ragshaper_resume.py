@@ -1,0 +1,100 @@
+"""Resume after SIGKILL: no lost or duplicated records, and no LLM call paid twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+SCRIPT = textwrap.dedent('''
+    import sys, threading, time
+    from pathlib import Path
+    from agentrag.llm.cache import CachedLLM
+    from agentrag.runs import RunDir
+    from agentrag.synth.ragshaper.config import RagShaperConfig
+    from agentrag.synth.ragshaper.pipeline import Components, RagShaperPipeline
+    from agentrag.testing import FakeRetriever
+    from test_ragshaper_support import curator_llm, main_retriever, teacher_llm
+
+    out, delay = Path(sys.argv[1]), float(sys.argv[2])
+    lock = threading.Lock()
+
+    class Counting:
+        """A backend that pays (sleeps) for each call and logs it once it is done."""
+        def __init__(self, inner):
+            self.inner, self.model = inner, inner.model
+        def chat(self, messages, **kw):
+            time.sleep(delay)
+            res = self.inner.chat(messages, **kw)
+            with lock, open(out / "paid_calls.txt", "a") as fh:
+                fh.write(self.model + "\\n")
+            return res
+
+    out.mkdir(parents=True, exist_ok=True)
+    cache = out / "llm_cache.sqlite"
+    cfg = RagShaperConfig(concurrency=2)
+    cfg.curator.max_depth = 4
+    comps = Components(curator=CachedLLM(Counting(curator_llm()), cache),
+                       teacher=CachedLLM(Counting(teacher_llm()), cache),
+                       main_kb=main_retriever(),
+                       distractor_kb=lambda ps: FakeRetriever(ps, kb="distractor"),
+                       tagger=CachedLLM(Counting(curator_llm()), cache))
+    RagShaperPipeline(RunDir(out), cfg, comps).run(["Ada Varn", "Ott Brem", "Lysa", "Orn bridge"])
+''')
+
+STAGES = ["seeds", "trees", "distractors", "paths", "qa", "trajectories", "filter", "tags"]
+
+
+def _run(script: Path, out: Path, delay: float) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, str(script), str(out), str(delay)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _ids(out: Path, stage: str) -> list[str]:
+    return [json.loads(line)["id"] for line in (out / f"{stage}.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _paid(out: Path) -> int:
+    p = out / "paid_calls.txt"
+    return len(p.read_text().splitlines()) if p.exists() else 0
+
+
+def test_sigkill_then_rerun_loses_nothing_duplicates_nothing_pays_nothing_twice(tmp_path: Path) -> None:
+    script = tmp_path / "synth.py"
+    script.write_text(SCRIPT)
+    ref = tmp_path / "ref"
+    proc = _run(script, ref, 0.0)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    total = _paid(ref)
+    assert total > 20
+
+    out = tmp_path / "killed"
+    proc = _run(script, out, 0.03)
+    deadline = time.monotonic() + 60
+    while _paid(out) < total // 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    paid_before = _paid(out)
+    assert 0 < paid_before < total
+
+    proc = _run(script, out, 0.0)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    for stage in STAGES:
+        ids = _ids(out, stage)
+        assert len(ids) == len(set(ids)), f"{stage}: duplicated records"
+        assert sorted(ids) == sorted(_ids(ref, stage)), f"{stage}: lost or extra records"
+    assert _paid(out) == total, f"paid {_paid(out)} calls in all, an uninterrupted run pays {total}"
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["funnel"] == json.loads((ref / "metrics.json").read_text())["funnel"]

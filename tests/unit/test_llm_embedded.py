@@ -1,0 +1,88 @@
+"""EmbeddedLLM logic with a stand-in llama object in the model cache (no model loaded)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentrag.errors import UserError
+from agentrag.llm import embedded
+from agentrag.llm.embedded import EmbeddedLLM
+from agentrag.records import Message, ToolCall
+
+TOOLS = [{"type": "function", "function": {"name": "search", "description": "look up",
+                                           "parameters": {"type": "object",
+                                                          "properties": {"query": {"type": "string"}}}}}]
+
+
+class RecordingLlama:
+    def __init__(self, outputs: list[str]) -> None:
+        self.outputs = list(outputs)
+        self.calls: list[dict] = []
+
+    def create_chat_completion(self, **kwargs):
+        self.calls.append(kwargs)
+        text = self.outputs.pop(0)
+        return {"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 4}}
+
+
+@pytest.fixture()
+def fake_model(tmp_path: Path, monkeypatch):
+    path = tmp_path / "m.gguf"
+    path.write_bytes(b"GGUF")
+    def install(outputs: list[str]) -> tuple[EmbeddedLLM, RecordingLlama]:
+        llama = RecordingLlama(outputs)
+        monkeypatch.setitem(embedded._MODELS, (str(path.resolve()), 4096, 2), (llama, threading.Lock()))
+        return EmbeddedLLM(path), llama
+    return install
+
+
+def test_tool_call_is_parsed_from_constrained_json(fake_model) -> None:
+    llm, llama = fake_model(['{"name": "search", "arguments": {"query": "eiffel"}}', '{"answer": "Paris"}'])
+    history = [Message(role="system", content="be brief"), Message(role="user", content="q"),
+               Message(role="assistant", tool_calls=[ToolCall(name="search", arguments={"query": "a"})]),
+               Message(role="tool", content="obs", name="search")]
+    out = llm.chat(history, tools=TOOLS, n=2, seed=7, temperature=0.5)
+    assert out[0].tool_calls[0].name == "search" and out[0].tool_calls[0].arguments == {"query": "eiffel"}
+    assert out[0].finish_reason == "tool_calls" and out[0].text is None
+    assert out[1].text == "Paris" and out[1].tool_calls == []
+    first = llama.calls[0]
+    assert first["response_format"]["schema"]["oneOf"][0]["properties"]["name"] == {"const": "search"}
+    assert [c["seed"] for c in llama.calls] == [7, 8]
+    rendered = first["messages"]
+    assert rendered[0]["role"] == "system" and "search" in rendered[0]["content"] and "be brief" in rendered[0]["content"]
+    assert json.loads(rendered[2]["content"]) == {"name": "search", "arguments": {"query": "a"}}
+    assert rendered[3]["role"] == "user" and "obs" in rendered[3]["content"]
+    assert llm.meter.snapshot()["completion_tokens"] == 8
+
+
+def test_json_schema_response_format_is_passed_as_grammar(fake_model) -> None:
+    llm, llama = fake_model(['{"city": "Paris"}'])
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    out = llm.chat([Message(role="user", content="q")],
+                   response_format={"type": "json_schema", "json_schema": {"name": "c", "schema": schema}})
+    assert json.loads(out[0].text) == {"city": "Paris"}
+    assert llama.calls[0]["response_format"] == {"type": "json_object", "schema": schema}
+
+
+def test_truncated_tool_output_becomes_answer_text(fake_model) -> None:
+    llm, _ = fake_model(['{"name": "sea'])
+    out = llm.chat([Message(role="user", content="q")], tools=TOOLS)
+    assert out[0].tool_calls == [] and out[0].text == '{"name": "sea'
+
+
+def test_unknown_sampling_keyword_and_missing_path(fake_model, tmp_path: Path) -> None:
+    llm, _ = fake_model(["x"])
+    with pytest.raises(UserError, match="top_k"):
+        llm.chat([Message(role="user", content="q")], top_k=5)
+    with pytest.raises(UserError, match="does not exist"):
+        EmbeddedLLM(tmp_path / "nope.gguf")
+
+
+def test_default_gguf_is_found_without_importing_the_plugin() -> None:
+    path = embedded.default_gguf()
+    assert path.name == embedded.GGUF_NAME and path.stat().st_size > 10_000_000

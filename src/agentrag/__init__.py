@@ -18,6 +18,7 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.config",
     "agentrag.runs",
     "agentrag.llm.base",
+    "agentrag.llm",
     "agentrag.kb.base",
     "agentrag.agents.base",
 ]
@@ -42,6 +43,9 @@ _EXPORTS: dict[str, str] = {
     "JsonlStore": "agentrag.runs", "RunDir": "agentrag.runs",
     # llm protocol
     "LLM": "agentrag.llm.base", "Completion": "agentrag.llm.base",
+    "resolve_llm": "agentrag.llm", "OpenAIBackend": "agentrag.llm", "EmbeddedLLM": "agentrag.llm",
+    "CachedLLM": "agentrag.llm", "ResponseCache": "agentrag.llm", "LLMConfig": "agentrag.llm",
+    "UsageMeter": "agentrag.llm", "parse_json_output": "agentrag.llm", "parse_text_tool_calls": "agentrag.llm",
     # retrieval protocol
     "Embedder": "agentrag.kb.base", "Retriever": "agentrag.kb.base", "EmbedKind": "agentrag.kb.base",
     "apply_threshold": "agentrag.kb.base",

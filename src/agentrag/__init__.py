@@ -21,10 +21,19 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.llm",
     "agentrag.kb.base",
     "agentrag.agents.base",
+    "agentrag.eval",
+    "agentrag.report",
 ]
 
 # name -> module it lives in. Add a line here when a PUBLIC_MODULES module grows its __all__.
 _EXPORTS: dict[str, str] = {
+    # evaluation and reports
+    "load_dataset": "agentrag.eval", "diagnose": "agentrag.eval", "LLMJudge": "agentrag.eval",
+    "JudgeVerdict": "agentrag.eval", "normalize_answer": "agentrag.eval", "EvalResult": "agentrag.eval",
+    "EvalConfig": "agentrag.eval", "evaluate": "agentrag.eval", "score_item": "agentrag.eval",
+    "summarize": "agentrag.eval",
+    "Section": "agentrag.report", "write_report": "agentrag.report", "bar_chart_svg": "agentrag.report",
+    "eval_sections": "agentrag.report", "write_eval_report": "agentrag.report",
     # errors
     "AgentRagError": "agentrag.errors", "UserError": "agentrag.errors", "RunError": "agentrag.errors",
     "LLMError": "agentrag.errors", "RetrievalError": "agentrag.errors", "ParseError": "agentrag.errors",

@@ -54,7 +54,7 @@ def test_lower_hop_items_from_musique_decomposition():
     assert [x.id for x in lows] == ["m1#L1", "m1#L2"]
     assert lows[0].question == "What is the performer of Hello Love?" and lows[0].golden_answers == ["Hank Snow"]
     assert "(2) What city did #1 live when he died?" in lows[1].question
-    assert lows[1].golden_answers == ["Tennessee"] and lows[1].metadata == {"parent_id": "m1", "level": 2}
+    assert lows[1].golden_answers == ["Tennessee"] and lows[1].metadata == {"lower_hop_parent": "m1", "lower_hop_level": 2}
     assert lower_hop_items(QAItem(id="h", question="q", golden_answers=["a"], hops=2)) == []
 
 

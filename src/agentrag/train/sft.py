@@ -1,0 +1,105 @@
+"""Observation-masked SFT with TRL's ``SFTTrainer`` (RAGShaper §3.4, Eq. 9).
+
+Each TRL conversational record is tokenized with TRL's ChatML training template and its
+``{% generation %}`` assistant mask (:func:`agentrag.export.masking.assistant_mask`), and the
+mask becomes the labels (-100 elsewhere). This is what ``SFTConfig(assistant_only_loss=True,
+chat_template_path=qwen2_5_training.jinja)`` does inside TRL; doing it here first keeps tool-call
+arguments as the JSON objects they are (an Arrow table would merge the argument keys of all
+records and render the missing ones as ``null``) and trains on exactly the mask the tests check.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from agentrag.errors import RunError, UserError
+from agentrag.export.masking import assistant_mask, training_chat_template
+from agentrag.export.sft import read_trl_records
+from agentrag.runs import RunDir
+from agentrag.train.config import SFTTrainConfig, TrainConfig
+from agentrag.train.model import load_tokenizer, load_trainable_model
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT = "checkpoint"
+
+
+def tokenize_sft(records: list[dict[str, Any]], tokenizer: Any, max_length: int) -> list[dict[str, list[int]]]:
+    """``input_ids`` and ``labels`` (non-assistant tokens -100) per record; cut at ``max_length``."""
+    rows = []
+    for i, rec in enumerate(records):
+        toks = assistant_mask(rec, tokenizer)
+        ids, mask = toks.input_ids[:max_length], toks.assistant_mask[:max_length]
+        if not any(mask):
+            log.warning("record %d has no assistant token within max_length=%d; skipped", i, max_length)
+            continue
+        rows.append({"input_ids": ids, "labels": [t if m else -100 for t, m in zip(ids, mask, strict=True)]})
+    if not rows:
+        raise UserError(f"no record has an assistant token within max_length={max_length}; raise max_length")
+    return rows
+
+
+def trainer_args(cls: Any, out: Path, cfg: TrainConfig, **extra: Any) -> Any:
+    """TRL config (SFTConfig or DPOConfig) from our config: CPU-friendly defaults, no hub, no reports."""
+    return cls(
+        output_dir=str(out / "trainer"), max_steps=cfg.max_steps, num_train_epochs=cfg.epochs,
+        per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.grad_accum,
+        learning_rate=cfg.learning_rate, warmup_ratio=cfg.warmup_ratio, logging_steps=cfg.logging_steps,
+        save_strategy="no", report_to=[], bf16=False, fp16=False, seed=cfg.seed,
+        gradient_checkpointing=cfg.gradient_checkpointing, max_length=cfg.max_length,
+        dataloader_num_workers=0, disable_tqdm=True, **extra,
+    )
+
+
+def finish(trainer: Any, tokenizer: Any, run: RunDir, cfg: TrainConfig, extra: dict[str, Any]) -> dict[str, Any]:
+    """Collect losses, check they are finite, save the checkpoint and ``metrics.json``."""
+    losses = [float(h["loss"]) for h in trainer.state.log_history if "loss" in h]
+    metrics: dict[str, Any] = {
+        "global_step": trainer.state.global_step, "losses": losses,
+        "final_loss": losses[-1] if losses else None,
+        "finite": bool(losses) and all(math.isfinite(x) for x in losses), **extra,
+    }
+    if cfg.save_model:
+        ckpt = run.file(CHECKPOINT)
+        trainer.save_model(str(ckpt))
+        tokenizer.save_pretrained(str(ckpt))
+        metrics["checkpoint"] = str(ckpt)
+    run.write_json("metrics.json", metrics)
+    if not metrics["finite"]:
+        raise RunError(f"training loss is not finite: {losses}; lower learning_rate or check the data")
+    return metrics
+
+
+def train_sft(data: str | os.PathLike[str], out: str | os.PathLike[str],
+              config: SFTTrainConfig | None = None) -> dict[str, Any]:
+    """Fine-tune on a TRL SFT JSONL file (from ``agentrag export sft``); returns the metrics."""
+    cfg = config or SFTTrainConfig()
+    records = read_trl_records(data)
+    run = RunDir(out)
+    run.write_config(cfg)
+
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    tokenizer = load_tokenizer(cfg.model)
+    tokenizer.chat_template = training_chat_template()  # the checkpoint speaks ChatML with tools
+    rows = tokenize_sft(records, tokenizer, cfg.max_length)
+    n_trained = sum(sum(1 for x in r["labels"] if x != -100) for r in rows)
+    n_tokens = sum(len(r["input_ids"]) for r in rows)
+    log.info("SFT on %d records: %d tokens, %d trained (%.0f%%)", len(rows), n_tokens, n_trained,
+             100 * n_trained / n_tokens)
+    model = load_trainable_model(cfg.model)
+    args = trainer_args(SFTConfig, Path(out), cfg, packing=False, completion_only_loss=False,
+                        assistant_only_loss=False)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
+                         processing_class=tokenizer)
+    trainer.train()
+    return finish(trainer, tokenizer, run, cfg, {"records": len(rows), "tokens": n_tokens,
+                                                 "trained_tokens": n_trained, "data": str(data)})
+
+
+__all__ = ["tokenize_sft", "train_sft"]

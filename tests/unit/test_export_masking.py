@@ -1,0 +1,105 @@
+"""The SFT export trains assistant tokens only: every observation token is masked (RAGShaper Eq. 9).
+
+Tokenizes exported records with the SmolLM2 tokenizer (from the embedded GGUF) and TRL's ChatML
+training template, then checks the mask character span by character span.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentrag.export.masking import assistant_mask, render, training_chat_template
+from agentrag.export.sft import to_trl_records
+from agentrag.records import Step, ToolCall, Trajectory
+
+pytest.importorskip("transformers")
+pytest.importorskip("trl")
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    from agentrag.train.model import load_tokenizer
+
+    return load_tokenizer("embedded")
+
+
+TOOLS = [{"type": "function", "function": {
+    "name": "dense_search", "description": "search",
+    "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]
+
+
+def _traj(i: int) -> Trajectory:
+    steps = [Step(thought=f"THOUGHT-{i}-{j}: look up part {j}.",
+                  action=ToolCall(id=f"c{j}", name="dense_search", arguments={"query": f"QUERY-{i}-{j}"}),
+                  observation=f"Doc 1 (Title: Paris) OBSERVATION-{i}-{j} the city is large.\nDoc 2 more text {j}")
+             for j in range(i + 1)]
+    steps.append(Step(thought=f"FINAL-{i} reasoning. <answer>ANSWER-{i}</answer>"))
+    return Trajectory(id=f"t{i}", question=f"USER-QUESTION-{i}?", steps=steps, answer=f"ANSWER-{i}")
+
+
+@pytest.fixture(scope="session")
+def records():
+    return to_trl_records([_traj(i) for i in range(3)], "SYSTEM-PROMPT: search then answer.", TOOLS)
+
+
+def _spans(text: str, needle: str, start: int) -> tuple[int, int]:
+    pos = text.index(needle, start)
+    return pos, pos + len(needle)
+
+
+def _mask_over(span, offsets, mask):
+    """Mask values of the tokens overlapping the character span."""
+    lo, hi = span
+    return [m for (a, b), m in zip(offsets, mask) if a < hi and b > lo and b > a]
+
+
+def test_observations_masked_assistant_trained(tokenizer, records):
+    for rec in records:
+        toks = assistant_mask(rec, tokenizer)
+        text = render(rec, tokenizer)
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        assert enc["input_ids"] == toks.input_ids  # the mask lines up with the rendered text
+        offsets, mask = enc["offset_mapping"], toks.assistant_mask
+        cursor = 0
+        n_tool = n_assistant = 0
+        for msg in rec["messages"]:
+            pieces = []
+            if msg["content"]:
+                pieces.append(msg["content"])
+            for tc in msg.get("tool_calls", []):
+                pieces.append(json.dumps(tc["function"]["arguments"]))
+            for piece in pieces:
+                span = _spans(text, piece, cursor)
+                cursor = span[1]
+                covered = _mask_over(span, offsets, mask)
+                assert covered, piece
+                if msg["role"] == "assistant":
+                    n_assistant += 1
+                    assert all(covered), f"assistant text not fully trained: {piece!r}"
+                else:
+                    if msg["role"] == "tool":
+                        n_tool += 1
+                    assert not any(covered), f"{msg['role']} text leaks into the loss: {piece!r}"
+        assert n_tool >= 1 and n_assistant >= 2
+        # the trained tokens are exactly the assistant turns: decode them and compare
+        trained = tokenizer.decode([t for t, m in zip(toks.input_ids, mask) if m])
+        assert "OBSERVATION" not in trained and "USER-QUESTION" not in trained and "SYSTEM-PROMPT" not in trained
+        assert "<tool_call>" in trained and "dense_search" in trained and "<|im_end|>" in trained
+        assert trained.count("<|im_end|>") == sum(m["role"] == "assistant" for m in rec["messages"])
+
+
+def test_tool_response_wrapper_is_masked(tokenizer, records):
+    rec = records[1]
+    toks = assistant_mask(rec, tokenizer)
+    masked = tokenizer.decode([t for t, m in zip(toks.input_ids, toks.assistant_mask) if not m])
+    assert masked.count("<tool_response>") == 2 and "OBSERVATION-1-1" in masked
+
+
+def test_template_comes_from_installed_trl():
+    import importlib.resources
+
+    tpl = training_chat_template()
+    assert "{% generation %}" in tpl.replace("{%- generation %}", "{% generation %}")
+    assert tpl == (importlib.resources.files("trl") / "chat_templates" / "qwen2_5_training.jinja").read_text()

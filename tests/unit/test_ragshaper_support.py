@@ -4,6 +4,7 @@ reruns and resumed runs see the same answers."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -34,12 +35,15 @@ def curator_reply(messages: list[Message], **kw: Any) -> str:
     if name == "curator_action":
         steps = len(re.findall(r"^Step \d+:", user, flags=re.M))
         tools = rf["json_schema"]["schema"]["properties"]["tool"]["enum"]
-        if "write_distractor" in tools and steps % 2 == 1:
+        sibling = "Another branch already did" in user
+        if "write_distractor" in tools and steps % 2 == 1 and not sibling:
             return json.dumps({"intent": "confuse the last hop", "tool": "write_distractor",
                                "distractor_type": DISTRACTOR_TYPES[(steps // 2) % 4],
                                "original_fact": "", "guideline": "change the year"})
         words = re.findall(r"\[([^\]]+)\]", user)
         query = words[-1] if words else "Ada Varn"
+        if sibling:  # a sibling branch takes another direction
+            query = f"{query} river Orn Kell"
         return json.dumps({"intent": f"follow {query}", "tool": "dense_retrieval", "query": query, "top_k": 2})
     if name == "distractor_documents":
         n = rf["json_schema"]["schema"]["properties"]["documents"]["minItems"]
@@ -47,8 +51,10 @@ def curator_reply(messages: list[Message], **kw: Any) -> str:
         return json.dumps({"documents": [{"title": f"Draft {j}: {fact}", "text": f"In the {1900 + j} draft, {fact}"}
                                          for j in range(n)]})
     if name == "qa_pair":
+        seed = user.split("\n")[0].removeprefix("Seed entity: ")
+        variant = hashlib.sha1(user.encode()).hexdigest()[:6]  # distinct paths -> distinct questions
         return json.dumps({
-            "question": "In which year was the bridge built by the company of the founder of the chemist's hometown finished?",
+            "question": f"Starting from {seed} (case {variant}): in which year was the bridge of the founder's company finished?",
             "answer": ANSWER,
             "reasoning_steps": [{"hop": i, "fact": f"fact {i}", "evidence": f"snippet {i}", "output": f"o{i}"}
                                 for i in range(1, 4)],

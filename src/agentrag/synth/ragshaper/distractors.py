@@ -50,14 +50,14 @@ def distractor_schema(n: int) -> dict[str, Any]:
             "required": ["documents"]}
 
 
-def write_distractors(llm: LLM, *, original_fact: str, distractor_type: str, guideline: str,
+def write_distractors(llm: LLM, *, original_fact: str, seed: str, distractor_type: str, guideline: str,
                       seed_id: str, node_id: str, source_passage_id: str | None,
                       cfg: DistractorConfig) -> tuple[list[DistractorDoc], Provenance, str | None]:
     """Run the tool once. Returns (documents, provenance, error); an error leaves no documents."""
     if distractor_type not in DISTRACTOR_TYPES:
         distractor_type = "doppelganger"
     n = cfg.docs_per_call
-    user = (f"Original fact:\n{original_fact}\n\nDistractor type: {distractor_type}\n"
+    user = (f"Original fact:\n{original_fact}\n\nTopic of the exploration: {seed}\nDistractor type: {distractor_type}\n"
             f"What this type means: {TYPE_GUIDE[distractor_type]}\n"
             f"Guideline from the curator: {guideline or '(none)'}\n\n"
             f"Write {n} distractor document(s) of this type as "

@@ -197,7 +197,7 @@ class InfoCurator:
                                arguments={"original_fact": fact, "distractor_type": dtype, "guideline": guideline})
         tree.distractor_calls += 1
         docs, prov, err = write_distractors(
-            self.distractor_llm, original_fact=fact, distractor_type=dtype, guideline=guideline,
+            self.distractor_llm, original_fact=fact, seed=tree.seed, distractor_type=dtype, guideline=guideline,
             seed_id=tree.id, node_id=node.id, source_passage_id=source.id if source else None,
             cfg=self.cfg.distractors)
         if node.provenance is not None:

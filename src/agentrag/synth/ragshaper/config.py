@@ -51,6 +51,7 @@ class ElicitConfig(Config):
     top_k: int = Field(default=5, ge=3, description="k of Eq. 8 (k-2 from K, 2 from K~)")
     k_distractor: int = Field(default=2, ge=1)
     p_e: float = Field(default=0.5, ge=0.0, le=1.0)
+    threshold: float | None = Field(default=None, description="Eq. 4 tau of the teacher's retrieval")
     max_steps: int = Field(default=6, ge=1)
     max_tokens: int = 256
     temperature: float = 0.0
@@ -71,4 +72,17 @@ class RagShaperConfig(Config):
     export: bool = True
 
 
-__all__ = ["DISTRACTOR_TYPES", "CuratorConfig", "DistractorConfig", "QAConfig", "ElicitConfig", "RagShaperConfig"]
+
+
+class RagShaperRunConfig(RagShaperConfig):
+    """The synthesizer settings plus what the command line names: KB, seeds and the LLMs."""
+
+    kb: str | None = Field(default=None, description="knowledge-base directory (K)")
+    seeds: str | None = Field(default=None, description="file of seed entities, or N to sample N KB titles")
+    llm: str = Field(default="embedded", description="curator / QA-writer / distractor-writer LLM reference")
+    teacher: str | None = Field(default=None, description="teacher LLM reference (default: llm)")
+    tagger: str | None = Field(default=None, description="behaviour-tagger LLM reference (default: llm)")
+
+
+__all__ = ["DISTRACTOR_TYPES", "RagShaperRunConfig", "CuratorConfig", "DistractorConfig", "QAConfig",
+           "ElicitConfig", "RagShaperConfig"]

@@ -26,18 +26,10 @@ AgentFactory = Callable[[LLM, Any, ElicitConfig], Any]
 
 def default_agent_factory(llm: LLM, policy: Any, cfg: ElicitConfig) -> Any:
     """``build_agent(cfg.agent, llm, policy, ...)`` from the agents area."""
-    settings = {"max_steps": cfg.max_steps, "top_k": cfg.top_k, "max_tokens": cfg.max_tokens,
-                "temperature": cfg.temperature}
-    try:
-        from agentrag.agents import build_agent  # type: ignore[attr-defined]
-    except ImportError:  # the registry is not there yet: the react agent directly
-        from agentrag.agents.config import ReactConfig
-        from agentrag.agents.react import ReactAgent
+    from agentrag.agents import build_agent
 
-        if cfg.agent != "react":
-            raise
-        return ReactAgent(llm, policy, ReactConfig(**settings))
-    return build_agent(cfg.agent, llm, policy, **settings)
+    return build_agent(cfg.agent, llm, policy, max_steps=cfg.max_steps, top_k=cfg.top_k,
+                       max_tokens=cfg.max_tokens, temperature=cfg.temperature)
 
 
 def navigation_policy(main: Retriever, distractor: Retriever | None, cfg: ElicitConfig,
@@ -46,8 +38,9 @@ def navigation_policy(main: Retriever, distractor: Retriever | None, cfg: Elicit
     from agentrag.agents.navigation import ConstrainedNavigation, PlainNavigation
 
     if distractor is None:
-        return PlainNavigation(main)
-    return ConstrainedNavigation(main, distractor, k_distractor=cfg.k_distractor, p_e=cfg.p_e, rng=rng)
+        return PlainNavigation(main, threshold=cfg.threshold)
+    return ConstrainedNavigation(main, distractor, k_distractor=cfg.k_distractor, p_e=cfg.p_e, rng=rng,
+                                 threshold=cfg.threshold)
 
 
 def distractor_hits(traj: Trajectory, types_by_id: dict[str, str]) -> list[dict[str, Any]]:

@@ -14,11 +14,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
+from agentrag.errors import UserError
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
-from agentrag.records import Passage, Provenance, Trajectory
+from agentrag.records import Passage, Provenance, Trajectory, iter_json_objects
 from agentrag.runs import RunDir
 from agentrag.synth.ragshaper import analysis
 from agentrag.synth.ragshaper.config import RagShaperConfig
@@ -45,6 +47,28 @@ T = TypeVar("T")
 
 def seed_id(entity: str) -> str:
     return "s" + hashlib.sha1(entity.strip().encode("utf-8")).hexdigest()[:10]
+
+
+def read_seeds(path: str | Path) -> list[str]:
+    """Seed entities from a file: one per line (text; blank lines and ``#`` comments skipped) or
+    JSONL objects with an ``entity`` / ``title`` / ``seed`` field."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"seeds file {str(p)!r} not found; pass a file of entities or a number N")
+    seeds: list[str] = []
+    if p.suffix in (".jsonl", ".json"):
+        for lineno, obj in iter_json_objects(p):
+            value = next((obj[k] for k in ("entity", "title", "seed") if k in obj), None)
+            if not isinstance(value, str) or not value.strip():
+                raise UserError(f"{p}:{lineno}: field 'entity' (or 'title' / 'seed') missing or not a string")
+            seeds.append(value.strip())
+    else:
+        for line in p.read_text(encoding="utf-8").splitlines():
+            if line.strip() and not line.lstrip().startswith("#"):
+                seeds.append(line.strip())
+    if not seeds:
+        raise UserError(f"{p}: no seed entities in the file")
+    return list(dict.fromkeys(seeds))
 
 
 @dataclass
@@ -237,4 +261,4 @@ class RagShaperPipeline:
         return metrics
 
 
-__all__ = ["RagShaperPipeline", "Components", "seed_id"]
+__all__ = ["RagShaperPipeline", "Components", "seed_id", "read_seeds"]

@@ -13,15 +13,14 @@ is detected from the first record's keys (override with ``fmt``):
   hops = ``len(question_decomposition)``; the decomposition is kept in metadata, with the
   lower-hop questions used for MaxD (see :mod:`agentrag.eval.hops`).
 
-``supporting_passage_ids`` are the knowledge base's stable ids of the gold paragraphs, computed
-with the same ``(title, text)`` hash the KB uses for pooled contexts, so recall can be measured
-against a KB built from these files. Metadata carries ``supporting_titles`` too (title recall).
+``supporting_passage_ids`` of raw files come from :func:`agentrag.kb.ingest.gold_passages`: the
+ids the knowledge base gives the gold paragraphs when it pools these files' contexts (a
+``(title, text)`` hash), so recall is measured against a KB built from them. Metadata carries
+``supporting_titles`` too (title recall).
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -31,19 +30,8 @@ from agentrag.errors import UserError
 from agentrag.records import QAItem, iter_json_objects
 
 FORMATS = ("flashrag", "hotpotqa", "2wiki", "musique")
+RAW_FORMATS = ("hotpotqa", "2wiki", "musique")
 TWOWIKI_HOPS = {"comparison": 2, "compositional": 2, "inference": 2, "bridge_comparison": 4}
-
-
-def passage_id(title: str, text: str) -> str:
-    """The stable id of a pooled-context paragraph (delegates to the KB's ingestion when present)."""
-    try:
-        ingest: Any = importlib.import_module("agentrag.kb.ingest")
-    except ModuleNotFoundError:
-        ingest = None
-    fn = getattr(ingest, "passage_id", None)
-    if callable(fn):
-        return str(fn(title, text))
-    return hashlib.sha1(f"{title}\n{text}".encode()).hexdigest()[:16]
 
 
 def detect_format(obj: dict[str, Any], *, path: str | os.PathLike[str] = "<records>", lineno: int = 1) -> str:
@@ -130,14 +118,16 @@ def _from_hotpot_like(r: _Rec, fmt: str) -> QAItem:
         hops = 2
     else:
         hops = TWOWIKI_HOPS.get(qtype, len(titles))
-    gold_ids = [passage_id(t, ctx[t]) for t in titles if t in ctx]
     meta: dict[str, Any] = {"source": fmt, "type": qtype, "supporting_titles": titles}
     if fmt == "hotpotqa":
         meta["level"] = r.get("level", str, required=False, default="")
     else:
         meta["evidences"] = r.get("evidences", list, required=False, default=[])
+    missing = [t for t in titles if t not in ctx]
+    if missing:
+        raise r.fail("supporting_facts", f"titles {missing!r} are not in 'context'")
     return QAItem(id=r.text("_id"), question=r.text("question"), golden_answers=[r.text("answer")],
-                  metadata=meta, hops=hops, supporting_passage_ids=gold_ids)
+                  metadata=meta, hops=hops)
 
 
 def _from_musique(r: _Rec) -> QAItem:
@@ -152,21 +142,18 @@ def _from_musique(r: _Rec) -> QAItem:
         subs.append({"question": d["question"], "answer": str(d["answer"]),
                      "paragraph_support_idx": d.get("paragraph_support_idx")})
     titles: list[str] = []
-    gold_ids: list[str] = []
     for i, p in enumerate(paras):
         if not (isinstance(p, dict) and isinstance(p.get("paragraph_text"), str)):
             raise r.fail(f"paragraphs[{i}]", "expected {idx, title, paragraph_text, is_supporting}")
         if p.get("is_supporting"):
-            title = str(p.get("title", ""))
-            titles.append(title)
-            gold_ids.append(passage_id(title, p["paragraph_text"]))
+            titles.append(str(p.get("title", "")))
     aliases = r.get("answer_aliases", list, required=False, default=[])
     golds = [r.text("answer")] + [str(a) for a in aliases if str(a) != r.obj["answer"]]
     meta: dict[str, Any] = {"source": "musique", "type": f"{len(subs)}hop", "supporting_titles": titles,
                             "decomposition": subs,
                             "answerable": r.get("answerable", bool, required=False, default=True)}
     return QAItem(id=r.text("id"), question=r.text("question"), golden_answers=golds, metadata=meta,
-                  hops=len(subs), supporting_passage_ids=gold_ids)
+                  hops=len(subs))
 
 
 _CONVERTERS: dict[str, Callable[[_Rec], QAItem]] = {
@@ -196,7 +183,13 @@ def load_dataset(path: str | os.PathLike[str], fmt: str = "auto", limit: int | N
             break
     if not items:
         raise UserError(f"{p}: no records")
+    if fmt in RAW_FORMATS:
+        # gold passage ids exactly as the KB assigns them to the pooled paragraphs of this file
+        from agentrag.kb.ingest import gold_passages
+
+        golds = gold_passages(p, fmt)
+        items = [i.model_copy(update={"supporting_passage_ids": golds.get(i.id, [])}) for i in items]
     return items
 
 
-__all__ = ["load_dataset", "detect_format", "passage_id", "FORMATS", "TWOWIKI_HOPS"]
+__all__ = ["load_dataset", "detect_format", "FORMATS", "RAW_FORMATS", "TWOWIKI_HOPS"]

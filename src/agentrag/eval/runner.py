@@ -13,11 +13,10 @@ import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
-from agentrag.agents.base import Agent
 from agentrag.config import Config
 from agentrag.errors import RunError, UserError
 from agentrag.eval import metrics
@@ -30,6 +29,12 @@ from agentrag.runs import RunDir
 log = logging.getLogger(__name__)
 
 CorrectBy = Literal["auto", "em", "acc", "judge"]
+
+
+class RunsItems(Protocol):
+    """What the runner needs of an agent (:class:`agentrag.agents.base.Agent` satisfies it)."""
+
+    def run(self, item: QAItem) -> Trajectory: ...
 
 
 class EvalConfig(Config):
@@ -85,7 +90,7 @@ def expand_items(items: Sequence[QAItem], maxd: bool) -> list[QAItem]:
     return out
 
 
-def evaluate(agent: Agent, items: Sequence[QAItem], run_dir: str | os.PathLike[str] | RunDir, *,
+def evaluate(agent: RunsItems, items: Sequence[QAItem], run_dir: str | os.PathLike[str] | RunDir, *,
              judge: LLMJudge | None = None, concurrency: int = 4, maxd: bool = False,
              correct_by: CorrectBy = "auto",
              on_start: Callable[[int, int], None] | None = None,

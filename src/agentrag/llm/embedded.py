@@ -13,6 +13,7 @@ import asyncio
 import importlib.util
 import json
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -48,6 +49,10 @@ def load_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.L
     key = (str(path.resolve()), n_ctx, n_threads)
     with _MODELS_LOCK:
         if key not in _MODELS:
+            # llama.cpp's OpenMP threads spin while waiting; on a shared or oversubscribed CPU that
+            # makes n_threads=2 ten times slower than 1. Passive waiting avoids it (set before the
+            # OpenMP runtime starts; an explicit OMP_WAIT_POLICY from the user wins).
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 from llama_cpp import Llama
             except ImportError as exc:

@@ -20,6 +20,8 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.llm.base",
     "agentrag.llm",
     "agentrag.kb.base",
+    "agentrag.kb.store",
+    "agentrag.kb.multi",
     "agentrag.agents.base",
     "agentrag.eval",
     "agentrag.report",
@@ -58,6 +60,11 @@ _EXPORTS: dict[str, str] = {
     # retrieval protocol
     "Embedder": "agentrag.kb.base", "Retriever": "agentrag.kb.base", "EmbedKind": "agentrag.kb.base",
     "apply_threshold": "agentrag.kb.base",
+    # knowledge base
+    "KnowledgeBase": "agentrag.kb.store", "KBConfig": "agentrag.kb.store", "EmbedderConfig": "agentrag.kb.store",
+    "IndexConfig": "agentrag.kb.store", "BM25Config": "agentrag.kb.store", "HybridConfig": "agentrag.kb.store",
+    "METHODS": "agentrag.kb.store", "MultiRetriever": "agentrag.kb.multi", "RemoteRetriever": "agentrag.kb.multi",
+    "resolve_retriever": "agentrag.kb.multi", "split_contents": "agentrag.kb.multi",
     # agent seams
     "ToolResult": "agentrag.agents.base", "Tool": "agentrag.agents.base",
     "NavigationPolicy": "agentrag.agents.base", "Agent": "agentrag.agents.base",

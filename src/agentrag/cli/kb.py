@@ -1,0 +1,183 @@
+"""``agentrag kb``: build, search, serve, inspect and evaluate knowledge bases."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentrag.cli.common import ConfigOpt, SetOpt, console, err_console, resolve_config, user_errors
+
+kb_app = typer.Typer(help="Knowledge bases: build from corpus files, search, serve over HTTP "
+                     "(Search-R1 API), show stats, evaluate retrieval recall.", no_args_is_help=True)
+
+MethodOpt = Annotated[str | None, typer.Option("--method", "-m",
+                      help="bm25 | dense | hybrid (default: the KB's configured method).")]
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+@kb_app.command()
+def build(
+    inputs: Annotated[list[Path], typer.Argument(help="Corpus files: FlashRAG {id,contents} jsonl, {title,text} "
+                                                 "json/jsonl, or raw HotpotQA/2Wiki/MuSiQue files (their context "
+                                                 "paragraphs are pooled and deduplicated).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="KB directory to create.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="auto | flashrag | title_text | hotpotqa | 2wiki | "
+                                     "musique (auto detects per file).")] = "auto",
+    name: Annotated[str | None, typer.Option(help="KB name recorded on every hit (default 'main').")] = None,
+    backend: Annotated[str | None, typer.Option(help="Embedder backend: onnx-int8 (fast, default) or torch.")] = None,
+    embedder: Annotated[str | None, typer.Option(help="sentence-transformers model name or path "
+                                                 "(default: the embedded all-MiniLM-L6-v2).")] = None,
+    index_type: Annotated[str | None, typer.Option("--index-type", help="flat (default) | hnsw | ivfpq.")] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing KB directory.")] = False,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Build a KB directory (BM25 + dense index) from corpus files.
+
+    Passages of several files are deduplicated on (title, text). For raw multi-hop files the gold
+    passage ids of every question are kept in gold.json (used by `kb eval-recall`). The build
+    writes into DIR.partial and renames it when done; rerunning after an interruption resumes
+    the embeddings.
+    """
+    from agentrag.kb.ingest import MULTIHOP_FORMATS, detect_format, gold_passages, pooled_passages
+    from agentrag.kb.store import KBConfig, KnowledgeBase
+    from agentrag.records import iter_json_objects
+
+    with user_errors():
+        base: dict[str, Any] = {"name": name}
+        emb = {k: v for k, v in {"backend": backend, "model": embedder}.items() if v is not None}
+        if emb:
+            base["embedder"] = emb
+        if index_type:
+            base["index"] = {"type": index_type}
+        cfg = resolve_config(KBConfig, config, set_, base=base)
+        gold: dict[str, list[str]] = {}
+        for path in inputs:
+            f = fmt
+            if f == "auto" and path.suffix == ".jsonl":
+                first = next(iter_json_objects(path), None)
+                f = detect_format(first[1], f"{path}:{first[0]}") if first else "auto"
+            if f in MULTIHOP_FORMATS:
+                gold.update(gold_passages(path, f))
+        t0 = time.perf_counter()
+        kb = KnowledgeBase.build(pooled_passages(inputs, fmt), out, cfg, gold=gold or None, overwrite=overwrite,
+                                 progress=err_console.is_terminal or bool(os.environ.get("AGENTRAG_PROGRESS")))
+        total = time.perf_counter() - t0
+    secs = kb.params["build_seconds"]
+    console.print(f"built [bold]{out}[/]: {len(kb)} passages, {len(gold)} questions with gold ids")
+    console.print("  " + ", ".join(f"{k} {v:.1f}s" for k, v in secs.items()) + f", total {total:.1f}s")
+    console.print(f"  peak memory {_peak_mb():.0f} MiB; embedder {kb.params['embedder']['name']} "
+                  f"({kb.params['embedder']['backend']}), index {kb.params['index_type']}")
+
+
+@kb_app.command()
+def search(
+    kb: Annotated[str, typer.Argument(help="KB directory or http://host:port of a Search-R1-style server.")],
+    queries: Annotated[list[str], typer.Argument(help="One or more queries.")],
+    k: Annotated[int, typer.Option("--k", "-k", help="Hits per query.")] = 5,
+    method: MethodOpt = None,
+    threshold: Annotated[float | None, typer.Option(help="Keep only hits with score > threshold (Eq. 4).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON lines.")] = False,
+) -> None:
+    """Search a KB (or a retrieval server) and print the hits."""
+    from agentrag.kb.multi import resolve_retriever
+
+    with user_errors():
+        r = resolve_retriever(kb)
+        if method is not None:
+            hits = r.search(queries, k, threshold, method=method)  # type: ignore[call-arg]
+        else:
+            hits = r.search(queries, k, threshold)
+    for q, per_q in zip(queries, hits, strict=True):
+        if as_json:
+            for h in per_q:
+                console.print_json(json.dumps({"query": q, **h.model_dump(exclude={"schema_version"})}))
+            continue
+        console.print(f"[bold]{q}[/]")
+        for i, h in enumerate(per_q, 1):
+            console.print(f"  {i:>2}. {h.score:8.4f}  [cyan]{h.title}[/]  {h.text[:100]}  ({h.method}, {h.id})",
+                          highlight=False)
+
+
+@kb_app.command()
+def serve(
+    kb: Annotated[Path, typer.Argument(help="KB directory to serve.")],
+    host: Annotated[str, typer.Option(help="Interface to bind (127.0.0.1 = this machine only).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    token: Annotated[str | None, typer.Option(envvar="AGENTRAG_KB_TOKEN",
+                                              help="Require 'Authorization: Bearer TOKEN' on /retrieve.")] = None,
+    method: MethodOpt = None,
+    topk: Annotated[int, typer.Option(help="Hits per query when a request gives no topk.")] = 3,
+) -> None:
+    """Serve a KB over HTTP with the Search-R1 API: POST /retrieve, GET /health."""
+    from agentrag.kb.server import serve as run_server
+    from agentrag.kb.store import KnowledgeBase
+
+    with user_errors():
+        store = KnowledgeBase.load(kb)
+        if method in (None, "dense", "hybrid"):
+            store.embedder  # load the embedder before the first request  # noqa: B018
+        err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port}")
+        run_server(store, host=host, port=port, token=token, method=method, default_topk=topk)
+
+
+@kb_app.command()
+def stats(kb: Annotated[Path, typer.Argument(help="KB directory.")]) -> None:
+    """Show a KB's passages count, embedder, index type, versions and build timings."""
+    from agentrag.kb.store import KnowledgeBase
+
+    with user_errors():
+        store = KnowledgeBase.load(kb)
+    p = store.params
+    console.print(f"[bold]{kb}[/]  name={store.name}  passages={len(store)}  method={store.config.method}")
+    console.print(f"  embedder {p['embedder']['name']} ({p['embedder']['backend']}, dim {p['embedder']['dim']}), "
+                  f"index {p['index_type']}")
+    console.print(f"  questions with gold ids: {len(store.gold())}")
+    console.print(f"  build seconds: {p.get('build_seconds', {})}")
+    console.print(f"  versions: {p.get('versions', {})}", highlight=False)
+
+
+@kb_app.command("eval-recall")
+def eval_recall_cmd(
+    kb: Annotated[Path, typer.Argument(help="KB directory.")],
+    files: Annotated[list[Path], typer.Argument(help="Raw HotpotQA / 2Wiki / MuSiQue files.")],
+    ks: Annotated[str, typer.Option("--ks", help="Comma-separated cut-offs.")] = "2,5,10,20",
+    methods: Annotated[str, typer.Option(help="Comma-separated methods.")] = "bm25,dense,hybrid",
+    limit: Annotated[int | None, typer.Option(help="Evaluate only the first N questions of each file.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the table as JSON here.")] = None,
+) -> None:
+    """Retrieval recall with each question as the query: all@k (every gold passage in the top k)
+    and passage recall@k (fraction of gold passages in the top k), per method."""
+    from agentrag.kb.recall import eval_recall
+    from agentrag.kb.store import KnowledgeBase
+
+    with user_errors():
+        store = KnowledgeBase.load(kb)
+        cut = tuple(int(x) for x in ks.split(",") if x.strip())
+        meths = tuple(m.strip() for m in methods.split(",") if m.strip())
+        tables = [eval_recall(store, f, methods=meths, ks=cut, limit=limit) for f in files]
+    for t in tables:
+        console.print(f"[bold]{t['file']}[/]  questions={t['questions']}  gold passages missing from KB="
+                      f"{t['missing_gold']}")
+        console.print("| method | " + " | ".join(f"all@{k}" for k in cut) + " | "
+                      + " | ".join(f"psg@{k}" for k in cut) + " |", highlight=False)
+        console.print("|---" * (1 + 2 * len(cut)) + "|")
+        for m, per_k in t["methods"].items():
+            console.print(f"| {m} | " + " | ".join(f"{per_k[k]['all']:.3f}" for k in cut) + " | "
+                          + " | ".join(f"{per_k[k]['passage']:.3f}" for k in cut) + " |", highlight=False)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(tables, indent=2))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(kb_app, name="kb")

@@ -1,0 +1,204 @@
+"""The search indexes of a knowledge base: BM25 (bm25s), dense (FAISS) and their fusion (RRF).
+
+Indexes return ``(row, score)`` pairs, rows being positions in the KB's passage list; the
+:class:`~agentrag.kb.store.KnowledgeBase` turns rows into hits. All files are plain (json, npy,
+faiss index); nothing is pickled.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentrag.errors import UserError
+from agentrag.kb.base import Embedder
+
+log = logging.getLogger(__name__)
+
+Ranked = list[tuple[int, float]]
+INDEX_TYPES = ("flat", "hnsw", "ivfpq")
+
+
+class BM25Index:
+    """Okapi BM25 by ``bm25s``, with a Snowball English stemmer and English stopwords by default."""
+
+    def __init__(self, *, stemmer: str | None = "english", stopwords: str | None = "en") -> None:
+        self.stemmer_name = stemmer
+        self.stopwords = stopwords
+        self.retriever: Any = None
+        self.tokenizer: Any = None
+        self.size = 0
+
+    def _make_tokenizer(self) -> Any:
+        from bm25s.tokenization import Tokenizer
+
+        stemmer = None
+        if self.stemmer_name:
+            import Stemmer
+
+            stemmer = Stemmer.Stemmer(self.stemmer_name)
+        return Tokenizer(stemmer=stemmer, stopwords=self.stopwords or [])
+
+    def index(self, texts: Sequence[str]) -> None:
+        import bm25s
+
+        self.tokenizer = self._make_tokenizer()
+        ids = self.tokenizer.tokenize(list(texts), return_as="ids", show_progress=False)
+        self.retriever = bm25s.BM25()
+        self.retriever.index(ids, show_progress=False)
+        self.size = len(texts)
+
+    def search(self, queries: Sequence[str], k: int) -> list[Ranked]:
+        if self.retriever is None or self.size == 0 or k <= 0:
+            return [[] for _ in queries]
+        q = self.tokenizer.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
+        docs, scores = self.retriever.retrieve(q, k=min(k, self.size), show_progress=False, n_threads=1)
+        return [[(int(d), float(s)) for d, s in zip(dr, sr, strict=True) if s > 0] for dr, sr in zip(docs, scores, strict=True)]
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        if self.retriever is not None:
+            self.retriever.save(str(directory), show_progress=False)
+            self.tokenizer.save_vocab(str(directory))
+        (directory / "bm25.json").write_text(json.dumps(
+            {"stemmer": self.stemmer_name, "stopwords": self.stopwords, "size": self.size}))
+
+    @classmethod
+    def load(cls, directory: Path) -> BM25Index:
+        import bm25s
+
+        meta = json.loads((directory / "bm25.json").read_text())
+        self = cls(stemmer=meta["stemmer"], stopwords=meta["stopwords"])
+        self.size = int(meta["size"])
+        if self.size:
+            self.retriever = bm25s.BM25.load(str(directory), load_corpus=False)
+            self.tokenizer = self._make_tokenizer()
+            self.tokenizer.load_vocab(str(directory))
+        return self
+
+
+class DenseIndex:
+    """Normalised vectors in a FAISS inner-product index: ``flat`` (exact), ``hnsw`` or ``ivfpq``."""
+
+    def __init__(self, dim: int, index_type: str = "flat", *, hnsw_m: int = 32, ef_search: int = 128,
+                 nlist: int | None = None, pq_m: int | None = None, nprobe: int = 16) -> None:
+        if index_type not in INDEX_TYPES:
+            raise UserError(f"unknown dense index type {index_type!r}; choose one of {', '.join(INDEX_TYPES)}")
+        self.dim, self.index_type = dim, index_type
+        self.hnsw_m, self.ef_search, self.nlist, self.pq_m, self.nprobe = hnsw_m, ef_search, nlist, pq_m, nprobe
+        self.index: Any = None
+
+    def _new(self, n_train: int) -> Any:
+        import faiss
+
+        if self.index_type == "flat":
+            return faiss.IndexFlatIP(self.dim)
+        if self.index_type == "hnsw":
+            idx: Any = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            idx.hnsw.efSearch = self.ef_search
+            return idx
+        nlist = self.nlist or max(1, min(int(4 * np.sqrt(max(n_train, 1))), n_train // 39))
+        pq_m = self.pq_m or next(m for m in (48, 32, 24, 16, 12, 8, 4, 2, 1) if self.dim % m == 0)
+        if n_train < 39 * nlist or n_train < 256:
+            raise UserError(f"index type 'ivfpq' needs at least max(256, 39*nlist={39 * nlist}) passages to "
+                            f"train, got {n_train}; use --set index.type=flat or hnsw for small corpora")
+        ivf: Any = faiss.IndexIVFPQ(faiss.IndexFlatIP(self.dim), self.dim, nlist, pq_m, 8,
+                                    faiss.METRIC_INNER_PRODUCT)
+        ivf.nprobe = self.nprobe
+        return ivf
+
+    def add(self, vectors: np.ndarray) -> None:
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        if self.index is None:
+            self.index = self._new(len(vecs))
+            if not self.index.is_trained:
+                self.index.train(vecs)
+        if len(vecs):
+            self.index.add(vecs)
+
+    @property
+    def size(self) -> int:
+        return 0 if self.index is None else int(self.index.ntotal)
+
+    def search_vectors(self, q: np.ndarray, k: int) -> list[Ranked]:
+        if self.size == 0 or k <= 0:
+            return [[] for _ in range(len(q))]
+        scores, rows = self.index.search(np.ascontiguousarray(q, dtype=np.float32), min(k, self.size))
+        return [[(int(r), float(s)) for r, s in zip(rr, sr, strict=True) if r >= 0] for rr, sr in zip(rows, scores, strict=True)]
+
+    def save(self, path: Path) -> None:
+        import faiss
+
+        if self.index is not None:
+            tmp = path.with_name(path.name + ".tmp")
+            faiss.write_index(self.index, str(tmp))
+            os.replace(tmp, path)
+
+    def load_index(self, path: Path) -> None:
+        import faiss
+
+        if path.exists():
+            self.index = faiss.read_index(str(path))
+            if self.index_type == "hnsw":
+                hnsw: Any = faiss.downcast_index(self.index)
+                hnsw.hnsw.efSearch = self.ef_search
+            elif self.index_type == "ivfpq":
+                faiss.extract_index_ivf(self.index).nprobe = self.nprobe
+
+
+def rrf_fuse(runs: dict[str, list[Ranked]], weights: dict[str, float], rrf_k: float) -> list[Ranked]:
+    """Weighted reciprocal-rank fusion: score(d) = sum_m w_m / (rrf_k + rank_m(d)), ranks from 1."""
+    n = len(next(iter(runs.values()))) if runs else 0
+    fused: list[Ranked] = []
+    for i in range(n):
+        acc: dict[int, float] = {}
+        for method, per_query in runs.items():
+            w = weights.get(method, 1.0)
+            for rank, (row, _score) in enumerate(per_query[i], start=1):
+                acc[row] = acc.get(row, 0.0) + w / (rrf_k + rank)
+        fused.append(sorted(acc.items(), key=lambda rs: (-rs[1], rs[0])))
+    return fused
+
+
+def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chunk: int = 512,
+                    progress: bool = True, key: str = "") -> np.ndarray:
+    """Embed passages into a float32 memmap at ``path``, resuming an interrupted run.
+
+    Texts are processed longest first (less padding), in chunks; after each chunk the memmap is
+    flushed and ``<path>.progress.json`` records how many chunks are done, so rerunning after a
+    kill continues where it stopped (``key`` should identify the texts, e.g. a hash of their ids).
+    A progress bar with ETA goes to stderr.
+    """
+    from tqdm import tqdm
+
+    n, dim = len(texts), int(embedder.dim)
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    state_path = path.with_name(path.name + ".progress.json")
+    fingerprint = f"{n}:{dim}:{getattr(embedder, 'name', type(embedder).__name__)}:{chunk}:{key}"
+    done = 0
+    if path.exists() and state_path.exists():
+        state = json.loads(state_path.read_text())
+        if state.get("fingerprint") == fingerprint:
+            done = int(state["done_chunks"])
+            log.info("resuming embeddings: %d of %d passages already embedded", min(done * chunk, n), n)
+    mode = "r+" if done else "w+"
+    mm = np.lib.format.open_memmap(path, mode=mode, dtype=np.float32, shape=(n, dim))
+    n_chunks = (n + chunk - 1) // chunk
+    with tqdm(total=n, initial=min(done * chunk, n), unit="psg", desc="embedding", disable=not progress,
+              dynamic_ncols=True) as bar:
+        for c in range(done, n_chunks):
+            idx = order[c * chunk:(c + 1) * chunk]
+            mm[idx] = embedder.embed([texts[j] for j in idx], kind="passage")
+            mm.flush()
+            state_path.write_text(json.dumps({"fingerprint": fingerprint, "done_chunks": c + 1}))
+            bar.update(len(idx))
+    return np.asarray(mm)
+
+
+__all__ = ["BM25Index", "DenseIndex", "rrf_fuse", "embed_to_memmap", "INDEX_TYPES"]

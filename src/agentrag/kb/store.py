@@ -1,0 +1,332 @@
+"""The knowledge base: a directory of plain files with BM25, dense and hybrid search.
+
+Layout of a KB directory::
+
+    params.json      versions, config, embedder, index type, counts, build timings
+    passages.jsonl   one Passage a line (rows of the indexes follow this order)
+    bm25/            bm25s index files (json + npy)
+    dense.faiss      FAISS index of the normalised passage embeddings
+    gold.json        optional: question id -> gold passage ids (from raw multi-hop files)
+
+``build`` writes into ``<dir>.partial`` and renames it when complete, so an interrupted build
+leaves no half-written KB (and rerunning resumes the embeddings from the partial directory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import random
+import shutil
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from agentrag.config import Config
+from agentrag.errors import UserError
+from agentrag.kb.base import Embedder, apply_threshold
+from agentrag.kb.indexes import BM25Index, DenseIndex, Ranked, embed_to_memmap, rrf_fuse
+from agentrag.records import Hit, Passage, read_jsonl
+
+log = logging.getLogger(__name__)
+
+Method = Literal["bm25", "dense", "hybrid"]
+METHODS = ("bm25", "dense", "hybrid")
+KB_FORMAT_VERSION = 1
+
+
+class EmbedderConfig(Config):
+    """``model``: a sentence-transformers name or path (None = the embedded all-MiniLM-L6-v2)."""
+
+    model: str | None = None
+    backend: Literal["onnx-int8", "torch"] = "onnx-int8"
+    batch_size: int = 32
+    max_seq_length: int | None = None
+
+
+class IndexConfig(Config):
+    type: Literal["flat", "hnsw", "ivfpq"] = "flat"
+    hnsw_m: int = 32
+    ef_search: int = 128
+    nlist: int | None = None
+    pq_m: int | None = None
+    nprobe: int = 16
+
+
+class BM25Config(Config):
+    stemmer: str | None = "english"
+    stopwords: str | None = "en"
+
+
+class HybridConfig(Config):
+    weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 1.0, "dense": 1.0})
+    rrf_k: float = 60.0
+    depth: int = 100
+
+
+class KBConfig(Config):
+    """How a knowledge base is built and searched (stored in its params.json)."""
+
+    name: str = "main"
+    method: Method = "hybrid"
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    index: IndexConfig = Field(default_factory=IndexConfig)
+    bm25: BM25Config = Field(default_factory=BM25Config)
+    hybrid: HybridConfig = Field(default_factory=HybridConfig)
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {}
+    for name in ("agentrag", "bm25s", "faiss-cpu", "sentence-transformers", "onnxruntime", "numpy"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class KnowledgeBase:
+    """Passages with BM25, dense and hybrid search; implements the Retriever protocol."""
+
+    def __init__(self, directory: Path, config: KBConfig, passages: list[Passage], bm25: BM25Index,
+                 dense: DenseIndex, embedder: Embedder | None, params: dict[str, Any]) -> None:
+        self.directory, self.config, self.params = directory, config, params
+        self._passages, self.bm25, self.dense = passages, bm25, dense
+        self._embedder = embedder
+        self._rows = {p.id: i for i, p in enumerate(passages)}
+        self._lock = threading.RLock()
+
+    # ---- construction -------------------------------------------------------------------------
+    @classmethod
+    def build(cls, passages: Iterable[Passage], out_dir: str | os.PathLike[str], config: KBConfig | None = None,
+              *, embedder: Embedder | None = None, gold: dict[str, list[str]] | None = None,
+              overwrite: bool = False, progress: bool = True) -> KnowledgeBase:
+        """Index ``passages`` into a new KB directory (built in ``<dir>.partial``, then renamed)."""
+        config = config or KBConfig()
+        out = Path(out_dir)
+        if out.exists() and not overwrite:
+            raise UserError(f"{out} already exists; choose another --out or pass --overwrite")
+        partial = out.with_name(out.name + ".partial")
+        partial.mkdir(parents=True, exist_ok=True)
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        plist = list(passages)
+        _check_unique(plist)
+        timings["ingest"] = time.perf_counter() - t0
+        if not plist:
+            raise UserError("no passages to index; check the corpus files")
+        with (partial / "passages.jsonl").open("w", encoding="utf-8") as fh:
+            for p in plist:
+                fh.write(p.model_dump_json() + "\n")
+        texts = [p.contents for p in plist]
+        t0 = time.perf_counter()
+        bm25 = BM25Index(stemmer=config.bm25.stemmer, stopwords=config.bm25.stopwords)
+        bm25.index(texts)
+        bm25.save(partial / "bm25")
+        timings["bm25"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        emb = embedder or _load_embedder(config)
+        key = hashlib.sha1("\n".join(p.id for p in plist).encode()).hexdigest()[:16]
+        vecs = embed_to_memmap(emb, texts, partial / "embeddings.npy", progress=progress, key=key)
+        timings["embed"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        dense = _new_dense(int(emb.dim), config)
+        dense.add(vecs)
+        dense.save(partial / "dense.faiss")
+        timings["dense_index"] = time.perf_counter() - t0
+        del vecs
+        for f in ("embeddings.npy", "embeddings.npy.progress.json"):
+            (partial / f).unlink(missing_ok=True)
+        if gold:
+            _write_json(partial / "gold.json", gold)
+        params = _params(config, emb, len(plist), timings)
+        _write_json(partial / "params.json", params)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(partial, out)
+        log.info("built KB %s: %d passages (%s)", out, len(plist),
+                 ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
+        return cls(out, config, plist, bm25, dense, emb, params)
+
+    @classmethod
+    def create(cls, directory: str | os.PathLike[str], config: KBConfig | None = None, *,
+               embedder: Embedder | None = None) -> KnowledgeBase:
+        """An empty KB (e.g. a secondary distractor KB) to fill with :meth:`add`."""
+        config = config or KBConfig()
+        d = Path(directory)
+        if (d / "params.json").exists():
+            raise UserError(f"{d} already holds a knowledge base; load it with KnowledgeBase.load")
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "passages.jsonl").touch()
+        bm25 = BM25Index(stemmer=config.bm25.stemmer, stopwords=config.bm25.stopwords)
+        bm25.save(d / "bm25")
+        emb = embedder or _load_embedder(config)
+        params = _params(config, emb, 0, {})
+        _write_json(d / "params.json", params)
+        return cls(d, config, [], bm25, _new_dense(int(emb.dim), config), emb, params)
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str], *, embedder: Embedder | None = None) -> KnowledgeBase:
+        """Open a KB directory (no original corpus needed). The embedder loads on first dense search."""
+        d = Path(directory)
+        if not (d / "params.json").exists():
+            raise UserError(f"{d} is not a knowledge base (no params.json); build one with `agentrag kb build`")
+        params = json.loads((d / "params.json").read_text(encoding="utf-8"))
+        if params.get("format") != "agentrag-kb" or params.get("format_version", 0) > KB_FORMAT_VERSION:
+            raise UserError(f"{d}/params.json: not an agentrag KB of a supported format version")
+        config = KBConfig.model_validate(params["config"])
+        passages = list(read_jsonl(d / "passages.jsonl", Passage))
+        bm25 = BM25Index.load(d / "bm25")
+        if bm25.size != len(passages):
+            log.info("BM25 index of %s is stale (%d of %d passages); re-indexing", d, bm25.size, len(passages))
+            bm25.index([p.contents for p in passages])
+            bm25.save(d / "bm25")
+        dim = int(params["embedder"]["dim"])
+        if embedder is not None and int(embedder.dim) != dim:
+            raise UserError(f"embedder dim {embedder.dim} does not match the KB's {dim} ({d}/params.json)")
+        dense = _new_dense(dim, config)
+        dense.load_index(d / "dense.faiss")
+        if dense.size != len(passages):
+            raise UserError(f"{d}: dense index holds {dense.size} vectors but there are {len(passages)} passages; "
+                            "the KB is damaged, rebuild it")
+        return cls(d, config, passages, bm25, dense, embedder, params)
+
+    # ---- incremental add ----------------------------------------------------------------------
+    def add(self, passages: list[Passage]) -> None:
+        """Append passages: embedded and added to the dense index, BM25 re-indexed, all persisted."""
+        if not passages:
+            return
+        with self._lock:
+            _check_unique(passages, self._rows)
+            vecs = self.embedder.embed([p.contents for p in passages], kind="passage")
+            with (self.directory / "passages.jsonl").open("a", encoding="utf-8") as fh:
+                for p in passages:
+                    fh.write(p.model_dump_json() + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            for p in passages:
+                self._rows[p.id] = len(self._passages)
+                self._passages.append(p)
+            self.dense.add(vecs)
+            self.dense.save(self.directory / "dense.faiss")
+            self.bm25.index([p.contents for p in self._passages])
+            self.bm25.save(self.directory / "bm25")
+            self.params["counts"] = {"passages": len(self._passages)}
+            _write_json(self.directory / "params.json", self.params)
+
+    # ---- search -------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = _load_embedder(self.config)
+        return self._embedder
+
+    def rank(self, queries: list[str], k: int, method: str) -> list[Ranked]:
+        """(row, score) lists, best first, for one method."""
+        if method == "bm25":
+            return self.bm25.search(queries, k)
+        if method == "dense":
+            if self.dense.size == 0:
+                return [[] for _ in queries]
+            return self.dense.search_vectors(self.embedder.embed(list(queries), kind="query"), k)
+        if method == "hybrid":
+            depth = max(k, self.config.hybrid.depth)
+            weights = self.config.hybrid.weights
+            used = [m for m in ("bm25", "dense") if weights.get(m, 1.0) > 0]
+            if not used:
+                raise UserError("hybrid.weights gives no method a positive weight; set bm25 or dense > 0")
+            runs = {m: self.rank(queries, depth, m) for m in used}
+            return [r[:k] for r in rrf_fuse(runs, self.config.hybrid.weights, self.config.hybrid.rrf_k)]
+        raise UserError(f"unknown retrieval method {method!r}; choose one of {', '.join(METHODS)}")
+
+    def search(self, queries: list[str], k: int, threshold: float | None = None,
+               method: str | None = None) -> list[list[Hit]]:
+        """Top-k hits per query; with ``threshold``, only hits scoring above it (RAGShaper Eq. 4)."""
+        if k < 0:
+            raise UserError(f"k must be >= 0, got {k}")
+        m = method or self.config.method
+        with self._lock:
+            ranked = self.rank(list(queries), k, m)
+            return [apply_threshold([self._hit(r, s, m) for r, s in rs], k, threshold) for rs in ranked]
+
+    def _hit(self, row: int, score: float, method: str) -> Hit:
+        p = self._passages[row]
+        return Hit(id=p.id, title=p.title, text=p.text, score=score, method=method, kb=self.name,
+                   metadata=dict(p.metadata))
+
+    # ---- access -------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._passages)
+
+    def get(self, passage_id: str) -> Passage:
+        row = self._rows.get(passage_id)
+        if row is None:
+            raise UserError(f"no passage with id {passage_id!r} in KB {self.name!r}")
+        return self._passages[row]
+
+    def passages(self) -> Iterator[Passage]:
+        return iter(list(self._passages))
+
+    def sample_titles(self, n: int, seed: int = 0) -> list[str]:
+        titles = sorted({p.title for p in self._passages if p.title})
+        return random.Random(seed).sample(titles, min(n, len(titles)))
+
+    def gold(self) -> dict[str, list[str]]:
+        path = self.directory / "gold.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def _check_unique(passages: list[Passage], existing: dict[str, int] | None = None) -> None:
+    seen = set(existing or {})
+    for p in passages:
+        if p.id in seen:
+            raise UserError(f"duplicate passage id {p.id!r}; passage ids must be unique within a KB")
+        if not p.text.strip():
+            raise UserError(f"passage {p.id!r} has an empty text")
+        seen.add(p.id)
+
+
+def _load_embedder(config: KBConfig) -> Embedder:
+    from agentrag.kb.embedders import load_embedder
+
+    e = config.embedder
+    return load_embedder(e.model, backend=e.backend, batch_size=e.batch_size, max_seq_length=e.max_seq_length)
+
+
+def _new_dense(dim: int, config: KBConfig) -> DenseIndex:
+    i = config.index
+    return DenseIndex(dim, i.type, hnsw_m=i.hnsw_m, ef_search=i.ef_search, nlist=i.nlist, pq_m=i.pq_m,
+                      nprobe=i.nprobe)
+
+
+def _params(config: KBConfig, emb: Embedder, n: int, timings: dict[str, float]) -> dict[str, Any]:
+    return {
+        "format": "agentrag-kb", "format_version": KB_FORMAT_VERSION, "name": config.name,
+        "versions": _versions(), "config": config.model_dump(mode="json"),
+        "embedder": {"name": getattr(emb, "name", type(emb).__name__), "backend": config.embedder.backend,
+                     "dim": int(emb.dim)},
+        "index_type": config.index.type, "counts": {"passages": n},
+        "build_seconds": {k: round(v, 2) for k, v in timings.items()},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+__all__ = ["KnowledgeBase", "KBConfig", "EmbedderConfig", "IndexConfig", "BM25Config", "HybridConfig", "METHODS"]

@@ -103,3 +103,31 @@ def test_template_comes_from_installed_trl():
     tpl = training_chat_template()
     assert "{% generation %}" in tpl.replace("{%- generation %}", "{% generation %}")
     assert tpl == (importlib.resources.files("trl") / "chat_templates" / "qwen2_5_training.jinja").read_text()
+
+
+def test_tokenize_sft_labels_follow_the_mask(tokenizer, records):
+    from agentrag.errors import UserError
+    from agentrag.train.sft import tokenize_sft
+
+    rows = tokenize_sft(records, tokenizer, max_length=4096)
+    for rec, row in zip(records, rows):
+        toks = assistant_mask(rec, tokenizer)
+        assert row["input_ids"] == toks.input_ids
+        assert row["labels"] == [t if m else -100 for t, m in zip(toks.input_ids, toks.assistant_mask)]
+    short = tokenize_sft(records, tokenizer, max_length=300)
+    assert all(len(r["input_ids"]) == 300 for r in short)
+    with pytest.raises(UserError, match="max_length=20"):
+        tokenize_sft(records, tokenizer, max_length=20)  # only the system prompt fits: nothing to train
+
+
+def test_train_config_rejects_typos_and_plans_dpo_steps():
+    from agentrag.config import load_config
+    from agentrag.errors import UserError
+    from agentrag.train.config import DPOTrainConfig, SFTTrainConfig
+    from agentrag.train.dpo import planned_steps
+
+    with pytest.raises(UserError, match="learning_rate"):
+        load_config(SFTTrainConfig, overrides=["learning_rat=1e-4"])
+    cfg = load_config(DPOTrainConfig, overrides=["batch_size=2", "epochs=2"])
+    assert planned_steps(5, cfg) == 5
+    assert planned_steps(5, cfg.model_copy(update={"max_steps": 3})) == 3

@@ -16,7 +16,7 @@ class TrainConfig(Config):
     batch_size: int = Field(default=2, ge=1)
     grad_accum: int = Field(default=1, ge=1)
     learning_rate: float = Field(default=1e-5, gt=0)
-    warmup_ratio: float = Field(default=0.0, ge=0, le=1)
+    warmup_steps: int = Field(default=0, ge=0)
     max_length: int = Field(default=2048, ge=16, description="tokens per sequence; longer ones are cut at the end")
     seed: int = 0
     logging_steps: int = Field(default=1, ge=1)

@@ -50,13 +50,15 @@ def train_dpo(data: str | os.PathLike[str], out: str | os.PathLike[str],
 
     tokenizer = load_tokenizer(cfg.model)
     tokenizer.chat_template = training_chat_template()
-    model = load_trainable_model(cfg.model)
     steps = planned_steps(len(records), cfg)
     args = trainer_args(DPOConfig, Path(out), cfg.model_copy(update={"max_steps": steps}), beta=cfg.beta)
+    model = load_trainable_model(cfg.model)
     trainer = DPOTrainer(model=model, args=args, train_dataset=IterableDataset.from_generator(rows),
                          processing_class=tokenizer)
-    trainer.train()
-    return finish(trainer, tokenizer, run, cfg, {"records": len(records), "data": str(data), "beta": cfg.beta})
+    result = trainer.train()
+    return finish(trainer, tokenizer, run, cfg, {
+        "train_seconds": result.metrics.get("train_runtime"), "records": len(records), "data": str(data),
+        "beta": cfg.beta})
 
 
 __all__ = ["planned_steps", "train_dpo"]

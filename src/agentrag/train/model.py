@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +60,12 @@ def _needs_gguf(kwargs: dict[str, Any]) -> None:
                         "pip install 'agentrag[train]'")
 
 
-def _tokenizer_cache(gguf: Path) -> Path:
-    """Where the tokenizer converted from a GGUF file is kept (converting takes seconds)."""
+def _cache_dir(gguf: Path, kind: str) -> Path:
+    """Where what is converted from a GGUF file is kept (``kind``: tokenizers or models)."""
     root = Path(os.environ.get("AGENTRAG_CACHE", Path.home() / ".cache" / "agentrag"))
     st = gguf.stat()
     key = hashlib.sha256(f"{gguf.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    return root / "tokenizers" / f"{gguf.stem}-{key}"
+    return root / kind / f"{gguf.stem}-{key}"
 
 
 def load_tokenizer(model: str = EMBEDDED) -> Any:
@@ -77,7 +78,7 @@ def load_tokenizer(model: str = EMBEDDED) -> Any:
     from transformers import AutoTokenizer
 
     src, kwargs = _source(model)
-    cache = _tokenizer_cache(Path(src) / kwargs["gguf_file"]) if "gguf_file" in kwargs else None
+    cache = _cache_dir(Path(src) / kwargs["gguf_file"], "tokenizers") if "gguf_file" in kwargs else None
     if cache is not None and (cache / "tokenizer_config.json").exists():
         tok = AutoTokenizer.from_pretrained(str(cache), local_files_only=True)
     else:
@@ -94,12 +95,35 @@ def load_tokenizer(model: str = EMBEDDED) -> Any:
 
 
 def load_trainable_model(model: str = EMBEDDED) -> Any:
-    """A float32 causal LM that can be fine-tuned (GGUF weights dequantized and rebuilt)."""
+    """A float32 causal LM that can be fine-tuned (GGUF weights dequantized and rebuilt).
+
+    The rebuilt model is cached as safetensors next to the tokenizer (dequantizing takes tens of
+    seconds on a small CPU; reading the cache, one or two).
+    """
     _require_train_extra()
     import torch
     from transformers import AutoModelForCausalLM
 
     src, kwargs = _source(model)
+    cache = _cache_dir(Path(src) / kwargs["gguf_file"], "models") if "gguf_file" in kwargs else None
+    if cache is not None and (cache / "config.json").exists():
+        return AutoModelForCausalLM.from_pretrained(str(cache), local_files_only=True, dtype=torch.float32)
+    rebuilt = _dequantized(src, kwargs, model)
+    if cache is not None:
+        tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
+        try:
+            rebuilt.save_pretrained(str(tmp))
+            os.replace(tmp, cache)
+        except OSError as exc:  # e.g. another process cached it first
+            log.warning("could not cache the dequantized model in %s: %s", cache, exc)
+            shutil.rmtree(tmp, ignore_errors=True)
+    return rebuilt
+
+
+def _dequantized(src: str, kwargs: dict[str, Any], model: str) -> Any:
+    import torch
+    from transformers import AutoModelForCausalLM
+
     _needs_gguf(kwargs)
     loaded = AutoModelForCausalLM.from_pretrained(src, local_files_only=True, dtype=torch.float32, **kwargs)
     if "gguf_file" not in kwargs and getattr(loaded.config, "quantization_config", None) is None:

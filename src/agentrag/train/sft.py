@@ -48,7 +48,7 @@ def trainer_args(cls: Any, out: Path, cfg: TrainConfig, **extra: Any) -> Any:
     return cls(
         output_dir=str(out / "trainer"), max_steps=cfg.max_steps, num_train_epochs=cfg.epochs,
         per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.grad_accum,
-        learning_rate=cfg.learning_rate, warmup_ratio=cfg.warmup_ratio, logging_steps=cfg.logging_steps,
+        learning_rate=cfg.learning_rate, warmup_steps=cfg.warmup_steps, logging_steps=cfg.logging_steps,
         save_strategy="no", report_to=[], bf16=False, fp16=False, seed=cfg.seed,
         gradient_checkpointing=cfg.gradient_checkpointing, max_length=cfg.max_length,
         dataloader_num_workers=0, disable_tqdm=True, **extra,
@@ -92,14 +92,15 @@ def train_sft(data: str | os.PathLike[str], out: str | os.PathLike[str],
     n_tokens = sum(len(r["input_ids"]) for r in rows)
     log.info("SFT on %d records: %d tokens, %d trained (%.0f%%)", len(rows), n_tokens, n_trained,
              100 * n_trained / n_tokens)
-    model = load_trainable_model(cfg.model)
     args = trainer_args(SFTConfig, Path(out), cfg, packing=False, completion_only_loss=False,
                         assistant_only_loss=False)
+    model = load_trainable_model(cfg.model)
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
                          processing_class=tokenizer)
-    trainer.train()
-    return finish(trainer, tokenizer, run, cfg, {"records": len(rows), "tokens": n_tokens,
-                                                 "trained_tokens": n_trained, "data": str(data)})
+    result = trainer.train()
+    return finish(trainer, tokenizer, run, cfg, {
+        "train_seconds": result.metrics.get("train_runtime"), "records": len(rows), "tokens": n_tokens,
+        "trained_tokens": n_trained, "data": str(data)})
 
 
 __all__ = ["tokenize_sft", "train_sft"]

@@ -59,6 +59,11 @@ def prefixes(name: str) -> tuple[str, str]:
     return "", ""
 
 
+def _dim(st: Any) -> int:
+    getter = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
+    return int(getter() or 0)
+
+
 def _cache_root() -> Path:
     return Path(os.environ.get("AGENTRAG_CACHE", Path.home() / ".cache" / "agentrag"))
 
@@ -87,7 +92,7 @@ class SentenceTransformerEmbedder(_Base):
         self.model = SentenceTransformer(resolve_model_path(name_or_path), device="cpu")
         if max_seq_length:
             self.model.max_seq_length = max_seq_length
-        self.dim = int(self.model.get_sentence_embedding_dimension() or 0)
+        self.dim = _dim(self.model)
         self.batch_size = batch_size
         self.query_prefix, self.passage_prefix = prefixes(self.name)
 
@@ -112,7 +117,7 @@ class OnnxInt8Embedder(_Base):
         st: Any = SentenceTransformer(resolve_model_path(name_or_path), device="cpu")
         self.max_len = int(max_seq_length or st.max_seq_length or 512)
         self.tokenizer = st.tokenizer
-        self.dim = int(st.get_sentence_embedding_dimension() or 0)
+        self.dim = _dim(st)
         mode = st[1].get_pooling_mode_str() if len(st) > 1 and hasattr(st[1], "get_pooling_mode_str") else "mean"
         if mode not in ("mean", "cls"):
             raise UserError(f"embedder {self.name!r} pools with {mode!r}; the onnx-int8 backend supports "
@@ -123,6 +128,9 @@ class OnnxInt8Embedder(_Base):
         path = self._export(st)
         so = ort.SessionOptions()
         so.intra_op_num_threads = max(1, os.cpu_count() or 1)
+        # no busy-wait spinning between ops: on a shared CPU spinning threads steal time from others
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        so.add_session_config_entry("session.inter_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
 

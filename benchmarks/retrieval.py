@@ -1,0 +1,134 @@
+"""Retrieval benchmark: our KB search vs calling bm25s / FAISS directly, and our fast embedding
+path (ONNX Runtime int8) vs naive sentence-transformers fp32, with recall@10 of each.
+
+Corpus: the context paragraphs of the first N questions of HotpotQA dev (shared data); queries:
+those questions. Every ratio compares two measurements taken in this process on the same data.
+
+    .venv/bin/python benchmarks/retrieval.py [--questions 40] [--repeat 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from agentrag.kb import KBConfig, KnowledgeBase  # noqa: E402
+from agentrag.kb.embedders import OnnxInt8Embedder, embedded_model_path  # noqa: E402
+from agentrag.kb.ingest import pooled_passages, questions  # noqa: E402
+
+DATA = Path(os.environ.get("AGENTRAG_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "data"
+
+
+def recall_at(rows: list[list[int]], ids: list[str], golds: list[list[str]], k: int) -> tuple[float, float]:
+    all_hit = frac = 0.0
+    for r, g in zip(rows, golds, strict=True):
+        top = {ids[i] for i in r[:k]}
+        found = sum(x in top for x in g)
+        all_hit += found == len(g)
+        frac += found / len(g)
+    return all_hit / len(golds), frac / len(golds)
+
+
+class Cached:
+    """Serves precomputed passage vectors (so the KB build does not embed a third time)."""
+
+    def __init__(self, inner: OnnxInt8Embedder, table: dict[str, np.ndarray]) -> None:
+        self.inner, self.table, self.dim, self.name = inner, table, inner.dim, inner.name
+
+    def embed(self, texts: list[str], kind: str = "query") -> np.ndarray:
+        if kind == "passage":
+            return np.stack([self.table[t] for t in texts])
+        return self.inner.embed(texts, kind="query")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--questions", type=int, default=40)
+    ap.add_argument("--repeat", type=int, default=20, help="query-set repetitions for search timing")
+    args = ap.parse_args()
+    import faiss
+    from sentence_transformers import SentenceTransformer
+
+    src = DATA / "hotpotqa" / "dev_distractor_200.jsonl"
+    items = list(questions(src))[: args.questions]
+    tmp = Path(tempfile.mkdtemp())
+    sub = tmp / "sub.jsonl"
+    sub.write_text("".join(line for _, line in zip(range(args.questions), src.open(encoding="utf-8"), strict=False)))
+    passages = list(pooled_passages([sub]))
+    texts = [p.contents for p in passages]
+    ids = [p.id for p in passages]
+    qs = [q for _, q, _ in items]
+    golds = [g for _, _, g in items]
+    print(f"corpus: {len(passages)} passages from {len(items)} HotpotQA dev questions")
+
+    # ---- embedding: naive sentence-transformers fp32 vs ours (ONNX Runtime int8) ----------------
+    st = SentenceTransformer(embedded_model_path(), device="cpu")
+    t0 = time.perf_counter()
+    naive = st.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+    t_naive = time.perf_counter() - t0
+    ours_emb = OnnxInt8Embedder()
+    ours_emb.embed(texts[:4], kind="passage")  # warm-up (session start)
+    t0 = time.perf_counter()
+    fast = ours_emb.embed(texts, kind="passage")
+    t_fast = time.perf_counter() - t0
+    res = {}
+    for name, vecs, qvec in (("naive fp32", naive, st.encode(qs, normalize_embeddings=True)),
+                             ("onnx int8", fast, ours_emb.embed(qs))):
+        idx = faiss.IndexFlatIP(vecs.shape[1])
+        idx.add(np.ascontiguousarray(vecs, dtype=np.float32))
+        _, rows = idx.search(np.ascontiguousarray(qvec, dtype=np.float32), 10)
+        res[name] = recall_at(rows.tolist(), ids, golds, 10)
+    print(f"embedding  naive fp32 {len(texts) / t_naive:7.1f} psg/s  all@10 {res['naive fp32'][0]:.3f}  "
+          f"psg@10 {res['naive fp32'][1]:.3f}")
+    print(f"embedding  onnx int8  {len(texts) / t_fast:7.1f} psg/s  all@10 {res['onnx int8'][0]:.3f}  "
+          f"psg@10 {res['onnx int8'][1]:.3f}")
+    print(f"RATIO embedding ours/naive = {t_naive / t_fast:.2f}x  (recall@10 delta "
+          f"{100 * (res['onnx int8'][1] - res['naive fp32'][1]):+.1f} points passage, "
+          f"{100 * (res['onnx int8'][0] - res['naive fp32'][0]):+.1f} points all)")
+    print(f"mean cosine(naive, int8) = {float((naive * fast).sum(1).mean()):.4f}")
+
+    # ---- search throughput: our KB vs bm25s / faiss directly on the same index ------------------
+    table = dict(zip(texts, fast, strict=True))
+    kb = KnowledgeBase.build(passages, tmp / "kb", KBConfig(), embedder=Cached(ours_emb, table), progress=False)
+    many = qs * args.repeat
+    tok, bm = kb.bm25.tokenizer, kb.bm25.retriever
+    t0 = time.perf_counter()
+    q_ids = tok.tokenize(many, update_vocab=False, return_as="ids", show_progress=False)
+    bm.retrieve(q_ids, k=10, show_progress=False, n_threads=1)
+    t_raw_bm25 = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    kb.search(many, 10, method="bm25")
+    t_our_bm25 = time.perf_counter() - t0
+    print(f"bm25   raw bm25s {len(many) / t_raw_bm25:8.0f} q/s  ours {len(many) / t_our_bm25:8.0f} q/s  "
+          f"RATIO ours/raw = {t_raw_bm25 / t_our_bm25:.2f}")
+    dense_q = qs * max(1, args.repeat // 4)
+    t0 = time.perf_counter()
+    kb.dense.index.search(ours_emb.embed(dense_q), 10)
+    t_raw_dense = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    kb.search(dense_q, 10, method="dense")
+    t_our_dense = time.perf_counter() - t0
+    print(f"dense  raw faiss+embed {len(dense_q) / t_raw_dense:6.0f} q/s  ours {len(dense_q) / t_our_dense:6.0f} q/s  "
+          f"RATIO ours/raw = {t_raw_dense / t_our_dense:.2f}")
+    qv = ours_emb.embed(dense_q)
+    t0 = time.perf_counter()
+    for _ in range(10):
+        kb.dense.index.search(qv, 10)
+    t_raw_idx = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in range(10):
+        kb.dense.search_vectors(qv, 10)
+    t_our_idx = time.perf_counter() - t0
+    print(f"dense index only (pre-embedded queries): RATIO ours/raw faiss = {t_raw_idx / t_our_idx:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,13 +17,11 @@ def _distractor_kb_factory(main_kb: Any, directory: Path) -> Any:
     """Builds K~ (rebuilt from distractors.jsonl on every run, so resume never duplicates it)."""
 
     def build(passages: list[Any]) -> Any:
-        from agentrag.kb import KnowledgeBase  # type: ignore[attr-defined]
+        from agentrag.kb import KnowledgeBase
 
-        if directory.exists():
-            shutil.rmtree(directory)
-        config = main_kb.config.model_copy(update={"name": "distractor"}) \
-            if "name" in type(main_kb.config).model_fields else main_kb.config
-        return KnowledgeBase.build(passages, directory, config)
+        config = main_kb.config.model_copy(update={"name": "distractor", "method": "dense"})
+        return KnowledgeBase.build(passages, directory, config, embedder=main_kb.embedder, overwrite=True,
+                                   progress=False)
 
     return build
 
@@ -57,7 +54,7 @@ def ragshaper(
     """
     with user_errors():
         from agentrag.errors import UserError
-        from agentrag.kb import KnowledgeBase  # type: ignore[attr-defined]
+        from agentrag.kb import KnowledgeBase
         from agentrag.llm import resolve_llm
         from agentrag.runs import RunDir
         from agentrag.synth.ragshaper.config import RagShaperRunConfig
@@ -84,6 +81,10 @@ def ragshaper(
         comps = Components(curator=curator, teacher=teacher_llm, main_kb=main_kb, tagger=tagger,
                            distractor_kb=_distractor_kb_factory(main_kb, run.path / "distractor_kb"))
         metrics = _run_with_progress(RagShaperPipeline, run, cfg, comps, entities)
+        metrics["llm_calls"] = {name: llm_obj.stats() for name, llm_obj in
+                                (("curator", curator), ("teacher", teacher_llm), ("tagger", tagger))
+                                if hasattr(llm_obj, "stats")}
+        run.write_json("metrics.json", metrics)
         _summary(metrics, run.path)
 
 
@@ -107,6 +108,8 @@ def _summary(metrics: dict[str, Any], path: Path) -> None:
     for row in metrics["funnel"]:
         rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
         console.print(f"  {row['stage']:<40} {row['in']:>5} -> {row['out']:<5} {rej}")
+    for name, st in metrics.get("llm_calls", {}).items():
+        console.print(f"  LLM {name}: {st}")
     console.print(f"report: {path / 'report.md'}   metrics: {path / 'metrics.json'}")
 
 

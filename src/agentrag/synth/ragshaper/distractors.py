@@ -77,8 +77,9 @@ def write_distractors(llm: LLM, *, original_fact: str, seed: str, distractor_typ
             continue
         text = str(d.get("text") or "").strip()
         title = str(d.get("title") or "").strip()
-        if not text or " ".join(text.lower().split()) == fact_norm:
-            log.debug("distractor %s.%s.d%d dropped: empty or a copy of the fact", seed_id, node_id, j)
+        norm = " ".join(text.lower().split())
+        if not text or norm == fact_norm or any(" ".join(d.text.lower().split()) == norm for d in docs):
+            log.debug("distractor %s.%s.d%d dropped: empty, a copy of the fact or a duplicate", seed_id, node_id, j)
             continue
         docs.append(DistractorDoc(id=f"{seed_id}.{node_id}.d{j}", seed_id=seed_id, node_id=node_id,
                                   distractor_type=distractor_type, title=title, text=text,

@@ -161,7 +161,8 @@ class InfoCurator:
 
     def _run_retrieval(self, path: list[TreeNode], node: TreeNode, obj: dict[str, Any], seed: str) -> None:
         c = self.cfg.curator
-        query = str(obj.get("query") or "").strip() or (seed if len(path) == 1 else "")
+        # an empty query falls back to the stated intent (or the seed entity on the first step)
+        query = str(obj.get("query") or "").strip() or node.intent.strip() or (seed if len(path) == 1 else "")
         try:
             top_k = max(1, min(int(obj.get("top_k") or c.top_k), c.max_top_k))
         except (TypeError, ValueError):

@@ -25,10 +25,18 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.agents.base",
     "agentrag.eval",
     "agentrag.report",
+    "agentrag.export",
+    "agentrag.train",
 ]
 
 # name -> module it lives in. Add a line here when a PUBLIC_MODULES module grows its __all__.
 _EXPORTS: dict[str, str] = {
+    # export and training
+    "to_trl_records": "agentrag.export", "to_sharegpt": "agentrag.export",
+    "write_sft_export": "agentrag.export", "to_trl_dpo": "agentrag.export", "to_alpaca_dpo": "agentrag.export",
+    "write_dpo_export": "agentrag.export", "assistant_mask": "agentrag.export",
+    "SFTTrainConfig": "agentrag.train", "DPOTrainConfig": "agentrag.train", "train_sft": "agentrag.train",
+    "train_dpo": "agentrag.train",
     # evaluation and reports
     "load_dataset": "agentrag.eval", "diagnose": "agentrag.eval", "LLMJudge": "agentrag.eval",
     "JudgeVerdict": "agentrag.eval", "normalize_answer": "agentrag.eval", "EvalResult": "agentrag.eval",

@@ -50,8 +50,8 @@ def trainer_args(cls: Any, out: Path, cfg: TrainConfig, **extra: Any) -> Any:
         per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.grad_accum,
         learning_rate=cfg.learning_rate, warmup_steps=cfg.warmup_steps, logging_steps=cfg.logging_steps,
         save_strategy="no", report_to=[], bf16=False, fp16=False, seed=cfg.seed,
-        gradient_checkpointing=cfg.gradient_checkpointing, max_length=cfg.max_length,
-        dataloader_num_workers=0, disable_tqdm=True, **extra,
+        max_length=cfg.max_length, dataloader_num_workers=0, dataloader_pin_memory=False, disable_tqdm=True,
+        gradient_checkpointing=cfg.gradient_checkpointing, **extra,
     )
 
 

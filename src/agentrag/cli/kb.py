@@ -89,10 +89,14 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON lines.")] = False,
 ) -> None:
     """Search a KB (or a retrieval server) and print the hits."""
+    from agentrag.errors import UserError
     from agentrag.kb.multi import resolve_retriever
 
     with user_errors():
         r = resolve_retriever(kb)
+        if method is not None and kb.startswith(("http://", "https://")):
+            raise UserError("--method does not apply to a retrieval server (the server chooses it: "
+                            "`agentrag kb serve DIR --method ...`)")
         if method is not None:
             hits = r.search(queries, k, threshold, method=method)  # type: ignore[call-arg]
         else:

@@ -27,10 +27,16 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.report",
     "agentrag.export",
     "agentrag.train",
+    "agentrag.synth.ragshaper",
 ]
 
 # name -> module it lives in. Add a line here when a PUBLIC_MODULES module grows its __all__.
 _EXPORTS: dict[str, str] = {
+    # synthesizers: RAGShaper
+    "RagShaperConfig": "agentrag.synth.ragshaper", "DISTRACTOR_TYPES": "agentrag.synth.ragshaper",
+    "InfoCurator": "agentrag.synth.ragshaper", "select_paths": "agentrag.synth.ragshaper",
+    "path_score": "agentrag.synth.ragshaper", "RagShaperPipeline": "agentrag.synth.ragshaper",
+    "RagShaperComponents": "agentrag.synth.ragshaper",
     # export and training
     "to_trl_records": "agentrag.export", "to_sharegpt": "agentrag.export",
     "write_sft_export": "agentrag.export", "to_trl_dpo": "agentrag.export", "to_alpaca_dpo": "agentrag.export",

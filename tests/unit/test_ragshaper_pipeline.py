@@ -3,23 +3,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from test_ragshaper_support import curator_llm, main_retriever, teacher_llm
+
 from agentrag.records import Passage, read_jsonl
 from agentrag.runs import RunDir
 from agentrag.synth.ragshaper.config import RagShaperConfig
-from agentrag.synth.ragshaper.pipeline import Components, RagShaperPipeline
+from agentrag.synth.ragshaper.pipeline import RagShaperComponents, RagShaperPipeline
 from agentrag.synth.ragshaper.schema import QARecord
 from agentrag.testing import FakeRetriever, ScriptedLLM
-from test_ragshaper_support import curator_llm, main_retriever, teacher_llm
 
 
-def _components(**kw: object) -> Components:
+def _components(**kw: object) -> RagShaperComponents:
     def kb_tilde(passages: list[Passage]) -> FakeRetriever:
         return FakeRetriever(passages, kb="distractor")
 
     base = dict(curator=curator_llm(), teacher=teacher_llm(), main_kb=main_retriever(), distractor_kb=kb_tilde,
                 tagger=curator_llm())
     base.update(kw)
-    return Components(**base)  # type: ignore[arg-type]
+    return RagShaperComponents(**base)  # type: ignore[arg-type]
 
 
 def _cfg(no_distractors: bool = False) -> RagShaperConfig:

@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent('''
     from agentrag.llm.cache import CachedLLM
     from agentrag.runs import RunDir
     from agentrag.synth.ragshaper.config import RagShaperConfig
-    from agentrag.synth.ragshaper.pipeline import Components, RagShaperPipeline
+    from agentrag.synth.ragshaper.pipeline import RagShaperComponents, RagShaperPipeline
     from agentrag.testing import FakeRetriever
     from test_ragshaper_support import curator_llm, main_retriever, teacher_llm
 
@@ -41,7 +41,7 @@ SCRIPT = textwrap.dedent('''
     cache = out / "llm_cache.sqlite"
     cfg = RagShaperConfig(concurrency=2)
     cfg.curator.max_depth = 4
-    comps = Components(curator=CachedLLM(Counting(curator_llm()), cache),
+    comps = RagShaperComponents(curator=CachedLLM(Counting(curator_llm()), cache),
                        teacher=CachedLLM(Counting(teacher_llm()), cache),
                        main_kb=main_retriever(),
                        distractor_kb=lambda ps: FakeRetriever(ps, kb="distractor"),

@@ -10,8 +10,8 @@ import re
 from typing import Any
 
 from agentrag.records import Message, Passage, ToolCall
-from agentrag.testing import FakeRetriever, ScriptedLLM
 from agentrag.synth.ragshaper.config import DISTRACTOR_TYPES
+from agentrag.testing import FakeRetriever, ScriptedLLM
 
 PASSAGES = [
     Passage(id="p1", title="Ada Varn", text="Ada Varn was a chemist born in Lysa, a town on the river Orn."),

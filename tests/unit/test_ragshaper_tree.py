@@ -4,6 +4,7 @@ import json
 from collections import Counter
 
 import pytest
+from test_ragshaper_support import PASSAGES, curator_llm, main_retriever
 
 from agentrag.records import Message, ToolCall
 from agentrag.synth.ragshaper.config import RagShaperConfig
@@ -11,7 +12,6 @@ from agentrag.synth.ragshaper.paths import path_score, root_to_leaf_paths, selec
 from agentrag.synth.ragshaper.schema import DocRef, InfoTree, TreeNode
 from agentrag.synth.ragshaper.tree import InfoCurator
 from agentrag.testing import ScriptedLLM
-from test_ragshaper_support import PASSAGES, curator_llm, main_retriever
 
 
 def _retrieval_only(messages: list[Message], **kw: object) -> str:

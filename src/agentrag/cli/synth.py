@@ -58,7 +58,7 @@ def ragshaper(
         from agentrag.llm import resolve_llm
         from agentrag.runs import RunDir
         from agentrag.synth.ragshaper.config import RagShaperRunConfig
-        from agentrag.synth.ragshaper.pipeline import Components, RagShaperPipeline, read_seeds
+        from agentrag.synth.ragshaper.pipeline import RagShaperComponents, RagShaperPipeline, read_seeds
 
         base: dict[str, Any] = {"kb": kb, "seeds": seeds, "llm": llm, "teacher": teacher}
         if no_distractors:
@@ -78,7 +78,7 @@ def ragshaper(
         teacher_llm = curator if (cfg.teacher or cfg.llm) == cfg.llm else resolve_llm(cfg.teacher or cfg.llm,
                                                                                     cache=cache)
         tagger = curator if (cfg.tagger or cfg.llm) == cfg.llm else resolve_llm(cfg.tagger or cfg.llm, cache=cache)
-        comps = Components(curator=curator, teacher=teacher_llm, main_kb=main_kb, tagger=tagger,
+        comps = RagShaperComponents(curator=curator, teacher=teacher_llm, main_kb=main_kb, tagger=tagger,
                            distractor_kb=_distractor_kb_factory(main_kb, run.path / "distractor_kb"))
         metrics = _run_with_progress(RagShaperPipeline, run, cfg, comps, entities)
         metrics["llm_calls"] = {name: llm_obj.stats() for name, llm_obj in

@@ -4,8 +4,8 @@ export and the run analyses. See docs/ragshaper.md."""
 
 from agentrag.synth.ragshaper.config import DISTRACTOR_TYPES, RagShaperConfig
 from agentrag.synth.ragshaper.paths import path_score, select_paths
-from agentrag.synth.ragshaper.pipeline import Components, RagShaperPipeline
+from agentrag.synth.ragshaper.pipeline import RagShaperComponents, RagShaperPipeline
 from agentrag.synth.ragshaper.tree import InfoCurator
 
 __all__ = ["RagShaperConfig", "DISTRACTOR_TYPES", "InfoCurator", "select_paths", "path_score",
-           "RagShaperPipeline", "Components"]
+           "RagShaperPipeline", "RagShaperComponents"]

@@ -72,7 +72,7 @@ def read_seeds(path: str | Path) -> list[str]:
 
 
 @dataclass
-class Components:
+class RagShaperComponents:
     """What a run talks to. ``distractor_kb`` builds the secondary KB K~ from the distractor
     passages (called once per run, after exploration)."""
 
@@ -103,7 +103,7 @@ def _pmap(fn: Callable[[T], Any], items: Iterable[T], workers: int, stage: str, 
 class RagShaperPipeline:
     """Runs every stage over a run directory (see the module docstring)."""
 
-    def __init__(self, run: RunDir, cfg: RagShaperConfig, comps: Components, progress: Progress | None = None):
+    def __init__(self, run: RunDir, cfg: RagShaperConfig, comps: RagShaperComponents, progress: Progress | None = None):
         self.run_dir, self.cfg, self.c, self.progress = run, cfg, comps, progress
         self.seeds = run.stage("seeds", SeedRecord)
         self.trees = run.stage("trees", InfoTree)
@@ -261,4 +261,4 @@ class RagShaperPipeline:
         return metrics
 
 
-__all__ = ["RagShaperPipeline", "Components", "seed_id", "read_seeds"]
+__all__ = ["RagShaperPipeline", "RagShaperComponents", "seed_id", "read_seeds"]

@@ -12,6 +12,8 @@ DATA = SHARED / "data"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# llama.cpp/torch OpenMP threads spin while idle; on a shared CPU that is ~10x slower (see docs/llm.md)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 @pytest.fixture(scope="session")

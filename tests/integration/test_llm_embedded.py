@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import subprocess
@@ -18,7 +19,8 @@ from agentrag.records import Message
 
 pytestmark = pytest.mark.slow
 
-pytest.importorskip("llama_cpp")
+if importlib.util.find_spec("llama_cpp") is None:  # no import: the model must start OpenMP itself
+    pytest.skip("llama-cpp-python is not installed", allow_module_level=True)
 
 SCHEMA = {"type": "object",
           "properties": {"city": {"type": "string", "maxLength": 30}, "population": {"type": "integer"},
@@ -94,8 +96,8 @@ def test_served_json_schema_and_tool_call(served_url: str) -> None:
 
 def test_embedded_tools_always_parse(embedded_llm) -> None:
     outs = embedded_llm.chat(ASK + [Message(role="user", content="Or answer directly if you know.")],
-                             tools=TOOLS, n=3, temperature=1.0, seed=1, max_tokens=96)
-    assert len(outs) == 3
+                             tools=TOOLS, n=2, temperature=1.0, seed=1, max_tokens=64)
+    assert len(outs) == 2
     for c in outs:
         assert bool(c.tool_calls) != bool(c.text), c
         if c.tool_calls:

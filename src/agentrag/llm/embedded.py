@@ -14,6 +14,7 @@ import importlib.util
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -52,6 +53,9 @@ def load_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.L
             # llama.cpp's OpenMP threads spin while waiting; on a shared or oversubscribed CPU that
             # makes n_threads=2 ten times slower than 1. Passive waiting avoids it (set before the
             # OpenMP runtime starts; an explicit OMP_WAIT_POLICY from the user wins).
+            if "OMP_WAIT_POLICY" not in os.environ and ({"llama_cpp", "torch"} & set(sys.modules)):
+                log.warning("OpenMP already started (llama_cpp or torch imported first) with spinning "
+                            "waits; export OMP_WAIT_POLICY=PASSIVE if generation is slow on a busy CPU")
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 from llama_cpp import Llama

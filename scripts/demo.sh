@@ -15,5 +15,11 @@ fi
 $AG kb stats "$KB_DIR"
 $AG kb search "$KB_DIR" "Which band did Jeff Porcaro play drums for?" -k 3
 # --- end of KB step ---
+# --- RAGShaper step (owner: synth area): 2 seeds on the embedded model, small tree, short completions ---
+$AG synth ragshaper --kb "$KB_DIR" --seeds 2 --llm embedded --out "$OUT/ragshaper" \
+  --set curator.max_depth=2 --set curator.max_tokens=128 --set curator.max_observation_chars=200 \
+  --set distractors.docs_per_call=1 --set distractors.max_tokens=160 --set qa.max_tokens=320 \
+  --set elicit.max_steps=3 --set elicit.max_tokens=128
+# --- end of RAGShaper step ---
 echo
 echo "demo outputs are under: $OUT"

@@ -1,6 +1,6 @@
 """RAGShaper end to end on the embedded model and a small real KB (HotpotQA contexts), via the CLI.
 
-Small on purpose (depth 2, no branching, short completions): a 135M model rarely writes an
+Small on purpose (depth 1, no branching, short completions): a 135M model rarely writes an
 acceptable QA pair, so zero accepted trajectories is a valid outcome. What must hold: no crash,
 every stage file exists, every funnel stage is accounted for (a rejected record says why), and
 a rerun resumes without paying any LLM call again.
@@ -20,9 +20,9 @@ from agentrag.kb.ingest import pooled_passages
 
 pytestmark = pytest.mark.slow
 
-SETTINGS = ["curator.max_depth=2", "curator.p_branch=0.0", "curator.max_tokens=128",
+SETTINGS = ["curator.max_depth=1", "curator.p_branch=0.0", "curator.max_tokens=128",
             "curator.max_observation_chars=200", "distractors.docs_per_call=1", "distractors.max_tokens=160",
-            "qa.max_tokens=320", "elicit.max_steps=2", "elicit.max_tokens=128", "concurrency=2"]
+            "qa.max_tokens=256", "elicit.max_steps=2", "elicit.max_tokens=96", "concurrency=2"]
 
 
 @pytest.fixture(scope="module")

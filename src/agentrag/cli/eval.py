@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -69,14 +70,18 @@ def eval_command(
         run = RunDir(out)
         run.write_config(cfg)
 
+        # llama.cpp's OpenMP threads must wait passively on a shared CPU; set it before the KB's
+        # embedder (torch/onnxruntime) can start an OpenMP runtime (an explicit user value wins).
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         from agentrag.agents import build_agent
         from agentrag.kb import resolve_retriever
         from agentrag.llm import resolve_llm
 
         cache = run.file("llm_cache.sqlite")
-        retriever = resolve_retriever(cfg.kb)
-        the_agent = build_agent(cfg.agent, resolve_llm(cfg.llm, cache=cache), retriever, **cfg.agent_config)
+        agent_llm = resolve_llm(cfg.llm, cache=cache)
         the_judge = LLMJudge(resolve_llm(cfg.judge, cache=cache)) if cfg.judge else None
+        retriever = resolve_retriever(cfg.kb)
+        the_agent = build_agent(cfg.agent, agent_llm, retriever, **cfg.agent_config)
 
         started = time.perf_counter()
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

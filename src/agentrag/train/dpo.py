@@ -20,7 +20,7 @@ from agentrag.export.masking import training_chat_template
 from agentrag.runs import RunDir
 from agentrag.train.config import DPOTrainConfig
 from agentrag.train.model import load_tokenizer, load_trainable_model
-from agentrag.train.sft import finish, trainer_args
+from agentrag.train.sft import finish, finished_run, trainer_args
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,9 @@ def train_dpo(data: str | os.PathLike[str], out: str | os.PathLike[str],
     """DPO on a TRL preference JSONL file; returns the metrics (losses, steps, checkpoint)."""
     cfg = config or DPOTrainConfig()
     records = read_trl_dpo(data)
+    done = finished_run(out, cfg, data)
+    if done is not None:
+        return done
     run = RunDir(out)
     run.write_config(cfg)
 

@@ -55,6 +55,28 @@ def trainer_args(cls: Any, out: Path, cfg: TrainConfig, **extra: Any) -> Any:
     )
 
 
+def finished_run(out: str | os.PathLike[str], cfg: TrainConfig, data: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The metrics of a finished run in ``out`` with the same config and data (rerun = resume), else None."""
+    import json
+
+    import yaml
+
+    from agentrag.config import dump_config
+
+    run = Path(out)
+    try:
+        metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        same = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) == yaml.safe_load(dump_config(cfg))
+    except (OSError, ValueError):
+        return None
+    if not same or metrics.get("data") != str(data) or not metrics.get("finite"):
+        return None
+    if cfg.save_model and not (run / CHECKPOINT / "config.json").exists():
+        return None
+    log.info("%s already holds a finished run with this config and data; delete it to train again", run)
+    return dict(metrics)
+
+
 def finish(trainer: Any, tokenizer: Any, run: RunDir, cfg: TrainConfig, extra: dict[str, Any]) -> dict[str, Any]:
     """Collect losses, check they are finite, save the checkpoint and ``metrics.json``."""
     losses = [float(h["loss"]) for h in trainer.state.log_history if "loss" in h]
@@ -79,6 +101,9 @@ def train_sft(data: str | os.PathLike[str], out: str | os.PathLike[str],
     """Fine-tune on a TRL SFT JSONL file (from ``agentrag export sft``); returns the metrics."""
     cfg = config or SFTTrainConfig()
     records = read_trl_records(data)
+    done = finished_run(out, cfg, data)
+    if done is not None:
+        return done
     run = RunDir(out)
     run.write_config(cfg)
 

@@ -118,31 +118,38 @@ def tag_behaviour(llm: LLM | None, traj: Trajectory, filt: FilterRecord) -> TagR
     return TagRecord(id=traj.id, tag=tag, rationale=str((obj or {}).get("rationale") or ""), provenance=prov)
 
 
-def render_markdown(metrics: dict[str, Any]) -> str:
-    """The run report as Markdown."""
-    out = [f"# RAGShaper run: {metrics.get('name', '')}", ""]
-    out += ["## Funnel", "", "| stage | in | out | rejected (reason: count) |", "|---|---:|---:|---|"]
-    for row in metrics["funnel"]:
-        rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items()) or "-"
-        out.append(f"| {row['stage']} | {row['in']} | {row['out']} | {rej} |")
-    notes = [f"- {r['stage']}: {r['notes']}" for r in metrics["funnel"] if r.get("notes")]
-    out += ["", *notes, ""]
-    out += ["## Tool calls per trajectory", "", "| tool calls | trajectories |", "|---:|---:|"]
-    out += [f"| {k} | {v} |" for k, v in metrics["tool_calls"].items()] or ["| - | 0 |"]
+def report_sections(metrics: dict[str, Any]) -> list[Any]:
+    """The run report as :class:`agentrag.report.Section` objects (Markdown + HTML)."""
+    from agentrag.report import Section, bar_chart_svg
+
+    funnel_rows = [[r["stage"], r["in"], r["out"], ", ".join(f"{k}: {v}" for k, v in r["rejected"].items()) or "-"]
+                   for r in metrics["funnel"]]
+    notes = "; ".join(f"{r['stage']}: {r['notes']}" for r in metrics["funnel"] if r.get("notes"))
+    tool_calls = {str(k): v for k, v in metrics["tool_calls"].items()}
     d = metrics["distractors"]
-    out += ["", "## Distractors", "", "| type | documents created | documents met by the teacher |", "|---|---:|---:|"]
     types = sorted(set(d["created"]) | set(d["met_documents"]))
-    out += [f"| {t} | {d['created'].get(t, 0)} | {d['met_documents'].get(t, 0)} |" for t in types] or ["| - | 0 | 0 |"]
-    out += ["", "### Success rate by distractor type met", "", "| type met | trajectories | kept | rate |",
-            "|---|---:|---:|---:|"]
-    out += [f"| {t} | {v['trajectories']} | {v['kept']} | {v['success_rate']:.2f} |"
-            for t, v in d["success_by_type_met"].items()] or ["| - | 0 | 0 | - |"]
-    out += ["", "## Behaviour tags", "", "| tag | trajectories |", "|---|---:|"]
-    out += [f"| {k} | {v} |" for k, v in metrics["tags"].items()] or ["| - | 0 |"]
-    out += ["", "## Timing", "", f"- wall time per seed (exploration + QA + elicitation, s): {metrics.get('seconds_per_seed', {})}",
-            f"- total wall time: {metrics.get('elapsed', 0):.1f} s", f"- export: {metrics.get('export')}", ""]
-    return "\n".join(out)
+    return [
+        Section(title="Funnel", text=notes, headers=["stage", "in", "out", "rejected (reason: count)"],
+                rows=funnel_rows),
+        Section(title="Tool calls per trajectory", headers=["tool calls", "trajectories"],
+                rows=[[k, v] for k, v in tool_calls.items()],
+                svg=bar_chart_svg(tool_calls, x_label="tool calls", y_label="trajectories") if tool_calls else "",
+                caption="cf. the paper's Fig. 3"),
+        Section(title="Distractors",
+                text=(f"navigation: {'plain (ablation, no K~)' if metrics.get('ablation_no_distractors') else 'constrained (Eq. 8)'}; "
+                      f"seeds meeting the distractor quota: {metrics.get('seeds_meeting_distractor_quota', 0)}"),
+                headers=["type", "documents created", "documents met by the teacher"],
+                rows=[[t, d["created"].get(t, 0), d["met_documents"].get(t, 0)] for t in types]),
+        Section(title="Success rate by distractor type met", headers=["type met", "trajectories", "kept", "rate"],
+                rows=[[t, v["trajectories"], v["kept"], v["success_rate"]]
+                      for t, v in d["success_by_type_met"].items()], caption="cf. the paper's Fig. 4 (right)"),
+        Section(title="Behaviour tags", headers=["tag", "trajectories"],
+                rows=[[k, v] for k, v in metrics["tags"].items()], caption="cf. the paper's Fig. 4 (left)"),
+        Section(title="Timing and export",
+                text=(f"wall time per seed (exploration + QA + elicitation, s): {metrics.get('seconds_per_seed', {})}; "
+                      f"total wall time: {metrics.get('elapsed', 0)} s; export: {metrics.get('export')}")),
+    ]
 
 
 __all__ = ["funnel", "tool_calls_distribution", "distractor_stats", "tag_behaviour", "render_for_tagger",
-           "render_markdown", "TAGS", "SUCCESS_TAGS"]
+           "report_sections", "TAGS", "SUCCESS_TAGS"]

@@ -257,7 +257,10 @@ class RagShaperPipeline:
             "seconds_per_seed": per_seed, "elapsed": round(elapsed, 1), "export": exported,
         }
         self.run_dir.write_json("metrics.json", metrics)
-        self.run_dir.write_text("report.md", analysis.render_markdown(metrics))
+        from agentrag.report import write_report
+
+        title = f"RAGShaper run {name}" + (" (ablation: no distractors)" if not self.cfg.distractors.enabled else "")
+        write_report(self.run_dir.path, title, analysis.report_sections(metrics))
         return metrics
 
 

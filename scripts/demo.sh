@@ -21,5 +21,13 @@ $AG synth ragshaper --kb "$KB_DIR" --seeds 2 --llm embedded --out "$OUT/ragshape
   --set distractors.docs_per_call=1 --set distractors.max_tokens=160 --set qa.max_tokens=320 \
   --set elicit.max_steps=3 --set elicit.max_tokens=128
 # --- end of RAGShaper step ---
+# --- train step (owner: export area): 2 observation-masked SFT steps on the RAGShaper export ---
+SFT_DATA="$OUT/ragshaper/sft/trl_sft.jsonl"
+if [ -s "$SFT_DATA" ]; then
+  $AG train sft --data "$SFT_DATA" --out "$OUT/train_sft" --model embedded --max-steps 2 --set max_length=1024
+else
+  echo "no SFT records were exported (no trajectory passed the filter); skipping agentrag train sft"
+fi
+# --- end of train step ---
 echo
 echo "demo outputs are under: $OUT"

@@ -192,3 +192,15 @@ def test_bm25_defaults_stem_and_drop_stopwords():
     idx.index(["The runners were running quickly", "A cat sleeps"])
     assert idx.search(["run"], 2)[0][0][0] == 0
     assert idx.search(["the of a"], 2) == [[]]
+
+
+def test_load_with_search_time_overrides(kb, tmp_path):
+    again = KnowledgeBase.load(tmp_path / "kb", embedder=HashEmbedder(64),
+                               overrides=["method=bm25", "hybrid.rrf_k=5", "hybrid.weights.dense=0.25"])
+    assert again.config.method == "bm25" and again.config.hybrid.rrf_k == 5
+    assert again.config.hybrid.weights == {"bm25": 1.0, "dense": 0.25}
+    assert again.search(["Paris capital"], 1)[0][0].method == "bm25"
+    with pytest.raises(UserError, match="fixed when the KB is built"):
+        KnowledgeBase.load(tmp_path / "kb", embedder=HashEmbedder(64), overrides=["index.type=hnsw"])
+    with pytest.raises(UserError, match="hybrid.rrf_kk"):
+        KnowledgeBase.load(tmp_path / "kb", embedder=HashEmbedder(64), overrides=["hybrid.rrf_kk=5"])

@@ -87,13 +87,19 @@ def search(
     method: MethodOpt = None,
     threshold: Annotated[float | None, typer.Option(help="Keep only hits with score > threshold (Eq. 4).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON lines.")] = False,
+    set_: SetOpt = None,
 ) -> None:
     """Search a KB (or a retrieval server) and print the hits."""
     from agentrag.errors import UserError
     from agentrag.kb.multi import resolve_retriever
 
     with user_errors():
-        r = resolve_retriever(kb)
+        if set_ and not kb.startswith(("http://", "https://")):
+            from agentrag.kb.store import KnowledgeBase
+
+            r: Any = KnowledgeBase.load(kb, overrides=set_)
+        else:
+            r = resolve_retriever(kb)
         if method is not None and kb.startswith(("http://", "https://")):
             raise UserError("--method does not apply to a retrieval server (the server chooses it: "
                             "`agentrag kb serve DIR --method ...`)")
@@ -121,13 +127,14 @@ def serve(
                                               help="Require 'Authorization: Bearer TOKEN' on /retrieve.")] = None,
     method: MethodOpt = None,
     topk: Annotated[int, typer.Option(help="Hits per query when a request gives no topk.")] = 3,
+    set_: SetOpt = None,
 ) -> None:
     """Serve a KB over HTTP with the Search-R1 API: POST /retrieve, GET /health."""
     from agentrag.kb.server import serve as run_server
     from agentrag.kb.store import KnowledgeBase
 
     with user_errors():
-        store = KnowledgeBase.load(kb)
+        store = KnowledgeBase.load(kb, overrides=set_ or [])
         if method in (None, "dense", "hybrid"):
             store.embedder  # load the embedder before the first request  # noqa: B018
         err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port}")
@@ -158,6 +165,7 @@ def eval_recall_cmd(
     methods: Annotated[str, typer.Option(help="Comma-separated methods.")] = "bm25,dense,hybrid",
     limit: Annotated[int | None, typer.Option(help="Evaluate only the first N questions of each file.")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the table as JSON here.")] = None,
+    set_: SetOpt = None,
 ) -> None:
     """Retrieval recall with each question as the query: all@k (every gold passage in the top k)
     and passage recall@k (fraction of gold passages in the top k), per method."""
@@ -165,7 +173,7 @@ def eval_recall_cmd(
     from agentrag.kb.store import KnowledgeBase
 
     with user_errors():
-        store = KnowledgeBase.load(kb)
+        store = KnowledgeBase.load(kb, overrides=set_ or [])
         cut = tuple(int(x) for x in ks.split(",") if x.strip())
         meths = tuple(m.strip() for m in methods.split(",") if m.strip())
         tables = [eval_recall(store, f, methods=meths, ks=cut, limit=limit) for f in files]

@@ -107,7 +107,7 @@ def tag_behaviour(llm: LLM | None, traj: Trajectory, filt: FilterRecord) -> TagR
         return TagRecord(id=traj.id, tag="untagged", error="no tagger LLM",
                          provenance=Provenance(stage="tag", model="none"))
     schema = {"type": "object", "properties": {"tag": {"type": "string", "enum": list(SUCCESS_TAGS)},
-                                               "rationale": {"type": "string"}},
+                                               "rationale": {"type": "string", "maxLength": 200}},
               "required": ["tag", "rationale"]}
     messages = [Message(role="system", content=TAGGER_SYSTEM), Message(role="user", content=render_for_tagger(traj))]
     obj, prov, err = call_json(llm, messages, schema, name="behaviour_tag", stage="tag", max_tokens=128,

@@ -43,7 +43,9 @@ SYSTEM = (
 
 
 def distractor_schema(n: int) -> dict[str, Any]:
-    doc = {"type": "object", "properties": {"title": {"type": "string"}, "text": {"type": "string"}},
+    # bounded strings keep grammar-constrained output inside a small token budget
+    doc = {"type": "object", "properties": {"title": {"type": "string", "maxLength": 80},
+                                            "text": {"type": "string", "maxLength": 600}},
            "required": ["title", "text"]}
     return {"type": "object", "properties": {"documents": {"type": "array", "items": doc,
                                                            "minItems": n, "maxItems": n}},

@@ -36,19 +36,22 @@ SYSTEM = (
     "misleading claim, how to disambiguate it, and the distracting text). Reply with JSON only.")
 
 
-def qa_schema() -> dict[str, Any]:
-    step = {"type": "object", "properties": {"hop": {"type": "integer"}, "fact": {"type": "string"},
-                                             "evidence": {"type": "string"}, "output": {"type": "string"}},
+def qa_schema(max_hops: int = 6) -> dict[str, Any]:
+    """The Eq. 6 output schema; strings and lists are bounded so constrained decoding terminates."""
+    def text(n: int) -> dict[str, Any]:
+        return {"type": "string", "maxLength": n}
+
+    step = {"type": "object", "properties": {"hop": {"type": "integer"}, "fact": text(200),
+                                             "evidence": text(240), "output": text(80)},
             "required": ["hop", "fact", "evidence", "output"]}
     neg = {"type": "object", "properties": {"dimension": {"type": "string", "enum": list(DISTRACTOR_TYPES)},
-                                            "misleading_claim": {"type": "string"},
-                                            "disambiguation": {"type": "string"},
-                                            "distraction_text": {"type": "string"}},
+                                            "misleading_claim": text(200), "disambiguation": text(200),
+                                            "distraction_text": text(240)},
            "required": ["dimension", "misleading_claim", "disambiguation", "distraction_text"]}
     return {"type": "object",
-            "properties": {"question": {"type": "string"}, "answer": {"type": "string"},
-                           "reasoning_steps": {"type": "array", "items": step},
-                           "negative_aspect": {"type": "array", "items": neg}},
+            "properties": {"question": text(300), "answer": text(120),
+                           "reasoning_steps": {"type": "array", "items": step, "maxItems": max_hops},
+                           "negative_aspect": {"type": "array", "items": neg, "maxItems": 3}},
             "required": ["question", "answer", "reasoning_steps", "negative_aspect"]}
 
 

@@ -59,15 +59,15 @@ def curator_system_prompt(cfg: RagShaperConfig) -> str:
 def action_schema(cfg: RagShaperConfig) -> dict[str, Any]:
     tools = [RETRIEVE, DISTRACT] if cfg.distractors.enabled else [RETRIEVE]
     props: dict[str, Any] = {
-        "intent": {"type": "string"},
+        "intent": {"type": "string", "maxLength": 160},
         "tool": {"type": "string", "enum": tools},
-        "query": {"type": "string"},
+        "query": {"type": "string", "maxLength": 160},
         "top_k": {"type": "integer", "minimum": 1, "maximum": cfg.curator.max_top_k},
     }
     if cfg.distractors.enabled:
         props["distractor_type"] = {"type": "string", "enum": list(DISTRACTOR_TYPES)}
-        props["original_fact"] = {"type": "string"}
-        props["guideline"] = {"type": "string"}
+        props["original_fact"] = {"type": "string", "maxLength": 400}
+        props["guideline"] = {"type": "string", "maxLength": 200}
     return {"type": "object", "properties": props, "required": ["intent", "tool"]}
 
 

@@ -15,6 +15,12 @@ fi
 $AG kb stats "$KB_DIR"
 $AG kb search "$KB_DIR" "Which band did Jeff Porcaro play drums for?" -k 3
 # --- end of KB step ---
+# --- eval step (owner: eval area): react on the embedded model over 10 HotpotQA dev questions ---
+# (rerunning resumes: finished questions are skipped; small top_k / step budget for the 135M model)
+$AG eval --dataset "$SHARED_DATA/hotpotqa/dev_distractor_200.jsonl" --kb "$KB_DIR" --agent react \
+  --llm embedded --limit 10 --concurrency 1 --out "$OUT/eval_react" \
+  --set agent_config.top_k=3 --set agent_config.max_top_k=3 --set agent_config.max_steps=4
+# --- end of eval step ---
 # --- RAGShaper step (owner: synth area): 2 seeds on the embedded model, small tree, short completions ---
 $AG synth ragshaper --kb "$KB_DIR" --seeds 2 --llm embedded --out "$OUT/ragshaper" \
   --set curator.max_depth=2 --set curator.max_tokens=128 --set curator.max_observation_chars=200 \

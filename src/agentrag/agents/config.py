@@ -1,0 +1,59 @@
+"""Typed configs of the agents (one home per default)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agentrag.config import Config
+
+
+class AgentConfig(Config):
+    """Settings every agent shares."""
+
+    max_steps: int = Field(default=8, ge=1, description="most model turns (each a tool call, an answer or a malformed reply)")
+    top_k: int = Field(default=5, ge=1, description="documents per search when the model does not say")
+    max_top_k: int = Field(default=20, ge=1, description="upper bound on a top_k the model asks for")
+    threshold: float | None = Field(default=None, description="keep hits scoring above this (RAGShaper Eq. 4)")
+    temperature: float = Field(default=0.0, ge=0.0)
+    max_tokens: int = Field(default=512, ge=1, description="completion budget per LLM call")
+    seed: int | None = None
+    max_format_errors: int = Field(default=3, ge=1, description="consecutive malformed turns before giving up "
+                                   "with finish_reason 'parse_error'")
+
+
+class ReactConfig(AgentConfig):
+    """Function calling with one dense-search tool; the answer comes inside <answer> tags."""
+
+    tool_name: str = "dense_search"
+    untagged_answer: Literal["accept", "reject"] = Field(
+        "accept", description="a text reply with no tool call and no <answer> tags: 'accept' takes the "
+        "text as the final answer (OpenAI convention: a turn without tool calls ends the run); 'reject' "
+        "tells the model to use the tags and goes on")
+
+
+class PlanStepConfig(AgentConfig):
+    """AgenticRAGTracer's plan-then-step protocol."""
+
+    max_steps: int = Field(default=10, ge=1, description="most RAG_search steps")
+    max_turns_without_tool: int = Field(default=5, ge=1, description="consecutive step turns with no tool call "
+                                        "before giving up")
+    top_k: int = Field(default=3, ge=1)
+
+
+class ReasonGroundConfig(AgentConfig):
+    """ReasonRAG Algorithm 1: N rounds of Reasoning / Grounding, a forced answer in the last."""
+
+    max_steps: int = Field(default=10, ge=2, description="N, the most LLM rounds (reasoning and grounding)")
+    top_k: int = Field(default=3, ge=1)
+
+
+class SearchR1Config(AgentConfig):
+    """Search-R1 tags in one assistant stream."""
+
+    max_steps: int = Field(default=6, ge=1, description="most generation turns")
+    top_k: int = Field(default=3, ge=1)
+
+
+__all__ = ["AgentConfig", "ReactConfig", "PlanStepConfig", "ReasonGroundConfig", "SearchR1Config"]

@@ -1,0 +1,122 @@
+"""The shared agent loop machinery: one LLM turn, step recording, trajectory bookkeeping.
+
+Each protocol (react, plan_step, reason_ground, search_r1) subclasses :class:`BaseAgent` and
+writes its turn logic in ``_run``; ``run`` wraps it so an :class:`~agentrag.errors.LLMError`
+ends the trajectory with ``finish_reason="llm_error"`` keeping the steps so far, and token and
+time accounting are filled in the same way for every protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from agentrag.agents.base import NavigationPolicy
+from agentrag.agents.config import AgentConfig
+from agentrag.agents.tools import RetrievalTool
+from agentrag.errors import LLMError, ParseError
+from agentrag.llm.base import LLM, Completion
+from agentrag.records import Message, QAItem, Step, Trajectory, Usage
+
+logger = logging.getLogger(__name__)
+
+
+def extract_tag(text: str, tag: str) -> str | None:
+    """The content of the last ``<tag>...</tag>`` in ``text`` (stripped); an unclosed last tag
+    counts up to the end of the text. ``None`` when the tag does not occur."""
+    matches = re.findall(rf"<{tag}>(.*?)(?:</{tag}>|$)", text, flags=re.DOTALL)
+    return matches[-1].strip() if matches else None
+
+
+def strip_tool_call_text(text: str) -> str:
+    """``text`` without ``<tool_call>...</tool_call>`` blocks (the thought that precedes a call)."""
+    return re.sub(r"<tool_call>.*?(?:</tool_call>|$)", "", text, flags=re.DOTALL).strip()
+
+
+@dataclass
+class Turn:
+    """One LLM call: the completion (``None`` when the output could not be parsed), the parse
+    error if any, and the wall-clock latency."""
+
+    completion: Completion | None
+    error: str | None
+    latency: float
+
+    @property
+    def text(self) -> str:
+        return (self.completion.text or "") if self.completion else ""
+
+    @property
+    def usage(self) -> Usage:
+        return self.completion.usage if self.completion else Usage(calls=1)
+
+
+class BaseAgent:
+    """An agent over an LLM and a navigation policy; ``run(item) -> Trajectory`` never raises for
+    model misbehaviour."""
+
+    name: ClassVar[str] = ""
+    config_class: ClassVar[type[AgentConfig]] = AgentConfig
+
+    def __init__(self, llm: LLM, navigation: NavigationPolicy, config: AgentConfig | None = None) -> None:
+        self.llm = llm
+        self.navigation = navigation
+        self.config = config if config is not None else self.config_class()
+
+    # -- to implement -------------------------------------------------------------------------
+    def _run(self, item: QAItem, traj: Trajectory) -> None:
+        """Fill ``traj`` (steps, answer, finish_reason, messages, metadata)."""
+        raise NotImplementedError
+
+    # -- shared -------------------------------------------------------------------------------
+    def run(self, item: QAItem) -> Trajectory:
+        """Run the protocol on one question."""
+        traj = Trajectory(id=item.id, question=item.question, agent=self.name,
+                          model=str(getattr(self.llm, "model", "")))
+        start = time.perf_counter()
+        try:
+            self._run(item, traj)
+        except LLMError as exc:
+            logger.warning("%s: LLM failed on %r after %d steps: %s", self.name, item.id, len(traj.steps), exc)
+            traj.answer = None
+            traj.finish_reason = "llm_error"
+            traj.metadata["error"] = f"{type(exc).__name__}: {exc}"
+        traj.usage = sum((s.usage for s in traj.steps), Usage())
+        traj.elapsed = time.perf_counter() - start
+        return traj
+
+    def new_tool(self, name: str, query_arg: str = "query", k_arg: str = "top_k") -> RetrievalTool:
+        """A fresh retrieval tool (its step counter starts at 1) for one trajectory."""
+        return RetrievalTool(self.navigation, name=name, default_k=self.config.top_k,
+                             max_k=self.config.max_top_k, query_arg=query_arg, k_arg=k_arg)
+
+    def sampling(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"temperature": self.config.temperature, "max_tokens": self.config.max_tokens}
+        if self.config.seed is not None:
+            out["seed"] = self.config.seed
+        return out
+
+    def chat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None, **extra: Any) -> Turn:
+        """One LLM call. A ParseError from the backend becomes a turn with ``error`` set; an
+        LLMError propagates (``run`` turns it into finish_reason ``llm_error``)."""
+        t0 = time.perf_counter()
+        try:
+            out = self.llm.chat(messages, tools=tools, **self.sampling(), **extra)
+        except ParseError as exc:
+            return Turn(None, f"unparseable model output: {exc}", time.perf_counter() - t0)
+        if not out:
+            raise LLMError(f"{type(self.llm).__name__} returned no completion", is_retryable=False)
+        return Turn(out[0], None, time.perf_counter() - t0)
+
+    @staticmethod
+    def step(turn: Turn, *, thought: str | None = None, **fields: Any) -> Step:
+        """A step of ``turn``: its usage, latency and raw text, plus the given fields."""
+        raw = turn.completion.text if turn.completion else None
+        return Step(thought=turn.text if thought is None else thought, raw=raw, usage=turn.usage,
+                    latency=turn.latency, **fields)
+
+
+__all__ = ["BaseAgent", "Turn", "extract_tag", "strip_tool_call_text"]

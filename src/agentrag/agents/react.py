@@ -1,0 +1,102 @@
+"""``react``: function calling with one dense-search tool; the answer inside <answer> tags.
+
+Each turn the model either calls the search tool (one call per turn; extra parallel calls are
+dropped and noted in ``Step.error``) or answers. Malformed turns (unparseable output, a tool
+call with bad JSON or bad arguments, an unknown tool, an empty reply, and, with
+``untagged_answer="reject"``, text without answer tags) are fed back to the model as an error
+observation and count toward ``max_steps``; ``max_format_errors`` of them in a row end the run
+with ``parse_error``. ``<answer></answer>`` with nothing inside ends it with ``no_answer``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from agentrag.agents.base import ToolResult
+from agentrag.agents.config import ReactConfig
+from agentrag.agents.loop import BaseAgent, extract_tag, strip_tool_call_text
+from agentrag.agents.messages import step_to_messages
+from agentrag.agents.prompts import EMPTY_REPLY, REACT_NO_TAGS, REACT_SYSTEM
+from agentrag.agents.tools import tool_calls_from_text
+from agentrag.records import Message, QAItem, Step, Trajectory
+
+
+def react_system_prompt(tool_name: str = "dense_search") -> str:
+    """The react system prompt for a search tool called ``tool_name``."""
+    return REACT_SYSTEM.format(tool=tool_name)
+
+
+class ReactAgent(BaseAgent):
+    """RAGShaper-style function-calling agent (Eq. 1 trajectories)."""
+
+    name = "react"
+    config_class = ReactConfig
+    config: ReactConfig
+
+    def _run(self, item: QAItem, traj: Trajectory) -> None:
+        cfg = self.config
+        tool = self.new_tool(cfg.tool_name)
+        messages = [Message(role="system", content=react_system_prompt(tool.name)),
+                    Message(role="user", content=item.question)]
+        traj.messages = messages
+        errors_in_a_row = 0
+        for _ in range(cfg.max_steps):
+            turn = self.chat(messages, tools=[tool.schema])
+            text = turn.text
+            calls = list(turn.completion.tool_calls) if turn.completion else []
+            text_error = None
+            if not calls and "<tool_call>" in text:
+                calls, text_error = tool_calls_from_text(text)
+            if turn.error is not None:
+                step = self.step(turn, error=turn.error, observation=f"Error: {turn.error}. {EMPTY_REPLY}")
+            elif calls:
+                call = calls[0] if calls[0].id else calls[0].model_copy(update={"id": f"call_{len(traj.steps)}"})
+                t0 = time.perf_counter()
+                if call.name == tool.name:
+                    result = tool(call.arguments)
+                else:
+                    msg = f"unknown tool {call.name!r}; the only tool is {tool.name!r}"
+                    result = ToolResult(observation=f"Error: {msg}", error=msg)
+                error = result.error
+                if len(calls) > 1:
+                    note = f"{len(calls) - 1} extra tool call(s) ignored: one call per turn"
+                    error = f"{error}; {note}" if error else note
+                step = self.step(turn, thought=strip_tool_call_text(text), action=call,
+                                 observation=result.observation, hits=result.hits, error=error)
+                step.latency += time.perf_counter() - t0
+            elif text_error is not None:
+                step = self.step(turn, error=text_error,
+                                 observation=f"Error: {text_error}. Call the tool with valid JSON arguments.")
+            else:
+                answer = extract_tag(text, "answer")
+                if answer is None and text.strip() and cfg.untagged_answer == "accept":
+                    answer = text.strip()
+                    traj.metadata["answer_tagged"] = False
+                if answer is not None:
+                    self._finish(traj, messages, self.step(turn), answer)
+                    return
+                error = "no tool call and no <answer> tags" if text.strip() else "empty reply"
+                feedback = REACT_NO_TAGS.format(tool=tool.name) if text.strip() else EMPTY_REPLY
+                step = self.step(turn, error=error, observation=feedback)
+            traj.steps.append(step)
+            messages.extend(step_to_messages(step, len(traj.steps) - 1))
+            malformed = step.error is not None and not step.hits and not _retrieval_failure(step)
+            errors_in_a_row = errors_in_a_row + 1 if malformed else 0
+            if errors_in_a_row >= cfg.max_format_errors:
+                traj.finish_reason = "parse_error"
+                return
+        traj.finish_reason = "max_steps"
+
+    @staticmethod
+    def _finish(traj: Trajectory, messages: list[Message], step: Step, answer: str) -> None:
+        traj.steps.append(step)
+        messages.extend(step_to_messages(step, len(traj.steps) - 1))
+        traj.answer = answer or None
+        traj.finish_reason = "answered" if answer else "no_answer"
+
+
+def _retrieval_failure(step: Step) -> bool:
+    return step.error is not None and step.error.startswith("the search failed")
+
+
+__all__ = ["ReactAgent", "react_system_prompt"]

@@ -1,0 +1,101 @@
+"""``reason_ground``: ReasonRAG's Algorithm 1 (Reasoning -> Grounding -> Reasoning ... -> Terminal).
+
+Up to N = ``max_steps`` rounds, one LLM call each. In the Reasoning stage the model sees the
+question and everything produced so far (y) and ends with ``<query>q</query>`` (the retriever
+is called with q and the stage becomes Grounding) or ``<answer>a</answer>`` (Terminal). In the
+Grounding stage it sees the latest query and the retrieved documents and extracts
+``<evidence>...</evidence>``; the stage goes back to Reasoning. Every output is appended to y,
+as in the algorithm. An output without the tag its stage expects leaves the stage unchanged
+(the round is spent; ``Step.error`` says what was missing). The last round always asks for the
+answer. Finish: ``answered``; ``no_answer`` (empty answer, or none in the forced round);
+``max_steps`` (the forced round asked another query); ``parse_error`` after
+``max_format_errors`` malformed rounds in a row.
+"""
+
+from __future__ import annotations
+
+import time
+
+from agentrag.agents.config import ReasonGroundConfig
+from agentrag.agents.loop import BaseAgent, extract_tag
+from agentrag.agents.prompts import (
+    FORCE_ANSWER,
+    GROUNDING_SYSTEM,
+    GROUNDING_USER,
+    REASONING_SYSTEM,
+    REASONING_USER,
+)
+from agentrag.agents.tools import NO_DOCUMENTS
+from agentrag.records import Message, QAItem, ToolCall, Trajectory
+
+SEARCH_ACTION = "search"
+
+
+class ReasonGroundAgent(BaseAgent):
+    """ReasonRAG inference (Algorithm 1) with our Reasoning and Grounding prompts."""
+
+    name = "reason_ground"
+    config_class = ReasonGroundConfig
+    config: ReasonGroundConfig
+
+    def _run(self, item: QAItem, traj: Trajectory) -> None:
+        cfg = self.config
+        tool = self.new_tool(SEARCH_ACTION)
+        y: list[str] = []
+        stage = "reasoning"
+        query, documents = "", NO_DOCUMENTS
+        errors_in_a_row = 0
+        for i in range(cfg.max_steps):
+            forced = i == cfg.max_steps - 1
+            if stage == "reasoning" or forced:
+                user = REASONING_USER.format(question=item.question, history="\n".join(y)).rstrip()
+                if forced:
+                    user += "\n\n" + FORCE_ANSWER
+                messages = [Message(role="system", content=REASONING_SYSTEM), Message(role="user", content=user)]
+            else:
+                user = GROUNDING_USER.format(question=item.question, query=query, documents=documents)
+                messages = [Message(role="system", content=GROUNDING_SYSTEM), Message(role="user", content=user)]
+            turn = self.chat(messages)
+            text = turn.text
+            if turn.error is None:
+                y.append(text.strip())
+            if stage == "grounding" and not forced:
+                evidence = extract_tag(text, "evidence") if turn.error is None else None
+                error = turn.error or (None if evidence is not None else "no <evidence> in grounding output")
+                traj.steps.append(self.step(turn, error=error))
+                if evidence is not None:
+                    stage = "reasoning"
+            else:
+                new_query = extract_tag(text, "query") if turn.error is None else None
+                answer = extract_tag(text, "answer") if turn.error is None else None
+                if new_query and not forced:
+                    query = new_query
+                    t0 = time.perf_counter()
+                    result = tool.search(query, cfg.top_k)
+                    documents = result.observation
+                    step = self.step(turn, action=ToolCall(id=f"call_{len(traj.steps)}", name=SEARCH_ACTION,
+                                                           arguments={"query": query}),
+                                     observation=result.observation, hits=result.hits, error=result.error)
+                    step.latency += time.perf_counter() - t0
+                    traj.steps.append(step)
+                    stage = "grounding"
+                elif answer is not None:
+                    traj.steps.append(self.step(turn))
+                    traj.answer = answer or None
+                    traj.finish_reason = "answered" if answer else "no_answer"
+                    return
+                else:
+                    error = turn.error or ("the forced final round gave no <answer>" if forced
+                                           else "no <query> or <answer> in reasoning output")
+                    traj.steps.append(self.step(turn, error=error))
+                    if forced:
+                        traj.finish_reason = "max_steps" if new_query else "no_answer"
+                        return
+            errors_in_a_row = errors_in_a_row + 1 if traj.steps[-1].error and not traj.steps[-1].hits else 0
+            if errors_in_a_row >= cfg.max_format_errors:
+                traj.finish_reason = "parse_error"
+                return
+        traj.finish_reason = "no_answer"  # unreachable in practice: the last round returns
+
+
+__all__ = ["ReasonGroundAgent", "SEARCH_ACTION"]

@@ -1,0 +1,159 @@
+"""The dense retrieval tool the agents call, its schema, and the uniform document format.
+
+The agent sees every document as ``Doc i (Title: ...) text`` whatever KB it came from; the
+structured hits (passage id, score, KB, metadata) go to the trajectory only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agentrag.agents.base import NavigationPolicy, ToolResult
+from agentrag.errors import RetrievalError
+from agentrag.records import Hit, ToolCall
+
+SEARCH_TOOL = "dense_search"
+NO_DOCUMENTS = "No documents found."
+
+
+def search_tool_schema(name: str = SEARCH_TOOL, default_k: int = 5, max_k: int = 20) -> dict[str, Any]:
+    """The OpenAI function-tool schema of the dense retrieval tool (arguments ``query``, ``top_k``)."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": (
+                "Semantic (dense vector) search over the knowledge base: finds the documents whose "
+                f"meaning best matches the query. Returns {default_k} documents unless top_k says otherwise."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "type": "string",
+                        "description": "A self-contained natural-language description of the information needed.",
+                        "minLength": 1,
+                    },
+                    "top_k": {
+                        "type": "integer",
+                        "description": f"How many documents to return (1 to {max_k}).",
+                        "minimum": 1,
+                        "maximum": max_k,
+                    },
+                },
+                "required": ["query"],
+            },
+        },
+    }
+
+
+def format_documents(hits: list[Hit]) -> str:
+    """Documents as the model sees them: ``Doc i (Title: t) text``, one a line, no source KB."""
+    if not hits:
+        return NO_DOCUMENTS
+    lines = []
+    for i, h in enumerate(hits, start=1):
+        text = " ".join(h.text.split())
+        lines.append(f"Doc {i} (Title: {h.title}) {text}" if h.title else f"Doc {i} {text}")
+    return "\n".join(lines)
+
+
+def parse_top_k(value: Any, default: int, max_k: int) -> int:
+    """``top_k`` from model arguments: an int or an int-like string, clamped to [1, max_k]."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        raise ValueError(f"top_k must be a positive integer, got {value!r}")
+    if isinstance(value, str) and value.strip().lstrip("+").isdigit():
+        value = int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"top_k must be a positive integer, got {value!r}")
+    return min(value, max_k)
+
+
+class RetrievalTool:
+    """A :class:`~agentrag.agents.base.Tool` over a navigation policy, for one trajectory.
+
+    It counts its calls (the 1-based step ``t`` of RAGShaper Eq. 8) and remembers the previous
+    call's hits, so make a fresh one per question. Failures (bad arguments, retrieval errors)
+    come back as a ``ToolResult`` with ``error`` set and an observation telling the model what
+    went wrong; they never raise.
+    """
+
+    def __init__(self, policy: NavigationPolicy, *, name: str = SEARCH_TOOL, default_k: int = 5,
+                 max_k: int = 20, query_arg: str = "query", k_arg: str = "top_k") -> None:
+        self.policy = policy
+        self.name = name
+        self.default_k = default_k
+        self.max_k = max_k
+        self.query_arg = query_arg
+        self.k_arg = k_arg
+        self.schema = search_tool_schema(name, default_k, max_k)
+        self.step = 0
+        self.previous_hits: list[Hit] = []
+
+    def __call__(self, arguments: dict[str, Any]) -> ToolResult:
+        if not isinstance(arguments, dict):
+            return _failure(f"arguments must be a JSON object, got {arguments!r}")
+        query = arguments.get(self.query_arg)
+        if not isinstance(query, str) or not query.strip():
+            return _failure(f"argument {self.query_arg!r} must be a non-empty string; got arguments "
+                            f"{json.dumps(arguments, ensure_ascii=False)[:200]}")
+        try:
+            k = parse_top_k(arguments.get(self.k_arg), self.default_k, self.max_k)
+        except ValueError as exc:
+            return _failure(str(exc))
+        return self.search(query.strip(), k)
+
+    def search(self, query: str, k: int) -> ToolResult:
+        """Run one retrieval step through the policy (counts as step ``t``)."""
+        self.step += 1
+        try:
+            hits = self.policy.search(query, k, self.step, self.previous_hits)
+        except RetrievalError as exc:
+            self.previous_hits = []
+            return _failure(f"the search failed ({exc}); try again")
+        self.previous_hits = hits
+        return ToolResult(observation=format_documents(hits), hits=hits)
+
+
+def _failure(message: str) -> ToolResult:
+    return ToolResult(observation=f"Error: {message}", error=message)
+
+
+_TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+
+
+def tool_calls_from_text(text: str) -> tuple[list[ToolCall], str | None]:
+    """Tool calls written as text, ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
+    (what chat templates render when a server has no tool parser). Returns ``(calls, error)``;
+    ``error`` names the first block that is not valid JSON of that shape."""
+    calls: list[ToolCall] = []
+    for i, m in enumerate(_TOOL_CALL_RE.finditer(text)):
+        body = m.group(1).strip()
+        try:
+            obj = json.loads(body)
+        except json.JSONDecodeError as exc:
+            return calls, f"tool call {body[:200]!r} is not valid JSON ({exc.msg})"
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+            return calls, f"tool call {body[:200]!r} needs a string 'name' and an 'arguments' object"
+        args = obj.get("arguments", {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except json.JSONDecodeError as exc:
+                return calls, f"arguments {args[:200]!r} are not valid JSON ({exc.msg})"
+        if not isinstance(args, dict):
+            return calls, f"arguments {args!r} must be a JSON object"
+        calls.append(ToolCall(id=f"text_call_{i}", name=obj["name"], arguments=args))
+    return calls, None
+
+
+__all__ = [
+    "SEARCH_TOOL", "search_tool_schema", "format_documents", "parse_top_k", "RetrievalTool",
+    "tool_calls_from_text", "NO_DOCUMENTS",
+]

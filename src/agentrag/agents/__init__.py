@@ -13,8 +13,8 @@ from agentrag.agents.config import (
     ReasonGroundConfig,
     SearchR1Config,
 )
-from agentrag.agents.loop import BaseAgent, extract_tag
-from agentrag.agents.messages import messages_to_trajectory, step_to_messages, trajectory_to_messages
+from agentrag.agents.loop import BaseAgent
+from agentrag.agents.messages import messages_to_trajectory, trajectory_to_messages
 from agentrag.agents.navigation import ConstrainedNavigation, PlainNavigation, is_distractor
 from agentrag.agents.plan_step import PlanStepAgent, plan_step_tools
 from agentrag.agents.react import ReactAgent, react_system_prompt

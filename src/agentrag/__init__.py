@@ -23,6 +23,7 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.kb.store",
     "agentrag.kb.multi",
     "agentrag.agents.base",
+    "agentrag.agents",
     "agentrag.eval",
     "agentrag.report",
     "agentrag.export",
@@ -82,6 +83,18 @@ _EXPORTS: dict[str, str] = {
     # agent seams
     "ToolResult": "agentrag.agents.base", "Tool": "agentrag.agents.base",
     "NavigationPolicy": "agentrag.agents.base", "Agent": "agentrag.agents.base",
+    # agents
+    "AgentConfig": "agentrag.agents", "ReactConfig": "agentrag.agents",
+    "PlanStepConfig": "agentrag.agents", "ReasonGroundConfig": "agentrag.agents",
+    "SearchR1Config": "agentrag.agents", "BaseAgent": "agentrag.agents",
+    "trajectory_to_messages": "agentrag.agents", "messages_to_trajectory": "agentrag.agents",
+    "PlainNavigation": "agentrag.agents", "ConstrainedNavigation": "agentrag.agents",
+    "is_distractor": "agentrag.agents", "ReactAgent": "agentrag.agents",
+    "PlanStepAgent": "agentrag.agents", "ReasonGroundAgent": "agentrag.agents",
+    "SearchR1Agent": "agentrag.agents", "react_system_prompt": "agentrag.agents",
+    "plan_step_tools": "agentrag.agents", "AGENTS": "agentrag.agents", "build_agent": "agentrag.agents",
+    "agent_config": "agentrag.agents", "run_many": "agentrag.agents", "RetrievalTool": "agentrag.agents",
+    "format_documents": "agentrag.agents", "search_tool_schema": "agentrag.agents",
 }
 
 __all__ = ["__version__", *_EXPORTS]

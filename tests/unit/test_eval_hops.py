@@ -28,6 +28,8 @@ def test_steps_collapse_overextension_by_hops():
     assert d["by_hops"]["3"]["steps_c"] == 3.0 and d["by_hops"]["3"]["steps_i"] == 5.0
     assert d["step_histogram"] == {"1": 2, "2": 1, "3": 1, "4": 1, "5": 1}
     assert d["maxd"] is None
+    assert diagnose([R("a", 2, 1, True), R("b", 2, 4, False)])["step_histogram"] == {"1": 1, "2": 0, "3": 0, "4": 1}
+    assert diagnose([])["step_histogram"] == {} and diagnose([])["accuracy"] is None
 
 
 def test_maxd_follows_tracer_definition():

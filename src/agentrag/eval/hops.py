@@ -135,10 +135,13 @@ def _depth(result: EvalResult, lower: Sequence[EvalResult]) -> int:
 
 
 def _histogram(values: Sequence[int]) -> dict[str, int]:
+    """Counts per value over the whole range min..max (empty bins included, so gaps show)."""
     counts: dict[int, int] = defaultdict(int)
     for v in values:
         counts[v] += 1
-    return {str(k): counts[k] for k in sorted(counts)}
+    if not counts:
+        return {}
+    return {str(k): counts[k] for k in range(min(counts), max(counts) + 1)}
 
 
 __all__ = ["diagnose", "lower_hop_items", "chain_question"]

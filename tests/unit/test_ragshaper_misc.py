@@ -56,3 +56,23 @@ def test_empty_query_falls_back_to_the_intent() -> None:
     for node in tree.nodes[1:]:
         assert node.action is not None and node.action.arguments["query"] == "Orn bridge year"
         assert node.docs and node.error is None
+
+
+def test_teacher_reads_both_kbs_with_one_method() -> None:
+    from agentrag.records import Hit
+    from agentrag.synth.ragshaper.elicit import MethodRetriever
+
+    class KBLike:
+        def __init__(self) -> None:
+            self.methods: list[str | None] = []
+
+        def search(self, queries: list[str], k: int, threshold: float | None = None,
+                   method: str | None = None) -> list[list[Hit]]:
+            self.methods.append(method)
+            return [[] for _ in queries]
+
+    kb = KBLike()
+    MethodRetriever(kb, "dense").search(["q"], 3)
+    assert kb.methods == ["dense"]
+    plain = main_retriever()  # no method argument: passed through untouched
+    assert MethodRetriever(plain, "dense").search(["Lysa"], 1)[0][0].id == "p2"

@@ -52,6 +52,7 @@ class ElicitConfig(Config):
     k_distractor: int = Field(default=2, ge=1)
     p_e: float = Field(default=0.5, ge=0.0, le=1.0)
     threshold: float | None = Field(default=None, description="Eq. 4 tau of the teacher's retrieval")
+    method: str = Field(default="dense", description="retrieval method of the teacher's tool on K and K~")
     max_steps: int = Field(default=6, ge=1)
     max_tokens: int = 256
     temperature: float = 0.0

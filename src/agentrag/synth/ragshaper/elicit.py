@@ -7,6 +7,7 @@ records, per step, which hits came from K~ and their distractor type.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import random
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from typing import Any
 
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
-from agentrag.records import QAItem, Trajectory
+from agentrag.records import Hit, QAItem, Trajectory
 from agentrag.synth.ragshaper._llm import prompt_hash
 from agentrag.synth.ragshaper.config import ElicitConfig
 from agentrag.synth.ragshaper.schema import QARecord
@@ -32,10 +33,29 @@ def default_agent_factory(llm: LLM, policy: Any, cfg: ElicitConfig) -> Any:
                        max_tokens=cfg.max_tokens, temperature=cfg.temperature)
 
 
+class MethodRetriever:
+    """A retriever whose searches use one method (e.g. ``dense``, as the paper's tool) when the
+    underlying retriever takes a ``method`` argument (a KnowledgeBase); otherwise passes through."""
+
+    def __init__(self, inner: Retriever, method: str | None) -> None:
+        self.inner = inner
+        self.method = method if method and "method" in inspect.signature(inner.search).parameters else None
+
+    def search(self, queries: list[str], k: int, threshold: float | None = None) -> list[list[Hit]]:
+        if self.method is None:
+            return self.inner.search(queries, k, threshold=threshold)
+        return self.inner.search(queries, k, threshold=threshold, method=self.method)  # type: ignore[call-arg]
+
+
 def navigation_policy(main: Retriever, distractor: Retriever | None, cfg: ElicitConfig,
                       rng: random.Random) -> Any:
-    """Eq. 8 constrained navigation, or plain R(K, k) when there is no K~ (the ablation)."""
+    """Eq. 8 constrained navigation, or plain R(K, k) when there is no K~ (the ablation).
+    Both KBs are read with ``cfg.method`` so that merged scores are comparable."""
     from agentrag.agents.navigation import ConstrainedNavigation, PlainNavigation
+
+    main = MethodRetriever(main, cfg.method)
+    if distractor is not None:
+        distractor = MethodRetriever(distractor, cfg.method)
 
     if distractor is None:
         return PlainNavigation(main, threshold=cfg.threshold)
@@ -79,4 +99,4 @@ def elicit(qa: QARecord, teacher: LLM, main: Retriever, distractor: Retriever | 
     return traj.model_copy(update={"id": f"{qa.id}-t", "metadata": meta})
 
 
-__all__ = ["elicit", "navigation_policy", "distractor_hits", "default_agent_factory", "AgentFactory"]
+__all__ = ["elicit", "MethodRetriever", "navigation_policy", "distractor_hits", "default_agent_factory", "AgentFactory"]

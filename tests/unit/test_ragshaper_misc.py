@@ -75,4 +75,4 @@ def test_teacher_reads_both_kbs_with_one_method() -> None:
     MethodRetriever(kb, "dense").search(["q"], 3)
     assert kb.methods == ["dense"]
     plain = main_retriever()  # no method argument: passed through untouched
-    assert MethodRetriever(plain, "dense").search(["Lysa"], 1)[0][0].id == "p2"
+    assert MethodRetriever(plain, "dense").search(["Ott Brem merchant company"], 1)[0][0].id == "p3"

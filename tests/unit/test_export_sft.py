@@ -118,6 +118,12 @@ def test_write_sft_export_and_read_back(tmp_path):
     assert len(lines) == 3 and len((tmp_path / "out" / "sharegpt.jsonl").read_text().splitlines()) == 3
     info = json.loads((tmp_path / "out" / "dataset_info.json").read_text())
     assert info == sharegpt_dataset_info()
+    card = (tmp_path / "out" / "README.md").read_text()
+    import yaml
+
+    header = yaml.safe_load(card.split("---")[1])
+    assert header["configs"][0]["data_files"] == [{"split": "train", "path": "trl_sft.jsonl"}]
+    assert "- exported: 3" in card
     back = read_trl_records(tmp_path / "out" / "trl_sft.jsonl")
     assert back[1]["messages"] == to_trl_records([trajs[1]], "SYS", TOOLS)[0]["messages"]
 

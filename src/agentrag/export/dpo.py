@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrag.errors import UserError
+from agentrag.export.hf import write_card
 from agentrag.export.sft import message_dict, write_json, write_jsonl_dicts
 from agentrag.records import Message, PreferencePair, read_jsonl
 
@@ -105,7 +106,11 @@ def write_dpo_export(out_dir: str | os.PathLike[str], pairs: Iterable[Preference
     n = write_jsonl_dicts(out / TRL_FILE, to_trl_dpo(pair_list, tools))
     write_jsonl_dicts(out / ALPACA_FILE, to_alpaca_dpo(pair_list))
     write_json(out / DATASET_INFO_FILE, alpaca_dataset_info())
-    return {"exported": n, "files": [str(out / TRL_FILE), str(out / ALPACA_FILE), str(out / DATASET_INFO_FILE)]}
+    card = write_card(out, "dpo", TRL_FILE, {"exported": n},
+                      "Preference pairs as TRL conversational records (`prompt`, `chosen`, `rejected` chats); "
+                      "`dpo_alpaca.jsonl` and `dataset_info.json` hold them for LLaMA-Factory (ranking).")
+    return {"exported": n, "files": [str(out / TRL_FILE), str(out / ALPACA_FILE), str(out / DATASET_INFO_FILE),
+                                     str(card)]}
 
 
 def read_trl_dpo(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

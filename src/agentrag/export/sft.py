@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrag.errors import UserError
+from agentrag.export.hf import write_card
 from agentrag.records import Message, ToolCall, Trajectory, iter_json_objects, read_jsonl
 
 log = logging.getLogger(__name__)
@@ -207,8 +208,13 @@ def write_sft_export(out_dir: str | os.PathLike[str], trajs: Iterable[Trajectory
     n_trl = write_jsonl_dicts(out / TRL_FILE, to_trl_records(kept, system_prompt, tools, only_answered=False))
     write_jsonl_dicts(out / SHAREGPT_FILE, to_sharegpt(kept, system_prompt, tools, only_answered=False))
     write_json(out / DATASET_INFO_FILE, sharegpt_dataset_info())
-    return {"trajectories": len(all_trajs), "exported": n_trl, "skipped": len(all_trajs) - n_trl,
-            "files": [str(out / TRL_FILE), str(out / SHAREGPT_FILE), str(out / DATASET_INFO_FILE)]}
+    summary: dict[str, Any] = {"trajectories": len(all_trajs), "exported": n_trl, "skipped": len(all_trajs) - n_trl}
+    card = write_card(out, "sft", TRL_FILE, summary,
+                      "Search-agent trajectories as TRL conversational records (`messages` with assistant "
+                      "`tool_calls` and `role: tool` observations, plus `tools`); `sharegpt.jsonl` and "
+                      "`dataset_info.json` hold the same data for LLaMA-Factory.")
+    summary["files"] = [str(out / TRL_FILE), str(out / SHAREGPT_FILE), str(out / DATASET_INFO_FILE), str(card)]
+    return summary
 
 
 def read_trajectories(path: str | os.PathLike[str]) -> list[Trajectory]:

@@ -58,8 +58,9 @@ class BM25Index:
         if self.retriever is None or self.size == 0 or k <= 0:
             return [[] for _ in queries]
         q = self.tokenizer.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
-        docs, scores = self.retriever.retrieve(q, k=min(k, self.size), show_progress=False, n_threads=1)
-        return [[(int(d), float(s)) for d, s in zip(dr, sr, strict=True) if s > 0] for dr, sr in zip(docs, scores, strict=True)]
+        docs, scores = self.retriever.retrieve(q, k=min(k, self.size), show_progress=False, n_threads=0)
+        return [[(d, s) for d, s in zip(dr, sr, strict=True) if s > 0]
+                for dr, sr in zip(docs.tolist(), scores.tolist(), strict=True)]
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -130,7 +131,8 @@ class DenseIndex:
         if self.size == 0 or k <= 0:
             return [[] for _ in range(len(q))]
         scores, rows = self.index.search(np.ascontiguousarray(q, dtype=np.float32), min(k, self.size))
-        return [[(int(r), float(s)) for r, s in zip(rr, sr, strict=True) if r >= 0] for rr, sr in zip(rows, scores, strict=True)]
+        return [[(r, s) for r, s in zip(rr, sr, strict=True) if r >= 0]
+                for rr, sr in zip(rows.tolist(), scores.tolist(), strict=True)]
 
     def save(self, path: Path) -> None:
         import faiss

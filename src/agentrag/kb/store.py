@@ -284,8 +284,9 @@ class KnowledgeBase:
 
     def _hit(self, row: int, score: float, method: str) -> Hit:
         p = self._passages[row]
-        return Hit(id=p.id, title=p.title, text=p.text, score=score, method=method, kb=self.name,
-                   metadata=dict(p.metadata))
+        # built from validated passages: skip re-validation (it dominates small-index search time)
+        return Hit.model_construct(id=p.id, title=p.title, text=p.text, score=float(score), method=method,
+                                   kb=self.name, metadata=dict(p.metadata))
 
     # ---- access -------------------------------------------------------------------------------
     def __len__(self) -> int:

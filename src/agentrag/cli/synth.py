@@ -81,9 +81,11 @@ def ragshaper(
         comps = RagShaperComponents(curator=curator, teacher=teacher_llm, main_kb=main_kb, tagger=tagger,
                            distractor_kb=_distractor_kb_factory(main_kb, run.path / "distractor_kb"))
         metrics = _run_with_progress(RagShaperPipeline, run, cfg, comps, entities)
-        metrics["llm_calls"] = {name: llm_obj.stats() for name, llm_obj in
-                                (("curator", curator), ("teacher", teacher_llm), ("tagger", tagger))
-                                if hasattr(llm_obj, "stats")}
+        roles: dict[int, tuple[list[str], Any]] = {}
+        for role, obj in (("curator", curator), ("teacher", teacher_llm), ("tagger", tagger)):
+            roles.setdefault(id(obj), ([], obj))[0].append(role)
+        metrics["llm_calls"] = {"+".join(names): obj.stats() for names, obj in roles.values()
+                                if hasattr(obj, "stats")}
         run.write_json("metrics.json", metrics)
         _summary(metrics, run.path)
 

@@ -131,3 +131,32 @@ def test_train_config_rejects_typos_and_plans_dpo_steps():
     cfg = load_config(DPOTrainConfig, overrides=["batch_size=2", "epochs=2"])
     assert planned_steps(5, cfg) == 5
     assert planned_steps(5, cfg.model_copy(update={"max_steps": 3})) == 3
+
+
+def test_labels_match_trl_assistant_only_loss(tokenizer, records, tmp_path):
+    """Differential: our labels equal those TRL's SFTTrainer builds itself with
+    assistant_only_loss=True and chat_template_path=qwen2_5_training.jinja (a tiny random model)."""
+    import copy
+
+    from datasets import Dataset
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    from agentrag.export.masking import training_chat_template_path
+    from agentrag.train.sft import tokenize_sft
+
+    tok = copy.deepcopy(tokenizer)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2))
+    args = SFTConfig(output_dir=str(tmp_path), assistant_only_loss=True, report_to=[], bf16=False,
+                     chat_template_path=training_chat_template_path(), max_length=4096,
+                     gradient_checkpointing=False)
+    # tools as a JSON string (TRL parses it); the arguments have the same keys in every record here
+    rows = [{"messages": r["messages"], "tools": json.dumps(r["tools"])} for r in records]
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
+    theirs = trainer.train_dataset
+    ours = tokenize_sft(records, tokenizer, max_length=4096)
+    assert len(theirs) == len(ours)
+    for i, row in enumerate(ours):
+        assert theirs[i]["input_ids"] == row["input_ids"]
+        assert theirs[i]["labels"] == row["labels"]

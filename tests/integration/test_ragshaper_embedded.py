@@ -73,3 +73,54 @@ def test_embedded_pipeline_end_to_end_and_resume(small_kb: Path, tmp_path: Path)
     assert again["funnel"] == metrics["funnel"]
     assert all(st["inner_calls"] == 0 for st in again["llm_calls"].values()), again["llm_calls"]  # type: ignore[attr-defined]
     assert {p.name: p.read_text() for p in out.glob("*.jsonl")} == before
+
+
+def _scripted_curator(messages: list, **kw: object) -> str:  # type: ignore[type-arg]
+    """A deterministic curator (retrieve, then a distractor, ...) and an always-valid QA writer,
+    so that the embedded *teacher* is exercised on real K and K~."""
+    rf: dict = kw.get("response_format") or {}  # type: ignore[assignment]
+    name = rf["json_schema"]["name"]
+    user = messages[-1].content or ""
+    if name == "curator_action":
+        if user.count("Step ") % 2 == 1:
+            return json.dumps({"intent": "confuse", "tool": "write_distractor", "distractor_type": "doppelganger",
+                               "original_fact": "", "guideline": "change the year"})
+        return json.dumps({"intent": "look up the seed", "tool": "dense_retrieval",
+                           "query": user.split("\n")[0].removeprefix("Seed entity: "), "top_k": 2})
+    if name == "distractor_documents":
+        fact = user.split("\n")[1][:200]
+        return json.dumps({"documents": [{"title": "Revised edition (2031)", "text": f"In the 2031 revision: {fact}"}]})
+    if name == "qa_pair":
+        seed = user.split("\n")[0].removeprefix("Seed entity: ")
+        return json.dumps({"question": f"What is {seed} best known for?", "answer": "unknown fact",
+                           "reasoning_steps": [{"hop": i, "fact": "f", "evidence": "e", "output": "o"}
+                                               for i in range(3)], "negative_aspect": []})
+    return json.dumps({"tag": "direct_answer", "rationale": "r"})
+
+
+def test_embedded_teacher_under_constrained_navigation(small_kb: Path, tmp_path: Path) -> None:
+    from agentrag.cli.synth import _distractor_kb_factory
+    from agentrag.llm import resolve_llm
+    from agentrag.runs import RunDir
+    from agentrag.synth.ragshaper import RagShaperComponents, RagShaperConfig, RagShaperPipeline
+    from agentrag.testing import ScriptedLLM
+
+    kb = KnowledgeBase.load(small_kb)
+    run = RunDir(tmp_path / "run")
+    cfg = RagShaperConfig(concurrency=1)
+    cfg.curator.max_depth, cfg.curator.p_branch, cfg.paths_per_tree = 2, 0.0, 1
+    cfg.elicit.max_steps, cfg.elicit.max_tokens = 2, 96
+    comps = RagShaperComponents(curator=ScriptedLLM(default=_scripted_curator), tagger=None, main_kb=kb,
+                                teacher=resolve_llm("embedded", cache=run.file("llm_cache.sqlite")),
+                                distractor_kb=_distractor_kb_factory(kb, run.path / "distractor_kb"))
+    metrics = RagShaperPipeline(run, cfg, comps).run(kb.sample_titles(1, seed=3))
+    funnel = {row["stage"]: row["out"] for row in metrics["funnel"]}
+    assert funnel["QA (Eq. 6)"] == 1 and funnel["trajectories (Eq. 7-8)"] == 1
+    assert (run.path / "distractor_kb" / "params.json").exists()
+    traj = json.loads((run.path / "trajectories.jsonl").read_text().splitlines()[0])
+    searches = [s for s in traj["steps"] if s["action"] and s["action"]["name"] == "dense_search"]
+    if searches:  # Eq. 8: the first search always mixes in K~ documents, recorded with their type
+        assert any(h["kb"] == "distractor" for h in searches[0]["hits"])
+        assert traj["metadata"]["distractors_met"][0]["step"] == 1
+        assert traj["metadata"]["distractor_types_met"] == ["doppelganger"]
+    assert traj["metadata"]["provenance"]["model"]

@@ -76,3 +76,18 @@ def test_teacher_reads_both_kbs_with_one_method() -> None:
     assert kb.methods == ["dense"]
     plain = main_retriever()  # no method argument: passed through untouched
     assert MethodRetriever(plain, "dense").search(["Ott Brem merchant company"], 1)[0][0].id == "p3"
+
+
+def test_cli_reports_missing_inputs_as_user_errors(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentrag.cli.main import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["synth", "ragshaper", "--out", str(tmp_path / "r"), "--seeds", "2"])
+    assert res.exit_code == 2 and "no knowledge base" in res.output
+    res = runner.invoke(app, ["synth", "ragshaper", "--out", str(tmp_path / "r"), "--kb", str(tmp_path),
+                              "--seeds", "2", "--set", "curator.max_dept=3"])
+    assert res.exit_code == 2 and "did you mean 'max_depth'" in res.output
+    res = runner.invoke(app, ["synth", "ragshaper", "--out", str(tmp_path / "r"), "--kb", str(tmp_path)])
+    assert res.exit_code == 2 and "no seeds" in res.output

@@ -60,6 +60,12 @@ def test_whole_pipeline_on_fakes(tmp_path: Path) -> None:
     assert (tmp_path / "run" / "sft" / "dataset_info.json").exists()
     for qa in read_jsonl(tmp_path / "run" / "qa.jsonl", QARecord):
         assert qa.provenance.prompt_hash and qa.provenance.raw_output
+    # provenance on every record of every stage
+    for stage in ("seeds", "trees", "distractors", "paths", "qa", "filter", "tags"):
+        for rec in _lines(tmp_path / "run" / f"{stage}.jsonl"):
+            assert rec["provenance"]["stage"], (stage, rec)
+    tree = _lines(tmp_path / "run" / "trees.jsonl")[0]
+    assert tree["provenance"]["model"] == "fake-curator" and tree["provenance"]["usage"]["calls"] > 0
 
 
 def test_no_distractors_ablation(tmp_path: Path) -> None:

@@ -69,8 +69,9 @@ def ragshaper(
         if not cfg.seeds:
             raise UserError("no seeds: pass --seeds FILE (one entity a line) or --seeds N (sample N KB titles)")
         main_kb = KnowledgeBase.load(cfg.kb)
-        entities = (main_kb.sample_titles(int(cfg.seeds), seed=cfg.seed) if cfg.seeds.strip().isdigit()
-                    else read_seeds(cfg.seeds))
+        sampled = cfg.seeds.strip().isdigit()
+        entities = main_kb.sample_titles(int(cfg.seeds), seed=cfg.seed) if sampled else read_seeds(cfg.seeds)
+        source = f"kb.sample_titles({cfg.seeds}, seed={cfg.seed})" if sampled else str(cfg.seeds)
         run = RunDir(out)
         run.write_config(cfg)
         cache = run.file("llm_cache.sqlite")
@@ -80,7 +81,7 @@ def ragshaper(
         tagger = curator if (cfg.tagger or cfg.llm) == cfg.llm else resolve_llm(cfg.tagger or cfg.llm, cache=cache)
         comps = RagShaperComponents(curator=curator, teacher=teacher_llm, main_kb=main_kb, tagger=tagger,
                            distractor_kb=_distractor_kb_factory(main_kb, run.path / "distractor_kb"))
-        metrics = _run_with_progress(RagShaperPipeline, run, cfg, comps, entities)
+        metrics = _run_with_progress(RagShaperPipeline, run, cfg, comps, entities, source)
         roles: dict[int, tuple[list[str], Any]] = {}
         for role, obj in (("curator", curator), ("teacher", teacher_llm), ("tagger", tagger)):
             roles.setdefault(id(obj), ([], obj))[0].append(role)
@@ -90,7 +91,8 @@ def ragshaper(
         _summary(metrics, run.path)
 
 
-def _run_with_progress(pipeline_cls: Any, run: Any, cfg: Any, comps: Any, entities: list[str]) -> dict[str, Any]:
+def _run_with_progress(pipeline_cls: Any, run: Any, cfg: Any, comps: Any, entities: list[str],
+                       source: str) -> dict[str, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -102,7 +104,7 @@ def _run_with_progress(pipeline_cls: Any, run: Any, cfg: Any, comps: Any, entiti
                 tasks[stage] = bar.add_task(stage, total=total)
             bar.update(tasks[stage], completed=done, total=total)
 
-        metrics: dict[str, Any] = pipeline_cls(run, cfg, comps, progress=progress).run(entities)
+        metrics: dict[str, Any] = pipeline_cls(run, cfg, comps, progress=progress, seed_source=source).run(entities)
     return metrics
 
 

@@ -103,8 +103,10 @@ def _pmap(fn: Callable[[T], Any], items: Iterable[T], workers: int, stage: str, 
 class RagShaperPipeline:
     """Runs every stage over a run directory (see the module docstring)."""
 
-    def __init__(self, run: RunDir, cfg: RagShaperConfig, comps: RagShaperComponents, progress: Progress | None = None):
+    def __init__(self, run: RunDir, cfg: RagShaperConfig, comps: RagShaperComponents, progress: Progress | None = None,
+                 seed_source: str = ""):
         self.run_dir, self.cfg, self.c, self.progress = run, cfg, comps, progress
+        self.seed_source = seed_source
         self.seeds = run.stage("seeds", SeedRecord)
         self.trees = run.stage("trees", InfoTree)
         self.distractors = run.stage("distractors", DistractorDoc)
@@ -117,7 +119,7 @@ class RagShaperPipeline:
     # --- stages -------------------------------------------------------------------------------
     def explore(self, entities: list[str]) -> None:
         for e in entities:
-            self.seeds.append(SeedRecord(id=seed_id(e), entity=e.strip()))
+            self.seeds.append(SeedRecord(id=seed_id(e), entity=e.strip(), source=self.seed_source))
         curator = InfoCurator(self.c.curator, self.c.main_kb, self.cfg)
         todo = [s for s in self.seeds.read() if s.id not in self.trees]
 

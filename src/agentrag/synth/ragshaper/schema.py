@@ -15,6 +15,7 @@ class SeedRecord(Record):
     id: str
     entity: str
     source: str = ""
+    provenance: Provenance = Field(default_factory=lambda: Provenance(stage="seeds", model="input"))
 
 
 class DocRef(Record):
@@ -52,6 +53,7 @@ class InfoTree(Record):
     error: str | None = None
     distractor_calls: int = 0
     elapsed: float = 0.0
+    provenance: Provenance = Field(default_factory=lambda: Provenance(stage="explore"))
 
     def children(self, node_id: str) -> list[TreeNode]:
         return [n for n in self.nodes if n.parent == node_id]
@@ -81,6 +83,7 @@ class PathRecord(Record):
     node_ids: list[str]
     score: int
     rank: int
+    provenance: Provenance = Field(default_factory=lambda: Provenance(stage="paths", model="rule:eq5"))
 
 
 class QARecord(Record):
@@ -109,6 +112,7 @@ class FilterRecord(Record):
     f1: float
     kept: bool
     reason: str | None = None
+    provenance: Provenance = Field(default_factory=lambda: Provenance(stage="filter", model="rule:f1"))
 
 
 class TagRecord(Record):

@@ -18,8 +18,8 @@ from typing import Any
 from agentrag.errors import RetrievalError
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
-from agentrag.records import Message, ToolCall
-from agentrag.synth.ragshaper._llm import call_json
+from agentrag.records import Message, Provenance, ToolCall, Usage
+from agentrag.synth.ragshaper._llm import call_json, prompt_hash
 from agentrag.synth.ragshaper.config import DISTRACTOR_TYPES, RagShaperConfig
 from agentrag.synth.ragshaper.distractors import TYPE_GUIDE, write_distractors
 from agentrag.synth.ragshaper.schema import DistractorDoc, DocRef, InfoTree, TreeNode
@@ -113,6 +113,14 @@ class InfoCurator:
         distractors: list[DistractorDoc] = []
         self._grow(tree, [root], rng, distractors)
         tree.elapsed = time.monotonic() - start
+        usage = Usage()
+        for n in tree.nodes:
+            if n.provenance is not None:
+                usage = usage + n.provenance.usage
+        tree.provenance = Provenance(stage="explore", model=getattr(self.llm, "model", ""),
+                                     prompt_hash=prompt_hash([Message(role="system",
+                                                                      content=curator_system_prompt(self.cfg))]),
+                                     usage=usage)
         return tree, distractors
 
     def _grow(self, tree: InfoTree, path: list[TreeNode], rng: random.Random,

@@ -19,7 +19,7 @@ from agentrag.agents.config import PlanStepConfig
 from agentrag.agents.loop import BaseAgent, strip_tool_call_text
 from agentrag.agents.messages import step_to_messages
 from agentrag.agents.prompts import PLAN_NO_TOOL, PLAN_SYSTEM, PLAN_USER, STEP_USER
-from agentrag.agents.tools import tool_calls_from_text
+from agentrag.agents.tools import QUERY_MAX_CHARS, tool_calls_from_text
 from agentrag.records import Message, QAItem, Trajectory
 
 RAG_SEARCH = "RAG_search"
@@ -34,7 +34,8 @@ def plan_step_tools(max_k: int = 20) -> list[dict[str, Any]]:
             "name": RAG_SEARCH,
             "description": "Search the knowledge base; returns the topk documents closest in meaning to the query.",
             "parameters": {"type": "object", "properties": {
-                "query": {"type": "string", "description": "what to look for", "minLength": 1},
+                "query": {"type": "string", "description": "what to look for", "minLength": 1,
+                          "maxLength": QUERY_MAX_CHARS},
                 "topk": {"type": "integer", "description": "how many documents to return",
                          "minimum": 1, "maximum": max_k},
             }, "required": ["query"]},
@@ -43,7 +44,7 @@ def plan_step_tools(max_k: int = 20) -> list[dict[str, Any]]:
             "name": FINAL_ANSWER,
             "description": "Give the final short answer and stop.",
             "parameters": {"type": "object", "properties": {
-                "answer": {"type": "string", "description": "the short answer"},
+                "answer": {"type": "string", "description": "the short answer", "maxLength": QUERY_MAX_CHARS},
             }, "required": ["answer"]},
         }},
     ]

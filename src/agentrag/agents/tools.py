@@ -16,6 +16,8 @@ from agentrag.records import Hit, ToolCall
 
 SEARCH_TOOL = "dense_search"
 NO_DOCUMENTS = "No documents found."
+#: bound on string arguments, so schema-constrained decoding (embedded backend) always terminates
+QUERY_MAX_CHARS = 200
 
 
 def search_tool_schema(name: str = SEARCH_TOOL, default_k: int = 5, max_k: int = 20) -> dict[str, Any]:
@@ -35,6 +37,7 @@ def search_tool_schema(name: str = SEARCH_TOOL, default_k: int = 5, max_k: int =
                         "type": "string",
                         "description": "A self-contained natural-language description of the information needed.",
                         "minLength": 1,
+                        "maxLength": QUERY_MAX_CHARS,
                     },
                     "top_k": {
                         "type": "integer",

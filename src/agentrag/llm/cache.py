@@ -94,6 +94,11 @@ class CachedLLM:
     def __repr__(self) -> str:
         return f"CachedLLM({self.inner!r}, path={str(self.cache.path)!r})"
 
+    @property
+    def meter(self) -> Any:
+        """The wrapped backend's token/latency meter (cache hits cost nothing, so are not in it)."""
+        return getattr(self.inner, "meter", None)
+
     def stats(self) -> dict[str, Any]:
         with self._lock:
             total = self.hits + self.misses

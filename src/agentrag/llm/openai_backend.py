@@ -61,12 +61,13 @@ class OpenAIBackend:
 
     @property
     def client(self) -> Any:
-        if self._client is None:
-            import openai
+        with self._lock:
+            if self._client is None:
+                import openai
 
-            self._client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key,
-                                         max_retries=0, timeout=self.config.timeout)
-        return self._client
+                self._client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key,
+                                             max_retries=0, timeout=self.config.timeout)
+            return self._client
 
     def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
                  response_format: dict[str, Any] | None, n: int, sampling: dict[str, Any]) -> dict[str, Any]:

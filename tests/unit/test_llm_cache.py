@@ -102,3 +102,22 @@ def test_corrupt_cache_file_is_a_user_error(tmp_path: Path) -> None:
     bad.write_text("not a database at all" * 100)
     with pytest.raises(UserError, match="c.sqlite"):
         CachedLLM(ScriptedLLM(), bad)
+
+
+def _worker(path: str, tag: str) -> list[str | None]:
+    llm = CachedLLM(ScriptedLLM(default=tag), path)
+    return [llm.chat([Message(role="user", content=f"q{j % 6}")])[0].text for j in range(30)]
+
+
+def test_processes_share_one_cache_file(tmp_path: Path) -> None:
+    import multiprocessing as mp
+
+    path = str(tmp_path / "c.sqlite")
+    with mp.get_context("spawn").Pool(2) as pool:
+        a, b = pool.starmap(_worker, [(path, "A"), (path, "B")])
+    # whichever process wrote a key first, both processes return its answer, on every call
+    final = CachedLLM(ScriptedLLM(), path)
+    assert len(final.cache) == 6
+    stored = [final.chat([Message(role="user", content=f"q{j}")])[0].text for j in range(6)]
+    assert set(stored) <= {"A", "B"}
+    assert a == b == [stored[j % 6] for j in range(30)]

@@ -11,6 +11,8 @@ from agentrag.llm import OpenAIBackend, resolve_llm
 from agentrag.records import Message
 from agentrag.testing import StubOpenAIServer
 
+pytestmark = pytest.mark.timeout(60)  # no call may hang
+
 MSGS = [Message(role="user", content="hi")]
 TOOLS = [{"type": "function", "function": {"name": "search", "description": "search the KB",
                                            "parameters": {"type": "object", "properties": {"query": {"type": "string"}},

@@ -133,3 +133,4 @@ def test_cache_second_run_makes_no_model_calls(embedded_llm, tmp_path) -> None:
     assert mid - before == 2
     assert embedded_llm.meter.snapshot()["calls"] == mid
     assert second == first and cached.stats()["inner_calls"] == 0
+    assert cached.stats()["hits"] == 2 and cached.stats()["completion_tokens"] > 0

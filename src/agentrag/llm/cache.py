@@ -100,10 +100,17 @@ class CachedLLM:
         return getattr(self.inner, "meter", None)
 
     def stats(self) -> dict[str, Any]:
+        """Cache hits/misses, calls that reached the backend, and the backend's token totals."""
         with self._lock:
             total = self.hits + self.misses
-            return {"hits": self.hits, "misses": self.misses, "inner_calls": self.inner_calls,
-                    "hit_rate": round(self.hits / total, 4) if total else 0.0}
+            out: dict[str, Any] = {"hits": self.hits, "misses": self.misses, "inner_calls": self.inner_calls,
+                                   "hit_rate": round(self.hits / total, 4) if total else 0.0}
+        meter = self.meter
+        if meter is not None and hasattr(meter, "snapshot"):
+            snap = meter.snapshot()
+            out.update(prompt_tokens=snap["prompt_tokens"], completion_tokens=snap["completion_tokens"],
+                       backend_latency_s=snap["latency_s"])
+        return out
 
     def _key(self, messages: list[Message], tools: list[dict[str, Any]] | None,
              response_format: dict[str, Any] | None, sampling: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ from agentrag.agents.prompts import (
     FORCE_ANSWER,
     GROUNDING_SYSTEM,
     PLAN_NO_TOOL,
+    REACT_FORCE_ANSWER,
     REASONING_SYSTEM,
     SEARCH_R1_INVALID,
 )
@@ -91,9 +92,23 @@ def test_react_no_answer_and_max_steps(retriever):
     traj = build_agent("react", ScriptedLLM(["I give up. <answer> </answer>"]), retriever).run(ITEM)
     assert (traj.finish_reason, traj.answer) == ("no_answer", None)
     llm = ScriptedLLM(default=search())
-    traj = build_agent("react", llm, retriever, max_steps=3).run(ITEM)
+    traj = build_agent("react", llm, retriever, max_steps=3, force_answer=False).run(ITEM)
     assert traj.finish_reason == "max_steps" and len(traj.steps) == 3 and llm.calls == 3
     assert retriever.calls == 3
+    # with force_answer the last turn offers no tools; a model that still calls one gets no answer
+    traj = build_agent("react", ScriptedLLM(default=search()), retriever, max_steps=3).run(ITEM)
+    assert traj.finish_reason == "max_steps" and len(traj.steps) == 3 and retriever.calls == 5
+    assert traj.steps[-1].error == "no answer in the final (forced) turn"
+
+
+def test_react_forced_answer_turn(retriever):
+    llm = ScriptedLLM([search(), search("Paris"), "It must be Paris."])
+    traj = build_agent("react", llm, retriever, max_steps=3).run(ITEM)
+    assert (traj.finish_reason, traj.answer) == ("answered", "It must be Paris.")
+    assert llm.requests[2]["tools"] is None and llm.requests[1]["tools"] is not None
+    assert llm.requests[2]["messages"][-1].content == REACT_FORCE_ANSWER
+    traj = build_agent("react", ScriptedLLM([search(), "<answer>Paris</answer>"]), retriever, max_steps=2).run(ITEM)
+    assert traj.answer == "Paris" and len(traj.steps) == 2
 
 
 def test_react_repeated_malformed_output_ends_with_parse_error(retriever):

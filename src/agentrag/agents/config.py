@@ -31,6 +31,9 @@ class ReactConfig(AgentConfig):
         "accept", description="a text reply with no tool call and no <answer> tags: 'accept' takes the "
         "text as the final answer (OpenAI convention: a turn without tool calls ends the run); 'reject' "
         "tells the model to use the tags and goes on")
+    force_answer: bool = Field(
+        default=True, description="make the last of max_steps turns (when max_steps >= 2) an answer turn: "
+        "no tools offered and the model told to answer now; False leaves every turn free to search")
 
 
 class PlanStepConfig(AgentConfig):

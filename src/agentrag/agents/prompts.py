@@ -35,6 +35,10 @@ REACT_NO_TAGS = (
     "Your reply has neither a tool call nor an answer in <answer></answer> tags. Either call the "
     "`{tool}` tool, or give the final answer as <answer>...</answer>."
 )
+REACT_FORCE_ANSWER = (
+    "You have no searches left. Using what you found, give your final answer now inside "
+    "<answer></answer>."
+)
 EMPTY_REPLY = "Your reply was empty. Either search, or give the final answer."
 
 PLAN_SYSTEM = """\
@@ -105,7 +109,7 @@ SEARCH_R1_INVALID = (
 )
 
 __all__ = [
-    "REACT_SYSTEM", "REACT_NO_TAGS", "EMPTY_REPLY", "PLAN_SYSTEM", "PLAN_USER", "STEP_USER",
+    "REACT_SYSTEM", "REACT_NO_TAGS", "REACT_FORCE_ANSWER", "EMPTY_REPLY", "PLAN_SYSTEM", "PLAN_USER", "STEP_USER",
     "PLAN_NO_TOOL", "REASONING_SYSTEM", "REASONING_USER", "FORCE_ANSWER", "GROUNDING_SYSTEM",
     "GROUNDING_USER", "SEARCH_R1_USER", "SEARCH_R1_INVALID",
 ]

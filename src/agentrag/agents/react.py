@@ -6,6 +6,8 @@ call with bad JSON or bad arguments, an unknown tool, an empty reply, and, with
 ``untagged_answer="reject"``, text without answer tags) are fed back to the model as an error
 observation and count toward ``max_steps``; ``max_format_errors`` of them in a row end the run
 with ``parse_error``. ``<answer></answer>`` with nothing inside ends it with ``no_answer``.
+With ``force_answer`` (the default) the last of the ``max_steps`` turns offers no tools and asks
+for the answer; no answer there ends the run with ``max_steps``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from agentrag.agents.base import ToolResult
 from agentrag.agents.config import ReactConfig
 from agentrag.agents.loop import BaseAgent, extract_tag, strip_tool_call_text
 from agentrag.agents.messages import step_to_messages
-from agentrag.agents.prompts import EMPTY_REPLY, REACT_NO_TAGS, REACT_SYSTEM
+from agentrag.agents.prompts import EMPTY_REPLY, REACT_FORCE_ANSWER, REACT_NO_TAGS, REACT_SYSTEM
 from agentrag.agents.tools import tool_calls_from_text
 from agentrag.records import Message, QAItem, Step, Trajectory
 
@@ -40,7 +42,10 @@ class ReactAgent(BaseAgent):
                     Message(role="user", content=item.question)]
         traj.messages = messages
         errors_in_a_row = 0
-        for _ in range(cfg.max_steps):
+        for turn_index in range(cfg.max_steps):
+            if cfg.force_answer and cfg.max_steps >= 2 and turn_index == cfg.max_steps - 1:
+                self._forced_answer(traj, messages)
+                return
             turn = self.chat(messages, tools=[tool.schema])
             text = turn.text
             calls = list(turn.completion.tool_calls) if turn.completion else []
@@ -85,6 +90,25 @@ class ReactAgent(BaseAgent):
             if errors_in_a_row >= cfg.max_format_errors:
                 traj.finish_reason = "parse_error"
                 return
+        traj.finish_reason = "max_steps"
+
+    def _forced_answer(self, traj: Trajectory, messages: list[Message]) -> None:
+        """The last turn: no tools offered, the model is told to answer now."""
+        messages.append(Message(role="user", content=REACT_FORCE_ANSWER))
+        turn = self.chat(messages)
+        text = turn.text
+        answer = extract_tag(text, "answer") if turn.error is None else None
+        if answer is None and text.strip() and self.config.untagged_answer == "accept" and \
+                turn.completion is not None and not turn.completion.tool_calls and "<tool_call>" not in text:
+            answer = text.strip()
+            traj.metadata["answer_tagged"] = False
+        if answer is not None:
+            self._finish(traj, messages, self.step(turn), answer)
+            return
+        error = turn.error or "no answer in the final (forced) turn"
+        step = self.step(turn, error=error)
+        traj.steps.append(step)
+        messages.extend(step_to_messages(step, len(traj.steps) - 1))
         traj.finish_reason = "max_steps"
 
     @staticmethod

@@ -96,3 +96,17 @@ def test_unknown_format(tmp_path):
 def test_passage_id_is_whitespace_insensitive_and_distinct():
     assert passage_id("A", "x  y") == passage_id("A ", "x y")
     assert passage_id("A", "x") != passage_id("B", "x")
+
+
+def test_raw_hotpot_json_list_and_file_format(tmp_path):
+    from agentrag.kb.ingest import file_format
+
+    f = tmp_path / "hotpot_dev.json"
+    f.write_text(json.dumps([HOTPOT]))
+    assert file_format(f) == "hotpotqa"
+    assert file_format(_write(tmp_path / "m.jsonl", [MUSIQUE])) == "musique"
+    assert len(list(read_corpus(f))) == 3 and list(gold_passages(f)) == ["q1"]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    with pytest.raises(UserError, match="no records"):
+        file_format(empty)

@@ -48,9 +48,8 @@ def build(
     writes into DIR.partial and renames it when done; rerunning after an interruption resumes
     the embeddings.
     """
-    from agentrag.kb.ingest import MULTIHOP_FORMATS, detect_format, gold_passages, pooled_passages
+    from agentrag.kb.ingest import MULTIHOP_FORMATS, file_format, gold_passages, pooled_passages
     from agentrag.kb.store import KBConfig, KnowledgeBase
-    from agentrag.records import iter_json_objects
 
     with user_errors():
         base: dict[str, Any] = {"name": name}
@@ -62,10 +61,7 @@ def build(
         cfg = resolve_config(KBConfig, config, set_, base=base)
         gold: dict[str, list[str]] = {}
         for path in inputs:
-            f = fmt
-            if f == "auto" and path.suffix == ".jsonl":
-                first = next(iter_json_objects(path), None)
-                f = detect_format(first[1], f"{path}:{first[0]}") if first else "auto"
+            f = file_format(path) if fmt == "auto" else fmt
             if f in MULTIHOP_FORMATS:
                 gold.update(gold_passages(path, f))
         t0 = time.perf_counter()

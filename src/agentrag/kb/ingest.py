@@ -136,6 +136,14 @@ def _question_id(obj: dict[str, Any], where: str) -> str:
     return str(qid)
 
 
+def file_format(path: str | os.PathLike[str]) -> str:
+    """The format of a corpus/dataset file, detected from its first record."""
+    p = Path(path)
+    for lineno, obj in _iter_objects(p):
+        return detect_format(obj, f"{p}:{lineno}")
+    raise UserError(f"{p}: the file holds no records")
+
+
 def read_corpus(path: str | os.PathLike[str], fmt: str = "auto") -> Iterator[Passage]:
     """Yield the passages of one corpus file (raw multi-hop files yield their context paragraphs).
 
@@ -217,5 +225,5 @@ def questions(path: str | os.PathLike[str], fmt: str = "auto") -> Iterator[tuple
         yield _question_id(obj, where), q, list(dict.fromkeys(golds))
 
 
-__all__ = ["read_corpus", "pooled_passages", "gold_passages", "questions", "passage_id", "detect_format",
+__all__ = ["read_corpus", "file_format", "pooled_passages", "gold_passages", "questions", "passage_id", "detect_format",
            "FORMATS", "CorpusFormat"]

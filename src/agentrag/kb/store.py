@@ -24,65 +24,25 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
-
-from agentrag.config import Config, load_config
+from agentrag.config import load_config
 from agentrag.errors import UserError
 from agentrag.kb.base import Embedder, apply_threshold
+from agentrag.kb.config import (
+    METHODS,
+    BM25Config,
+    EmbedderConfig,
+    HybridConfig,
+    IndexConfig,
+    KBConfig,
+)
 from agentrag.kb.indexes import BM25Index, DenseIndex, Ranked, embed_to_memmap, rrf_fuse
 from agentrag.records import Hit, Passage, read_jsonl
 
 log = logging.getLogger(__name__)
 
-Method = Literal["bm25", "dense", "hybrid"]
-METHODS = ("bm25", "dense", "hybrid")
 KB_FORMAT_VERSION = 1
-
-
-class EmbedderConfig(Config):
-    """``model``: a sentence-transformers name or path (None = the embedded all-MiniLM-L6-v2)."""
-
-    model: str | None = None
-    backend: Literal["onnx-int8", "torch"] = "onnx-int8"
-    batch_size: int = 32
-    max_seq_length: int | None = None
-
-
-class IndexConfig(Config):
-    type: Literal["flat", "hnsw", "ivfpq"] = "flat"
-    hnsw_m: int = 32
-    ef_search: int = 128
-    nlist: int | None = None
-    pq_m: int | None = None
-    nprobe: int = 16
-
-
-class BM25Config(Config):
-    stemmer: str | None = "english"
-    stopwords: str | None = "en"
-
-
-class HybridConfig(Config):
-    """Weighted RRF. Defaults tuned on HotpotQA dev (all@10) and checked on HotpotQA train, 2Wiki and
-    MuSiQue with the embedded MiniLM (see docs/kb.md)."""
-
-    weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 1.0, "dense": 0.7})
-    rrf_k: float = 10.0
-    depth: int = 100
-
-
-class KBConfig(Config):
-    """How a knowledge base is built and searched (stored in its params.json)."""
-
-    name: str = "main"
-    method: Method = "hybrid"
-    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
-    index: IndexConfig = Field(default_factory=IndexConfig)
-    bm25: BM25Config = Field(default_factory=BM25Config)
-    hybrid: HybridConfig = Field(default_factory=HybridConfig)
-
 
 def _versions() -> dict[str, str]:
     import importlib.metadata as md

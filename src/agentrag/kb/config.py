@@ -1,0 +1,58 @@
+"""Configuration of a knowledge base (stored in its params.json)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agentrag.config import Config
+
+Method = Literal["bm25", "dense", "hybrid"]
+METHODS = ("bm25", "dense", "hybrid")
+
+
+class EmbedderConfig(Config):
+    """``model``: a sentence-transformers name or path (None = the embedded all-MiniLM-L6-v2)."""
+
+    model: str | None = None
+    backend: Literal["onnx-int8", "torch"] = "onnx-int8"
+    batch_size: int = 32
+    max_seq_length: int | None = None
+
+
+class IndexConfig(Config):
+    type: Literal["flat", "hnsw", "ivfpq"] = "flat"
+    hnsw_m: int = 32
+    ef_search: int = 128
+    nlist: int | None = None
+    pq_m: int | None = None
+    nprobe: int = 16
+
+
+class BM25Config(Config):
+    stemmer: str | None = "english"
+    stopwords: str | None = "en"
+
+
+class HybridConfig(Config):
+    """Weighted RRF. Defaults tuned on HotpotQA dev (all@10) and checked on HotpotQA train, 2Wiki and
+    MuSiQue with the embedded MiniLM (see docs/kb.md)."""
+
+    weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 1.0, "dense": 0.7})
+    rrf_k: float = 10.0
+    depth: int = 100
+
+
+class KBConfig(Config):
+    """How a knowledge base is built and searched (stored in its params.json)."""
+
+    name: str = "main"
+    method: Method = "hybrid"
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    index: IndexConfig = Field(default_factory=IndexConfig)
+    bm25: BM25Config = Field(default_factory=BM25Config)
+    hybrid: HybridConfig = Field(default_factory=HybridConfig)
+
+
+__all__ = ["KBConfig", "EmbedderConfig", "IndexConfig", "BM25Config", "HybridConfig", "METHODS", "Method"]

@@ -10,6 +10,7 @@ the output must be ``{"name": <a tool>, "arguments": {...that tool's schema...}}
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import json
 import logging
@@ -45,6 +46,16 @@ def default_gguf() -> Path:
     return path
 
 
+def _close_models() -> None:
+    """Free the models before interpreter shutdown (llama_cpp's own __del__ fails that late)."""
+    with _MODELS_LOCK:
+        for llama, _ in _MODELS.values():
+            close = getattr(llama, "close", None)
+            if callable(close):
+                close()
+        _MODELS.clear()
+
+
 def load_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
     """The process-wide llama.cpp model for these parameters, with its generation lock."""
     key = (str(path.resolve()), n_ctx, n_threads)
@@ -64,6 +75,8 @@ def load_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.L
             log.info("loading %s (n_ctx=%d, n_threads=%d)", path.name, n_ctx, n_threads)
             llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
                           n_threads_batch=n_threads, verbose=False)
+            if not _MODELS:
+                atexit.register(_close_models)
             _MODELS[key] = (llama, threading.Lock())
         return _MODELS[key]
 

@@ -8,6 +8,8 @@ STAMP := $(VENV)/.agentrag-setup
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# llama.cpp/OpenMP worker threads spin when idle; on a busy 2-core machine that is ~10x slower
+export OMP_WAIT_POLICY := PASSIVE
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 # where the shared data lives (the repo's sibling ../shared by default)
 SHARED ?= ../shared

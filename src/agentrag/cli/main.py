@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata as md
+import os
 import platform
 from typing import Annotated
 
@@ -57,6 +58,9 @@ for _name in GROUPS:
 
 
 def main() -> None:
+    # OpenMP (llama.cpp, torch) reads this once, at first import: passive waiting keeps idle worker
+    # threads from spinning, which on a busy small machine makes the embedded model ~10x slower.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     app()
 
 

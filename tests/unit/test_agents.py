@@ -300,3 +300,22 @@ def test_every_agent_survives_garbage(retriever, name):
     llm = ScriptedLLM(default=Completion(text="\x00{{{<answer", tool_calls=[ToolCall(name="", arguments={})]))
     traj = build_agent(name, llm, retriever, max_steps=4).run(ITEM)
     assert traj.finish_reason in VALID and traj.steps and traj.id == "q1" and traj.agent == name
+
+
+def test_react_json_text_replies(retriever):
+    bare = '{"name": "dense_search", "arguments": {"query": "Berlin"}}'
+    truncated = '{ "name": "dense_search","argu'
+    llm = ScriptedLLM([bare, truncated, '{"answer": "Berlin"}'])
+    traj = build_agent("react", llm, retriever).run(ITEM)
+    assert traj.steps[0].hits[0].id == "p2"
+    assert "not valid JSON" in (traj.steps[1].error or "") and not traj.steps[1].hits
+    assert (traj.finish_reason, traj.answer) == ("answered", "Berlin")
+    assert "answer_tagged" not in traj.metadata
+
+
+def test_react_forced_turn_rejects_tool_call_text(retriever):
+    llm = ScriptedLLM([search(), '{"name": "dense_search", "arguments": {"query": "Paris"}}'])
+    traj = build_agent("react", llm, retriever, max_steps=2).run(ITEM)
+    assert (traj.finish_reason, traj.answer) == ("max_steps", None)
+    llm = ScriptedLLM([search(), '{"name": "dense_search", "argum'])
+    assert build_agent("react", llm, retriever, max_steps=2).run(ITEM).finish_reason == "max_steps"

@@ -76,7 +76,7 @@ class PlanStepAgent(BaseAgent):
             text = turn.text
             calls = list(turn.completion.tool_calls) if turn.completion else []
             text_error = turn.error
-            if not calls and "<tool_call>" in text:
+            if not calls and text_error is None:
                 calls, text_error = tool_calls_from_text(text)
             if calls:
                 call = calls[0] if calls[0].id else calls[0].model_copy(update={"id": f"call_{len(traj.steps)}"})

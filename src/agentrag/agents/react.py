@@ -19,7 +19,7 @@ from agentrag.agents.config import ReactConfig
 from agentrag.agents.loop import BaseAgent, extract_tag, strip_tool_call_text
 from agentrag.agents.messages import step_to_messages
 from agentrag.agents.prompts import EMPTY_REPLY, REACT_FORCE_ANSWER, REACT_NO_TAGS, REACT_SYSTEM
-from agentrag.agents.tools import tool_calls_from_text
+from agentrag.agents.tools import json_answer, tool_calls_from_text
 from agentrag.records import Message, QAItem, Step, Trajectory
 
 
@@ -50,7 +50,7 @@ class ReactAgent(BaseAgent):
             text = turn.text
             calls = list(turn.completion.tool_calls) if turn.completion else []
             text_error = None
-            if not calls and "<tool_call>" in text:
+            if not calls and turn.error is None:
                 calls, text_error = tool_calls_from_text(text)
             if turn.error is not None:
                 step = self.step(turn, error=turn.error, observation=f"Error: {turn.error}. {EMPTY_REPLY}")
@@ -73,7 +73,7 @@ class ReactAgent(BaseAgent):
                 step = self.step(turn, error=text_error,
                                  observation=f"Error: {text_error}. Call the tool with valid JSON arguments.")
             else:
-                answer = extract_tag(text, "answer")
+                answer = _explicit_answer(text)
                 if answer is None and text.strip() and cfg.untagged_answer == "accept":
                     answer = text.strip()
                     traj.metadata["answer_tagged"] = False
@@ -97,9 +97,10 @@ class ReactAgent(BaseAgent):
         messages.append(Message(role="user", content=REACT_FORCE_ANSWER))
         turn = self.chat(messages)
         text = turn.text
-        answer = extract_tag(text, "answer") if turn.error is None else None
-        if answer is None and text.strip() and self.config.untagged_answer == "accept" and \
-                turn.completion is not None and not turn.completion.tool_calls and "<tool_call>" not in text:
+        answer = _explicit_answer(text) if turn.error is None else None
+        calls, call_error = tool_calls_from_text(text) if turn.error is None else ([], None)
+        is_call = bool(calls) or call_error is not None or bool(turn.completion and turn.completion.tool_calls)
+        if answer is None and text.strip() and self.config.untagged_answer == "accept" and not is_call:
             answer = text.strip()
             traj.metadata["answer_tagged"] = False
         if answer is not None:
@@ -117,6 +118,12 @@ class ReactAgent(BaseAgent):
         messages.extend(step_to_messages(step, len(traj.steps) - 1))
         traj.answer = answer or None
         traj.finish_reason = "answered" if answer else "no_answer"
+
+
+def _explicit_answer(text: str) -> str | None:
+    """The answer inside <answer> tags, or of a JSON ``{"answer": ...}`` reply; else None."""
+    answer = extract_tag(text, "answer")
+    return answer if answer is not None else json_answer(text)
 
 
 def _retrieval_failure(step: Step) -> bool:

@@ -132,9 +132,23 @@ _TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 
 
 def tool_calls_from_text(text: str) -> tuple[list[ToolCall], str | None]:
-    """Tool calls written as text, ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
-    (what chat templates render when a server has no tool parser). Returns ``(calls, error)``;
-    ``error`` names the first block that is not valid JSON of that shape."""
+    """Tool calls written as text: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
+    blocks (what chat templates render when a server has no tool parser), or a reply that is one
+    bare JSON object with a ``name``. Returns ``(calls, error)``; ``error`` names the first block
+    that is not valid JSON of that shape (a reply that starts like JSON but does not parse, e.g.
+    cut off by ``max_tokens``, is such an error). A JSON ``{"answer": ...}`` is not a call."""
+    if "<tool_call>" not in text:
+        stripped = text.strip()
+        if not stripped.startswith("{"):
+            return [], None
+        try:
+            obj = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            return [], f"reply {stripped[:200]!r} starts like JSON but is not valid JSON ({exc.msg})"
+        if not isinstance(obj, dict) or "name" not in obj or "answer" in obj:
+            return [], None
+        call, error = _call_from_json(obj, stripped, 0)
+        return ([call] if call else []), error
     calls: list[ToolCall] = []
     for i, m in enumerate(_TOOL_CALL_RE.finditer(text)):
         body = m.group(1).strip()
@@ -142,21 +156,42 @@ def tool_calls_from_text(text: str) -> tuple[list[ToolCall], str | None]:
             obj = json.loads(body)
         except json.JSONDecodeError as exc:
             return calls, f"tool call {body[:200]!r} is not valid JSON ({exc.msg})"
-        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-            return calls, f"tool call {body[:200]!r} needs a string 'name' and an 'arguments' object"
-        args = obj.get("arguments", {})
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except json.JSONDecodeError as exc:
-                return calls, f"arguments {args[:200]!r} are not valid JSON ({exc.msg})"
-        if not isinstance(args, dict):
-            return calls, f"arguments {args!r} must be a JSON object"
-        calls.append(ToolCall(id=f"text_call_{i}", name=obj["name"], arguments=args))
+        call, error = _call_from_json(obj, body, i)
+        if call is None:
+            return calls, error
+        calls.append(call)
     return calls, None
+
+
+def _call_from_json(obj: Any, body: str, index: int) -> tuple[ToolCall | None, str | None]:
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        return None, f"tool call {body[:200]!r} needs a string 'name' and an 'arguments' object"
+    args = obj.get("arguments", {})
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError as exc:
+            return None, f"arguments {args[:200]!r} are not valid JSON ({exc.msg})"
+    if not isinstance(args, dict):
+        return None, f"arguments {args!r} must be a JSON object"
+    return ToolCall(id=f"text_call_{index}", name=obj["name"], arguments=args), None
+
+
+def json_answer(text: str) -> str | None:
+    """The answer of a reply that is the JSON object ``{"answer": "..."}``, else ``None``."""
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        obj = json.loads(stripped)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(obj, dict) and isinstance(obj.get("answer"), (str, int, float)):
+        return str(obj["answer"]).strip()
+    return None
 
 
 __all__ = [
     "SEARCH_TOOL", "search_tool_schema", "format_documents", "parse_top_k", "RetrievalTool",
-    "tool_calls_from_text", "NO_DOCUMENTS",
+    "tool_calls_from_text", "json_answer", "NO_DOCUMENTS", "QUERY_MAX_CHARS",
 ]

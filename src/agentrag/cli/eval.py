@@ -94,7 +94,7 @@ def eval_command(
                                on_start=lambda done, total: bar.update(task, completed=done, total=total),
                                on_result=lambda _r: bar.advance(task))
         metrics = summarize(results, n_requested=len(items))
-        metrics["wall_s"] = round(time.perf_counter() - started, 2)
+        metrics["invocation_wall_s"] = round(time.perf_counter() - started, 2)  # this invocation only
         run.write_json("metrics.json", metrics)
         md, html = write_eval_report(
             run.path, metrics, title=f"Evaluation of {cfg.agent} on {Path(cfg.dataset).name}",

@@ -319,3 +319,11 @@ def test_react_forced_turn_rejects_tool_call_text(retriever):
     assert (traj.finish_reason, traj.answer) == ("max_steps", None)
     llm = ScriptedLLM([search(), '{"name": "dense_search", "argum'])
     assert build_agent("react", llm, retriever, max_steps=2).run(ITEM).finish_reason == "max_steps"
+
+
+def test_react_forced_answer_as_json(retriever):
+    llm = ScriptedLLM([search(), '{"answer": "Paris"}'])
+    traj = build_agent("react", llm, retriever, max_steps=2, forced_answer_format="json").run(ITEM)
+    assert (traj.finish_reason, traj.answer) == ("answered", "Paris")
+    schema = llm.requests[1]["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["answer"] and llm.requests[0]["response_format"] is None

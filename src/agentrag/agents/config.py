@@ -34,6 +34,10 @@ class ReactConfig(AgentConfig):
     force_answer: bool = Field(
         default=True, description="make the last of max_steps turns (when max_steps >= 2) an answer turn: "
         "no tools offered and the model told to answer now; False leaves every turn free to search")
+    forced_answer_format: Literal["tags", "json"] = Field(
+        default="tags", description="how the forced answer turn asks for the answer: 'tags' (<answer> in "
+        "text) or 'json' (response_format {\"answer\": str}; makes small models on the embedded backend, "
+        "which imitate earlier JSON tool calls, produce an answer)")
 
 
 class PlanStepConfig(AgentConfig):

@@ -28,6 +28,11 @@ def react_system_prompt(tool_name: str = "dense_search") -> str:
     return REACT_SYSTEM.format(tool=tool_name)
 
 
+#: response_format of the forced answer turn with ``forced_answer_format="json"``
+ANSWER_FORMAT = {"type": "json_schema", "json_schema": {"name": "final_answer", "schema": {
+    "type": "object", "properties": {"answer": {"type": "string", "maxLength": 100}}, "required": ["answer"]}}}
+
+
 class ReactAgent(BaseAgent):
     """RAGShaper-style function-calling agent (Eq. 1 trajectories)."""
 
@@ -95,7 +100,10 @@ class ReactAgent(BaseAgent):
     def _forced_answer(self, traj: Trajectory, messages: list[Message]) -> None:
         """The last turn: no tools offered, the model is told to answer now."""
         messages.append(Message(role="user", content=REACT_FORCE_ANSWER))
-        turn = self.chat(messages)
+        if self.config.forced_answer_format == "json":
+            turn = self.chat(messages, response_format=ANSWER_FORMAT)
+        else:
+            turn = self.chat(messages)
         text = turn.text
         answer = _explicit_answer(text) if turn.error is None else None
         calls, call_error = tool_calls_from_text(text) if turn.error is None else ([], None)

@@ -129,3 +129,9 @@ def test_search_tool_schema_shape():
     fn = search_tool_schema()["function"]
     assert fn["name"] == "dense_search" and fn["parameters"]["required"] == ["query"]
     assert set(fn["parameters"]["properties"]) == {"query", "top_k"}
+
+
+def test_small_k_never_exceeds_k():
+    hits = policy().search("river city", 1, 1, [])
+    assert len(hits) == 1 and n_distractors(hits) == 1
+    assert len(policy().search("river city", 2, 1, [])) == 2

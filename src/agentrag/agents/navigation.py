@@ -90,9 +90,10 @@ class ConstrainedNavigation:
     def search(self, query: str, k: int, step: int, previous_hits: list[Hit]) -> list[Hit]:
         if not self.reads_distractor(step, previous_hits):
             return _search_one(self.main, query, k, self.threshold)
-        main_hits = _search_one(self.main, query, k - self.k_distractor, self.threshold)
+        k_tilde = min(self.k_distractor, k)  # never more than k documents in all (Eq. 4)
+        main_hits = _search_one(self.main, query, k - k_tilde, self.threshold)
         tagged = []
-        for h in _search_one(self.distractor, query, self.k_distractor, self.threshold):
+        for h in _search_one(self.distractor, query, k_tilde, self.threshold):
             meta: dict[str, Any] = {**h.metadata, ORIGIN_KEY: DISTRACTOR}
             tagged.append(h.model_copy(update={"metadata": meta}))
         return sorted(main_hits + tagged, key=lambda h: h.score, reverse=True)

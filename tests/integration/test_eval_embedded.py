@@ -49,3 +49,13 @@ def test_eval_react_embedded(tiny_kb, tmp_path):
     html = (out / "report.html").read_text()
     assert "Hop-aware diagnosis" in html and "<svg" in html
     assert (out / "llm_cache.sqlite").exists()
+
+
+def test_judge_on_embedded_model_returns_schema_valid_scores():
+    from agentrag.eval.judge import LLMJudge
+    from agentrag.llm import resolve_llm
+
+    judge = LLMJudge(resolve_llm("embedded"))
+    for pred in ("Rush", "The Beatles"):
+        verdict = judge.assess("Which band had drummer Neil Peart?", pred, ["Rush"])
+        assert verdict.error is None and verdict.score in (0, 1, 2), verdict  # a 135M judge is not accurate

@@ -65,6 +65,9 @@ def test_detect_format_and_override(tmp_path):
     p = _write(tmp_path / "f.jsonl", [{"id": "1", "question": "q?", "golden_answers": ["a"],
                                        "metadata": {"hops": 3}}])
     assert load_dataset(p)[0].hops == 3
+    q = _write(tmp_path / "g.jsonl", [{"id": 7, "question": "q?", "golden_answers": ["a", 1990], "metadata": None}])
+    item = load_dataset(q)[0]
+    assert item.id == "7" and item.golden_answers == ["a", "1990"] and item.metadata == {}
     assert detect_format({"id": "x", "question": "q", "golden_answers": []}) == "flashrag"
     with pytest.raises(UserError, match="cannot tell the dataset format"):
         detect_format({"foo": 1}, path="x.jsonl", lineno=4)

@@ -66,6 +66,8 @@ class _Rec:
                 raise self.fail(field, "missing")
             return default
         value = self.obj[field]
+        if value is None and not required:
+            return default
         if not isinstance(value, typ):
             names = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
             raise self.fail(field, f"expected {names}, got {type(value).__name__} {value!r:.60}")

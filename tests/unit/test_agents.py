@@ -307,7 +307,7 @@ def test_react_json_text_replies(retriever):
     truncated = '{ "name": "dense_search","argu'
     llm = ScriptedLLM([bare, truncated, '{"answer": "Berlin"}'])
     traj = build_agent("react", llm, retriever).run(ITEM)
-    assert traj.steps[0].hits[0].id == "p2"
+    assert traj.steps[0].hits[0].id == "p2" and traj.steps[0].thought == ""
     assert "not valid JSON" in (traj.steps[1].error or "") and not traj.steps[1].hits
     assert (traj.finish_reason, traj.answer) == ("answered", "Berlin")
     assert "answer_tagged" not in traj.metadata

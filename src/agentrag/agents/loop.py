@@ -8,6 +8,7 @@ time accounting are filled in the same way for every protocol.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -32,8 +33,16 @@ def extract_tag(text: str, tag: str) -> str | None:
 
 
 def strip_tool_call_text(text: str) -> str:
-    """``text`` without ``<tool_call>...</tool_call>`` blocks (the thought that precedes a call)."""
-    return re.sub(r"<tool_call>.*?(?:</tool_call>|$)", "", text, flags=re.DOTALL).strip()
+    """``text`` without ``<tool_call>...</tool_call>`` blocks (the thought that precedes a call);
+    a reply that is just a bare JSON object (the call itself) leaves no thought."""
+    rest = re.sub(r"<tool_call>.*?(?:</tool_call>|$)", "", text, flags=re.DOTALL).strip()
+    if rest.startswith("{") and rest.endswith("}"):
+        try:
+            json.loads(rest)
+        except json.JSONDecodeError:
+            return rest
+        return ""
+    return rest
 
 
 @dataclass

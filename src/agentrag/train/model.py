@@ -117,6 +117,11 @@ def load_trainable_model(model: str = EMBEDDED) -> Any:
         except OSError as exc:  # e.g. another process cached it first
             log.warning("could not cache the dequantized model in %s: %s", cache, exc)
             shutil.rmtree(tmp, ignore_errors=True)
+        if (cache / "config.json").exists():
+            # trainers that build a reference model (DPO) reload it from the config's
+            # name_or_path; the GGUF's package folder is no Hugging Face model directory
+            rebuilt.config._name_or_path = str(cache)
+            rebuilt.name_or_path = str(cache)
     return rebuilt
 
 

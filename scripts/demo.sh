@@ -5,35 +5,32 @@ OUT=${1:-runs/demo}
 AG=".venv/bin/agentrag"
 mkdir -p "$OUT"
 $AG version
-# --- KB step (owner: kb area): build the KB over the shared multi-hop contexts once, reuse it after ---
+# --- KB step: build the KB over the shared multi-hop contexts once, reuse it after ---
 SHARED_DATA="${AGENTRAG_SHARED:-../shared}/data"
-KB_DIR="${KB_DIR:-$OUT/../kb}"
+KB_DIR="${KB_DIR:-$(dirname "$OUT")/kb}"
 if [ ! -f "$KB_DIR/params.json" ]; then
   $AG kb build "$SHARED_DATA/hotpotqa/dev_distractor_200.jsonl" "$SHARED_DATA/hotpotqa/train_distractor_100.jsonl" \
     "$SHARED_DATA/2wikimultihopqa/dev_with_context_164.jsonl" "$SHARED_DATA/musique/train_100.jsonl" --out "$KB_DIR"
 fi
 $AG kb stats "$KB_DIR"
 $AG kb search "$KB_DIR" "Which band did Jeff Porcaro play drums for?" -k 3
-# --- end of KB step ---
-# --- eval step (owner: eval area): react on the embedded model over 10 HotpotQA dev questions ---
+# --- eval step: react on the embedded model over 10 HotpotQA dev questions ---
 # (rerunning resumes: finished questions are skipped; small top_k / step budget for the 135M model)
 $AG eval --dataset "$SHARED_DATA/hotpotqa/dev_distractor_200.jsonl" --kb "$KB_DIR" --agent react \
   --llm embedded --limit 10 --concurrency 1 --out "$OUT/eval_react" \
-  --set agent_config.top_k=3 --set agent_config.max_top_k=3 --set agent_config.max_steps=4
-# --- end of eval step ---
-# --- RAGShaper step (owner: synth area): 2 seeds on the embedded model, small tree, short completions ---
+  --set agent_config.top_k=3 --set agent_config.max_top_k=3 --set agent_config.max_steps=4 \
+  --set agent_config.forced_answer_format=json
+# --- RAGShaper step: 2 seeds on the embedded model, small tree, short completions ---
 $AG synth ragshaper --kb "$KB_DIR" --seeds 2 --llm embedded --out "$OUT/ragshaper" \
   --set curator.max_depth=2 --set curator.max_tokens=128 --set curator.max_observation_chars=200 \
   --set distractors.docs_per_call=1 --set distractors.max_tokens=160 --set qa.max_tokens=320 \
   --set elicit.max_steps=3 --set elicit.max_tokens=128
-# --- end of RAGShaper step ---
-# --- train step (owner: export area): 2 observation-masked SFT steps on the RAGShaper export ---
+# --- train step: 2 observation-masked SFT steps on the RAGShaper export ---
 SFT_DATA="$OUT/ragshaper/sft/trl_sft.jsonl"
 if [ -s "$SFT_DATA" ]; then
   $AG train sft --data "$SFT_DATA" --out "$OUT/train_sft" --model embedded --max-steps 2 --set max_length=1024
 else
   echo "no SFT records were exported (no trajectory passed the filter); skipping agentrag train sft"
 fi
-# --- end of train step ---
 echo
 echo "demo outputs are under: $OUT"

@@ -23,7 +23,7 @@ $AG eval --dataset "$SHARED_DATA/hotpotqa/dev_distractor_200.jsonl" --kb "$KB_DI
 # --- RAGShaper step: 2 seeds on the embedded model, small tree, short completions ---
 $AG synth ragshaper --kb "$KB_DIR" --seeds 2 --llm embedded --out "$OUT/ragshaper" \
   --set curator.max_depth=2 --set curator.max_tokens=128 --set curator.max_observation_chars=200 \
-  --set distractors.docs_per_call=1 --set distractors.max_tokens=160 --set qa.max_tokens=320 \
+  --set distractors.docs_per_call=1 --set distractors.max_tokens=160 --set qa.max_tokens=768 \
   --set elicit.max_steps=3 --set elicit.max_tokens=128
 # --- train step: 2 observation-masked SFT steps on the RAGShaper export ---
 SFT_DATA="$OUT/ragshaper/sft/trl_sft.jsonl"

@@ -63,6 +63,19 @@ def test_synthesize_qa_records_schema_failure_with_raw_output() -> None:
     assert rec.provenance.raw_output == "{broken" and rec.provenance.stage == "qa"
 
 
+def test_synthesize_qa_names_truncation_at_max_tokens() -> None:
+    from agentrag.llm.base import Completion
+
+    path, nodes = _path()
+    cut = '{"question": "Who?", "reasoning_steps": [{"hop": 1, "fact": "a", "evidence": "b"}, {"hop": 2, "fa'
+    rec = synthesize_qa(ScriptedLLM([Completion(text=cut, finish_reason="length")]), path, nodes,
+                        QAConfig(max_tokens=40))
+    assert rec.status == "rejected"
+    assert rec.reason == ("schema_failure: parse_error: output cut off at max_tokens=40 before the JSON "
+                          "object closed")
+    assert rec.provenance.raw_output == cut
+
+
 def test_synthesize_qa_accepts_and_keeps_provenance() -> None:
     path, nodes = _path()
     rec = synthesize_qa(ScriptedLLM([json.dumps(_qa())], model="m"), path, nodes, QAConfig())

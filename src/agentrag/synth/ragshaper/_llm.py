@@ -46,6 +46,14 @@ def call_json(llm: LLM, messages: list[Message], schema: dict[str, Any], *, name
         prov.raw_output = json.dumps([tc.arguments for tc in completion.tool_calls])
         return dict(completion.tool_calls[0].arguments), prov, None
     prov.raw_output = completion.text or ""
+    if completion.finish_reason == "length":
+        try:
+            obj = json.loads(prov.raw_output)
+        except json.JSONDecodeError:
+            return None, prov, (f"parse_error: output cut off at max_tokens={sampling.get('max_tokens')} "
+                                "before the JSON object closed")
+        if isinstance(obj, dict):
+            return obj, prov, None
     try:
         return parse_json(prov.raw_output), prov, None
     except ParseError as exc:

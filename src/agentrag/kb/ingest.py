@@ -196,33 +196,30 @@ def pooled_passages(paths: Iterable[str | os.PathLike[str]], fmt: str = "auto") 
             yield psg
 
 
-def gold_passages(path: str | os.PathLike[str], fmt: str = "auto") -> dict[str, list[str]]:
-    """Question id -> ids of its gold (supporting) passages, for a raw multi-hop file."""
+def _multihop_golds(path: str | os.PathLike[str], fmt: str, purpose: str
+                    ) -> Iterator[tuple[str, dict[str, Any], list[str]]]:
+    """(``file:line``, record, gold passage ids) for each question of a raw multi-hop file."""
     p = Path(path)
-    out: dict[str, list[str]] = {}
     for lineno, obj in _iter_objects(p):
         where = f"{p}:{lineno}"
         if fmt == "auto":
             fmt = detect_format(obj, where)
         if fmt not in MULTIHOP_FORMATS:
-            raise UserError(f"{p}: gold passages need a raw HotpotQA/2Wiki/MuSiQue file, got format {fmt!r}")
+            raise UserError(f"{p}: {purpose} needs a raw HotpotQA/2Wiki/MuSiQue file, got format {fmt!r}")
         golds = [passage_id(t, x) for t, x, g in _paragraphs(fmt, obj, where) if g]
-        out[_question_id(obj, where)] = list(dict.fromkeys(golds))
-    return out
+        yield where, obj, list(dict.fromkeys(golds))
+
+
+def gold_passages(path: str | os.PathLike[str], fmt: str = "auto") -> dict[str, list[str]]:
+    """Question id -> ids of its gold (supporting) passages, for a raw multi-hop file."""
+    return {_question_id(obj, where): golds
+            for where, obj, golds in _multihop_golds(path, fmt, "finding gold passages")}
 
 
 def questions(path: str | os.PathLike[str], fmt: str = "auto") -> Iterator[tuple[str, str, list[str]]]:
     """(question id, question, gold passage ids) for each question of a raw multi-hop file."""
-    p = Path(path)
-    for lineno, obj in _iter_objects(p):
-        where = f"{p}:{lineno}"
-        if fmt == "auto":
-            fmt = detect_format(obj, where)
-        if fmt not in MULTIHOP_FORMATS:
-            raise UserError(f"{p}: recall evaluation needs a raw HotpotQA/2Wiki/MuSiQue file, got {fmt!r}")
-        q = _str_field(obj, "question", where)
-        golds = [passage_id(t, x) for t, x, g in _paragraphs(fmt, obj, where) if g]
-        yield _question_id(obj, where), q, list(dict.fromkeys(golds))
+    for where, obj, golds in _multihop_golds(path, fmt, "recall evaluation"):
+        yield _question_id(obj, where), _str_field(obj, "question", where), golds
 
 
 __all__ = ["read_corpus", "file_format", "pooled_passages", "gold_passages", "questions", "passage_id", "detect_format",

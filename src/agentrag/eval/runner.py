@@ -12,7 +12,6 @@ import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Literal, Protocol
 
 from pydantic import Field
@@ -23,6 +22,7 @@ from agentrag.eval import metrics
 from agentrag.eval.hops import diagnose, lower_hop_items
 from agentrag.eval.judge import LLMJudge
 from agentrag.eval.result import EvalResult
+from agentrag.exec import Executor, ThreadExecutor
 from agentrag.records import QAItem, Trajectory
 from agentrag.runs import RunDir
 
@@ -94,11 +94,13 @@ def evaluate(agent: RunsItems, items: Sequence[QAItem], run_dir: str | os.PathLi
              judge: LLMJudge | None = None, concurrency: int = 4, maxd: bool = False,
              correct_by: CorrectBy = "auto",
              on_start: Callable[[int, int], None] | None = None,
-             on_result: Callable[[EvalResult | None], None] | None = None) -> list[EvalResult]:
+             on_result: Callable[[EvalResult | None], None] | None = None,
+             executor: Executor | None = None) -> list[EvalResult]:
     """Evaluate ``agent`` on ``items`` (resuming from ``results.jsonl``); returns all results.
 
     ``on_start(already_done, total)`` is called once before work starts; ``on_result`` once per
-    processed item (``None`` for an item that failed).
+    processed item (``None`` for an item that failed). Items run on ``executor`` (default: a thread
+    pool of ``concurrency`` workers); results are written here, in the driver.
     """
     if concurrency < 1:
         raise UserError(f"concurrency must be >= 1, got {concurrency!r}")
@@ -117,33 +119,18 @@ def evaluate(agent: RunsItems, items: Sequence[QAItem], run_dir: str | os.PathLi
         except RunError as exc:
             log.warning("item %s failed (%s: %s); rerun to retry it", item.id, type(exc).__name__, exc)
             return None
-        res = score_item(item, traj, judge, correct_by)
-        store.append(res)
-        return res
+        return score_item(item, traj, judge, correct_by)
 
     failed = 0
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        queue = iter(todo)
-        running: set[Future[EvalResult | None]] = set()
-        try:
-            while True:
-                while len(running) < concurrency * 2:
-                    nxt = next(queue, None)
-                    if nxt is None:
-                        break
-                    running.add(pool.submit(work, nxt))
-                if not running:
-                    break
-                done, running = wait(running, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    res = fut.result()
-                    failed += res is None
-                    if on_result is not None:
-                        on_result(res)
-        except BaseException:
-            for fut in running:
-                fut.cancel()
-            raise
+    for out in (executor or ThreadExecutor(concurrency)).map(work, todo):
+        if out.error is not None:
+            raise out.error
+        res = out.result
+        if res is not None:
+            store.append(res)
+        failed += res is None
+        if on_result is not None:
+            on_result(res)
     if failed:
         log.warning("%d items failed; rerun the same command to retry them", failed)
     return [r for r in store.read() if r.id in wanted]

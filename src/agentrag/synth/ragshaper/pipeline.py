@@ -11,13 +11,13 @@ import hashlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from agentrag.errors import UserError
+from agentrag.exec import Executor, ThreadExecutor, run_items
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Passage, Provenance, Trajectory, iter_json_objects
@@ -42,7 +42,6 @@ from agentrag.synth.ragshaper.tree import InfoCurator
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]
-T = TypeVar("T")
 
 
 def seed_id(entity: str) -> str:
@@ -84,28 +83,19 @@ class RagShaperComponents:
     agent_factory: AgentFactory | None = None
 
 
-def _pmap(fn: Callable[[T], Any], items: Iterable[T], workers: int, stage: str, progress: Progress | None) -> None:
-    todo = list(items)
-    if progress:
-        progress(stage, 0, len(todo))
-    if workers <= 1:
-        for i, it in enumerate(todo, start=1):
-            fn(it)
-            if progress:
-                progress(stage, i, len(todo))
-        return
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for i, _ in enumerate(pool.map(fn, todo), start=1):
-            if progress:
-                progress(stage, i, len(todo))
+def _raise_failures(stage: str, failed: list[Any]) -> None:  # noqa: ARG001
+    """Per-item functions record model failures themselves; anything else escaping is a bug."""
+    if failed:
+        raise failed[0].error
 
 
 class RagShaperPipeline:
     """Runs every stage over a run directory (see the module docstring)."""
 
     def __init__(self, run: RunDir, cfg: RagShaperConfig, comps: RagShaperComponents, progress: Progress | None = None,
-                 seed_source: str = ""):
+                 seed_source: str = "", executor: Executor | None = None):
         self.run_dir, self.cfg, self.c, self.progress = run, cfg, comps, progress
+        self.executor: Executor = executor or ThreadExecutor(cfg.concurrency)
         self.seed_source = seed_source
         self.seeds = run.stage("seeds", SeedRecord)
         self.trees = run.stage("trees", InfoTree)
@@ -123,7 +113,7 @@ class RagShaperPipeline:
         curator = InfoCurator(self.c.curator, self.c.main_kb, self.cfg)
         todo = [s for s in self.seeds.read() if s.id not in self.trees]
 
-        def one(seed: SeedRecord) -> None:
+        def one(seed: SeedRecord) -> tuple[InfoTree, list[DistractorDoc]]:
             start = time.monotonic()
             try:
                 tree, docs = curator.explore(seed.id, seed.entity)
@@ -131,11 +121,16 @@ class RagShaperPipeline:
                 log.exception("seed %r: exploration failed", seed.entity)
                 tree, docs = InfoTree(id=seed.id, seed=seed.entity, status="failed",
                                       error=f"{type(exc).__name__}: {exc}", elapsed=time.monotonic() - start), []
+            return tree, docs
+
+        def write(seed: SeedRecord, out: tuple[InfoTree, list[DistractorDoc]]) -> None:
+            tree, docs = out
             for d in docs:  # K~ documents first, so a kill before the tree line only repeats cached calls
                 self.distractors.append(d)
             self.trees.append(tree)
 
-        _pmap(one, todo, self.cfg.concurrency, "explore", self.progress)
+        _raise_failures("explore", run_items(self.executor, one, todo, stage="explore", progress=self.progress,
+                                             on_result=write))
 
     def select(self) -> None:
         for tree in self.trees:
@@ -147,7 +142,7 @@ class RagShaperPipeline:
         trees = {t.id: t for t in self.trees}
         todo = [p for p in self.paths if f"{p.id}-qa" not in self.qas]
 
-        def one(path: PathRecord) -> None:
+        def one(path: PathRecord) -> QARecord:
             by_id = {n.id: n for n in trees[path.seed_id].nodes}
             try:
                 rec = synthesize_qa(self.c.curator, path, [by_id[i] for i in path.node_ids], self.cfg.qa)
@@ -155,9 +150,10 @@ class RagShaperPipeline:
                 log.exception("path %s: QA synthesis failed", path.id)
                 rec = QARecord(id=f"{path.id}-qa", path_id=path.id, seed_id=path.seed_id, status="rejected",
                                reason=f"error: {type(exc).__name__}: {exc}", provenance=Provenance(stage="qa"))
-            self.qas.append(rec)
+            return rec
 
-        _pmap(one, todo, self.cfg.concurrency, "qa", self.progress)
+        _raise_failures("qa", run_items(self.executor, one, todo, stage="qa", progress=self.progress,
+                                        on_result=lambda _p, rec: self.qas.append(rec)))
 
     def build_distractor_kb(self) -> tuple[Retriever | None, dict[str, str]]:
         docs = self.distractors.read()
@@ -178,7 +174,7 @@ class RagShaperPipeline:
             return
         kb_tilde, types = self.build_distractor_kb()
 
-        def one(qa: QARecord) -> None:
+        def one(qa: QARecord) -> Trajectory:
             try:
                 traj = elicit(qa, self.c.teacher, self.c.main_kb, kb_tilde, self.cfg.elicit, seed=self.cfg.seed,
                               types_by_id=types, agent_factory=self.c.agent_factory)
@@ -188,9 +184,10 @@ class RagShaperPipeline:
                                   metadata={"qa_id": qa.id, "seed_id": qa.seed_id, "gold_answer": qa.answer,
                                             "error": f"{type(exc).__name__}: {exc}", "distractors_met": [],
                                             "distractor_types_met": [], "tool_calls": 0})
-            self.trajs.append(traj)
+            return traj
 
-        _pmap(one, todo, self.cfg.concurrency, "elicit", self.progress)
+        _raise_failures("elicit", run_items(self.executor, one, todo, stage="elicit", progress=self.progress,
+                                            on_result=lambda _q, traj: self.trajs.append(traj)))
 
     def filter_and_tag(self) -> None:
         answers = {q.id: q.answer for q in self.qas}
@@ -202,8 +199,9 @@ class RagShaperPipeline:
             return
         filters = {f.id: f for f in self.filters}
         todo = [t for t in self.trajs if t.id not in self.tags]
-        _pmap(lambda t: self.tags.append(analysis.tag_behaviour(self.c.tagger, t, filters[t.id])), todo,
-              self.cfg.concurrency, "tag", self.progress)
+        _raise_failures("tag", run_items(self.executor, lambda t: analysis.tag_behaviour(self.c.tagger, t, filters[t.id]),
+                                         todo, stage="tag", progress=self.progress,
+                                         on_result=lambda _t, tag: self.tags.append(tag)))
 
     def export(self) -> dict[str, Any]:
         kept_ids = {f.id for f in self.filters if f.kept}

@@ -1,0 +1,163 @@
+"""Executor protocol, the thread executor, and the per-worker task helper (see the package doc)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from agentrag.errors import UserError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass
+class Outcome(Generic[T, R]):
+    """One finished item: its ``result``, or the ``error`` its function raised."""
+
+    item: T
+    result: R | None = None
+    error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Executor(Protocol):
+    """Maps ``fn`` over ``items``; yields one :class:`Outcome` per item in completion order."""
+
+    name: str
+    workers: int
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[Outcome[T, R]]: ...
+
+
+class ThreadExecutor:
+    """A thread pool in this process. ``workers=1`` runs the items inline, in order (no threads).
+
+    At most ``2 * workers`` items are in flight, so a long item list is not materialized as
+    futures and an interrupt (Ctrl-C) cancels what has not started.
+    """
+
+    name = "thread"
+
+    def __init__(self, workers: int = 4) -> None:
+        if workers < 1:
+            raise UserError(f"executor workers={workers!r} must be at least 1")
+        self.workers = workers
+
+    def __repr__(self) -> str:
+        return f"ThreadExecutor(workers={self.workers})"
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[Outcome[T, R]]:
+        if self.workers == 1:
+            for it in items:
+                try:
+                    res = fn(it)
+                except Exception as exc:  # noqa: BLE001 - handed to the driver in the Outcome
+                    yield Outcome(it, error=exc)
+                else:
+                    yield Outcome(it, result=res)
+            return
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="agentrag-exec") as pool:
+            queue = iter(items)
+            running: dict[Future[R], T] = {}
+            try:
+                while True:
+                    while len(running) < 2 * self.workers:
+                        nxt = next(queue, _END)
+                        if nxt is _END:
+                            break
+                        running[pool.submit(fn, nxt)] = nxt  # type: ignore[arg-type]
+                    if not running:
+                        break
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        it = running.pop(fut)
+                        exc = fut.exception()
+                        yield Outcome(it, error=exc) if exc is not None else Outcome(it, result=fut.result())
+            finally:
+                for fut in running:
+                    fut.cancel()
+
+
+_END = object()
+
+
+class WorkerTask:
+    """Base for picklable per-item functions that build heavy state once per worker process.
+
+    Subclasses keep only plain data (a resolved config as a dict) as attributes and implement
+    :meth:`setup` (build LLM, KB, agent ... from that data) and :meth:`run` (one item). The state
+    is built lazily on the first call in each process and cached per task instance; the
+    thread executor shares one state across its threads.
+    """
+
+    def __init__(self) -> None:
+        self._state: Any = None
+        self._state_lock = threading.Lock()
+
+    def setup(self) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def run(self, state: Any, item: Any) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def state(self) -> Any:
+        if self._state is None:
+            with self._state_lock:
+                if self._state is None:
+                    self._state = self.setup()
+        return self._state
+
+    def __call__(self, item: Any) -> Any:
+        return self.run(self.state(), item)
+
+    def __getstate__(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["_state"], d["_state_lock"] = None, None
+        return d
+
+    def __setstate__(self, d: dict[str, Any]) -> None:
+        self.__dict__.update(d)
+        self._state_lock = threading.Lock()
+
+
+def run_items(executor: Executor, fn: Callable[[T], R], items: Iterable[T], *, stage: str = "",
+              progress: Callable[[str, int, int], None] | None = None,
+              on_result: Callable[[T, R], None] | None = None) -> list[Outcome[T, R]]:
+    """Run ``fn`` over ``items`` on ``executor``; ``on_result`` (in the driver's thread) writes each
+    result; ``progress(stage, done, total)`` is called as items finish. Returns the failed outcomes
+    (their items stay unfinished; the caller decides whether an error is fatal)."""
+    todo = list(items)
+    if progress:
+        progress(stage, 0, len(todo))
+    failed: list[Outcome[T, R]] = []
+    for done, out in enumerate(executor.map(fn, todo), start=1):
+        if out.error is not None:
+            failed.append(out)
+        elif on_result is not None:
+            on_result(out.item, out.result)  # type: ignore[arg-type]
+        if progress:
+            progress(stage, done, len(todo))
+    return failed
+
+
+def resolve_executor(name: str = "thread", workers: int = 4, address: str | None = None) -> Executor:
+    """``thread`` (default) or ``ray`` (``agentrag[ray]``; ``address`` of a running cluster)."""
+    if name == "thread":
+        return ThreadExecutor(workers)
+    if name == "ray":
+        try:
+            from agentrag.exec.ray_executor import RayExecutor
+        except ImportError as exc:  # the module itself, or ray missing inside it
+            raise UserError("--executor ray needs Ray: pip install 'agentrag[ray]'") from exc
+        return RayExecutor(workers=workers, address=address)
+    raise UserError(f"unknown executor {name!r}; use 'thread' or 'ray'")

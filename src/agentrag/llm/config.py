@@ -42,6 +42,10 @@ class LLMConfig(Config):
     n_ctx: int = Field(8192, ge=256, description="context window; SmolLM2 was trained on 8192 tokens, "
                        "which multi-step agent conversations with retrieved documents need")
     n_threads: int = Field(2, ge=1)
+    extra_buffer_types: bool | None = Field(
+        None, description="llama.cpp's extra weight buffer types (CPU repack, AMX). None: llama.cpp's default. "
+        "false works around builds whose AMX repack crashes (llama-cpp-python 0.3.36 built with AMX on CPUs "
+        "that report AMX_INT8); `make setup` builds without AMX, so the default is safe there")
     # sampling defaults (per-call keywords override them)
     temperature: float | None = None
     top_p: float | None = None

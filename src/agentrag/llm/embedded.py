@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import importlib.util
 import json
 import logging
@@ -18,6 +19,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +58,14 @@ def _close_models() -> None:
         _MODELS.clear()
 
 
-def load_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
-    """The process-wide llama.cpp model for these parameters, with its generation lock."""
-    key = (str(path.resolve()), n_ctx, n_threads)
+def load_llama(path: Path, n_ctx: int, n_threads: int,
+               extra_buffer_types: bool | None = None) -> tuple[Any, threading.Lock]:
+    """The process-wide llama.cpp model for these parameters, with its generation lock.
+
+    ``extra_buffer_types=False`` loads the weights without llama.cpp's extra buffer types (CPU
+    repack / AMX); ``None`` keeps llama.cpp's default.
+    """
+    key = (str(path.resolve()), n_ctx, n_threads, extra_buffer_types)
     with _MODELS_LOCK:
         if key not in _MODELS:
             # llama.cpp's OpenMP threads spin while waiting; on a shared or oversubscribed CPU that
@@ -73,12 +80,36 @@ def load_llama(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.L
             except ImportError as exc:
                 raise UserError("the embedded LLM needs llama-cpp-python: pip install 'agentrag[llm]'") from exc
             log.info("loading %s (n_ctx=%d, n_threads=%d)", path.name, n_ctx, n_threads)
-            llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
-                          n_threads_batch=n_threads, verbose=False)
+            with _model_params(extra_buffer_types):
+                llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
+                              n_threads_batch=n_threads, verbose=False)
             if not _MODELS:
                 atexit.register(_close_models)
             _MODELS[key] = (llama, threading.Lock())
         return _MODELS[key]
+
+
+@contextlib.contextmanager
+def _model_params(extra_buffer_types: bool | None) -> Iterator[None]:
+    """llama-cpp-python's ``Llama`` has no argument for ``use_extra_bufts``: set it on the default
+    model parameters it starts from, for this load only (called under ``_MODELS_LOCK``)."""
+    if extra_buffer_types is None:
+        yield
+        return
+    import llama_cpp.llama_cpp as llama_cpp
+
+    original = llama_cpp.llama_model_default_params
+
+    def params() -> Any:
+        p = original()
+        p.use_extra_bufts = extra_buffer_types
+        return p
+
+    llama_cpp.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        llama_cpp.llama_model_default_params = original
 
 
 def tool_call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
@@ -150,11 +181,14 @@ class EmbeddedLLM:
 
     @property
     def llama(self) -> Any:
-        return load_llama(self.path, self.config.n_ctx, self.config.n_threads)[0]
+        return self._load()[0]
+
+    def _load(self) -> tuple[Any, threading.Lock]:
+        return load_llama(self.path, self.config.n_ctx, self.config.n_threads, self.config.extra_buffer_types)
 
     def _one(self, rendered: list[dict[str, Any]], grammar_schema: dict[str, Any] | None,
              sampling: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        llama, lock = load_llama(self.path, self.config.n_ctx, self.config.n_threads)
+        llama, lock = self._load()
         kwargs: dict[str, Any] = {"messages": rendered}
         if grammar_schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": grammar_schema}

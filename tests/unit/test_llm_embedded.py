@@ -37,7 +37,8 @@ def fake_model(tmp_path: Path, monkeypatch):
     def install(outputs: list[str]) -> tuple[EmbeddedLLM, RecordingLlama]:
         llama = RecordingLlama(outputs)
         llm = EmbeddedLLM(path)
-        key = (str(path.resolve()), llm.config.n_ctx, llm.config.n_threads, llm.config.extra_buffer_types)
+        c = llm.config
+        key = embedded.model_key(path, c.n_ctx, c.n_threads, c.n_threads_batch, c.extra_buffer_types)
         monkeypatch.setitem(embedded._MODELS, key, (llama, threading.Lock()))
         return llm, llama
     return install

@@ -58,14 +58,22 @@ def _close_models() -> None:
         _MODELS.clear()
 
 
-def load_llama(path: Path, n_ctx: int, n_threads: int,
+def model_key(path: Path, n_ctx: int, n_threads: int, n_threads_batch: int | None = None,
+              extra_buffer_types: bool | None = None) -> tuple[Any, ...]:
+    """The key of the process-wide model cache for these load parameters."""
+    return (str(path.resolve()), n_ctx, n_threads, n_threads_batch or n_threads, extra_buffer_types)
+
+
+def load_llama(path: Path, n_ctx: int, n_threads: int, n_threads_batch: int | None = None,
                extra_buffer_types: bool | None = None) -> tuple[Any, threading.Lock]:
     """The process-wide llama.cpp model for these parameters, with its generation lock.
 
+    ``n_threads`` generate tokens, ``n_threads_batch`` process prompts (default: ``n_threads``).
     ``extra_buffer_types=False`` loads the weights without llama.cpp's extra buffer types (CPU
     repack / AMX); ``None`` keeps llama.cpp's default.
     """
-    key = (str(path.resolve()), n_ctx, n_threads, extra_buffer_types)
+    key = model_key(path, n_ctx, n_threads, n_threads_batch, extra_buffer_types)
+    n_threads_batch = key[3]
     with _MODELS_LOCK:
         if key not in _MODELS:
             # llama.cpp's OpenMP threads spin while waiting; on a shared or oversubscribed CPU that
@@ -79,10 +87,11 @@ def load_llama(path: Path, n_ctx: int, n_threads: int,
                 from llama_cpp import Llama
             except ImportError as exc:
                 raise UserError("the embedded LLM needs llama-cpp-python: pip install 'agentrag[llm]'") from exc
-            log.info("loading %s (n_ctx=%d, n_threads=%d)", path.name, n_ctx, n_threads)
+            log.info("loading %s (n_ctx=%d, n_threads=%d, n_threads_batch=%d)", path.name, n_ctx, n_threads,
+                     n_threads_batch)
             with _model_params(extra_buffer_types):
                 llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
-                              n_threads_batch=n_threads, verbose=False)
+                              n_threads_batch=n_threads_batch, verbose=False)
             if not _MODELS:
                 atexit.register(_close_models)
             _MODELS[key] = (llama, threading.Lock())
@@ -184,7 +193,8 @@ class EmbeddedLLM:
         return self._load()[0]
 
     def _load(self) -> tuple[Any, threading.Lock]:
-        return load_llama(self.path, self.config.n_ctx, self.config.n_threads, self.config.extra_buffer_types)
+        c = self.config
+        return load_llama(self.path, c.n_ctx, c.n_threads, c.n_threads_batch, c.extra_buffer_types)
 
     def _one(self, rendered: list[dict[str, Any]], grammar_schema: dict[str, Any] | None,
              sampling: dict[str, Any]) -> tuple[dict[str, Any], float]:
@@ -255,4 +265,4 @@ class EmbeddedLLM:
         return await asyncio.to_thread(self.chat, messages, tools, response_format, n, **sampling)
 
 
-__all__ = ["EmbeddedLLM", "default_gguf", "tool_call_schema", "load_llama", "GGUF_NAME"]
+__all__ = ["EmbeddedLLM", "default_gguf", "tool_call_schema", "load_llama", "model_key", "GGUF_NAME"]

@@ -12,12 +12,15 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.text import Text
 
 from agentrag.config import Config, load_config
 from agentrag.errors import AgentRagError, UserError
 
-console = Console(stderr=False)
-err_console = Console(stderr=True)
+# Markup is off: what the CLI prints (paths, queries, titles, error messages) is user text and
+# must appear verbatim ("/tmp/[run]/x" is a path, not a style tag). Style with ``styled`` instead.
+console = Console(stderr=False, markup=False)
+err_console = Console(stderr=True, markup=False)
 
 C = TypeVar("C", bound=Config)
 
@@ -53,19 +56,25 @@ def resolve_config(model: type[C], config: Path | None, sets: list[str] | None,
     return load_config(model, config, sets or [], base={k: v for k, v in (base or {}).items() if v is not None})
 
 
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """A line of plain text pieces and ``(text, style)`` pieces; no markup is parsed."""
+    return Text.assemble(*parts)
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn agentrag errors into a red one-line message and exit code 2 (no traceback)."""
     try:
         yield
     except UserError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        err_console.print(styled(("error: ", "bold red"), str(exc)), highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except AgentRagError as exc:
-        err_console.print(f"[bold red]{type(exc).__name__}:[/] {exc}", highlight=False)
+        err_console.print(styled((f"{type(exc).__name__}: ", "bold red"), str(exc)), highlight=False,
+                          soft_wrap=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted; rerun the same command to resume[/]")
+        err_console.print(styled(("interrupted; rerun the same command to resume", "yellow")))
         raise typer.Exit(130) from None
 
 
@@ -77,4 +86,4 @@ def is_tty() -> bool:
 
 
 __all__ = ["console", "err_console", "ConfigOpt", "SetOpt", "OutOpt", "setup_logging", "resolve_config",
-           "user_errors", "is_tty"]
+           "user_errors", "styled", "is_tty"]

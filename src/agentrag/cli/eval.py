@@ -17,6 +17,7 @@ from agentrag.cli.common import (
     err_console,
     is_tty,
     resolve_config,
+    styled,
     user_errors,
 )
 
@@ -102,7 +103,8 @@ def eval_command(
         _print_metrics(metrics)
         console.print(f"results: {run.file('results.jsonl')}\nreport:  {html}  (markdown: {md})")
         if metrics.get("missing"):
-            console.print(f"[yellow]{metrics['missing']} questions failed; rerun the same command to retry[/]")
+            console.print(styled((f"{metrics['missing']} questions failed; rerun the same command to retry",
+                                  "yellow")))
 
 
 def _print_metrics(m: dict[str, Any]) -> None:

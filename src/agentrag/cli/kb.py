@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentrag.cli.common import ConfigOpt, SetOpt, console, err_console, resolve_config, user_errors
+from agentrag.cli.common import ConfigOpt, SetOpt, console, err_console, resolve_config, styled, user_errors
 
 kb_app = typer.Typer(help="Knowledge bases: build from corpus files, search, serve over HTTP "
                      "(Search-R1 API), show stats, evaluate retrieval recall.", no_args_is_help=True)
@@ -69,7 +69,7 @@ def build(
                                  progress=err_console.is_terminal or bool(os.environ.get("AGENTRAG_PROGRESS")))
         total = time.perf_counter() - t0
     secs = kb.params["build_seconds"]
-    console.print(f"built [bold]{out}[/]: {len(kb)} passages, {len(gold)} questions with gold ids")
+    console.print(styled("built ", (str(out), "bold"), f": {len(kb)} passages, {len(gold)} questions with gold ids"))
     console.print("  " + ", ".join(f"{k} {v:.1f}s" for k, v in secs.items()) + f", total {total:.1f}s")
     console.print(f"  peak memory {_peak_mb():.0f} MiB; embedder {kb.params['embedder']['name']} "
                   f"({kb.params['embedder']['backend']}), index {kb.params['index_type']}")
@@ -108,10 +108,10 @@ def search(
             for h in per_q:
                 console.print_json(json.dumps({"query": q, **h.model_dump(exclude={"schema_version"})}))
             continue
-        console.print(f"[bold]{q}[/]")
+        console.print(styled((q, "bold")))
         for i, h in enumerate(per_q, 1):
-            console.print(f"  {i:>2}. {h.score:8.4f}  [cyan]{h.title}[/]  {h.text[:100]}  ({h.method}, {h.id})",
-                          highlight=False)
+            console.print(styled(f"  {i:>2}. {h.score:8.4f}  ", (h.title, "cyan"),
+                                 f"  {h.text[:100]}  ({h.method}, {h.id})"), highlight=False)
 
 
 @kb_app.command()
@@ -145,7 +145,7 @@ def stats(kb: Annotated[Path, typer.Argument(help="KB directory.")]) -> None:
     with user_errors():
         store = KnowledgeBase.load(kb)
     p = store.params
-    console.print(f"[bold]{kb}[/]  name={store.name}  passages={len(store)}  method={store.config.method}")
+    console.print(styled((str(kb), "bold"), f"  name={store.name}  passages={len(store)}  method={store.config.method}"))
     console.print(f"  embedder {p['embedder']['name']} ({p['embedder']['backend']}, dim {p['embedder']['dim']}), "
                   f"index {p['index_type']}")
     console.print(f"  questions with gold ids: {len(store.gold())}")
@@ -174,8 +174,8 @@ def eval_recall_cmd(
         meths = tuple(m.strip() for m in methods.split(",") if m.strip())
         tables = [eval_recall(store, f, methods=meths, ks=cut, limit=limit) for f in files]
     for t in tables:
-        console.print(f"[bold]{t['file']}[/]  questions={t['questions']}  gold passages missing from KB="
-                      f"{t['missing_gold']}")
+        console.print(styled((str(t["file"]), "bold"), f"  questions={t['questions']}  gold passages missing "
+                             f"from KB={t['missing_gold']}"))
         console.print("| method | " + " | ".join(f"all@{k}" for k in cut) + " | "
                       + " | ".join(f"psg@{k}" for k in cut) + " |", highlight=False)
         console.print("|---" * (1 + 2 * len(cut)) + "|")

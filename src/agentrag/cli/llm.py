@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentrag.cli.common import SetOpt, console, err_console, user_errors
+from agentrag.cli.common import SetOpt, console, err_console, styled, user_errors
 from agentrag.config import parse_override
 from agentrag.errors import UserError
 
@@ -95,8 +95,8 @@ def chat(
                 console.print(f"{head}{c.text}", markup=False, highlight=False)
             for tc in c.tool_calls:
                 console.print(f"{head}tool call: {tc.name}({json.dumps(tc.arguments)})", markup=False)
-            err_console.print(f"[dim]{c.finish_reason}; {c.usage.prompt_tokens}+{c.usage.completion_tokens} "
-                              f"tokens; {c.latency:.2f}s[/]")
+            err_console.print(styled((f"{c.finish_reason}; {c.usage.prompt_tokens}+{c.usage.completion_tokens} "
+                                      f"tokens; {c.latency:.2f}s", "dim")))
 
 
 @llm_app.command()

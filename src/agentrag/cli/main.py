@@ -86,6 +86,9 @@ def main() -> None:
     # OpenMP (llama.cpp, torch) reads this once, at first import: passive waiting keeps idle worker
     # threads from spinning, which on a busy small machine makes the embedded model ~10x slower.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # The CLI never downloads at run time: models come from installed packages or local paths (or
+    # the Hugging Face cache). Export HF_HUB_OFFLINE=0 to let a named hub model be fetched.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     app()
 
 

@@ -14,11 +14,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
 
 import numpy as np
 
+from agentrag._extras import require
 from agentrag.errors import UserError
 from agentrag.kb.base import EmbedKind
 
@@ -68,6 +72,31 @@ def _cache_root() -> Path:
     return Path(os.environ.get("AGENTRAG_CACHE", Path.home() / ".cache" / "agentrag"))
 
 
+class _BelowWarningFrom(logging.Filter):
+    """Drops records below WARNING that were logged from files under ``prefix``."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not record.pathname.startswith(self.prefix)
+
+
+@contextmanager
+def quiet_root_logging_from(package: ModuleType) -> Iterator[None]:
+    """While active, the root logger drops INFO/DEBUG records that ``package``'s own files log on it
+    directly (``logging.info(...)``); every other record, and every other logger, is untouched."""
+    prefix = str(Path(package.__file__ or "").parent)
+    quiet = _BelowWarningFrom(prefix)
+    root = logging.getLogger()
+    root.addFilter(quiet)
+    try:
+        yield
+    finally:
+        root.removeFilter(quiet)
+
+
 class _Base:
     name: str
     dim: int
@@ -85,9 +114,7 @@ class SentenceTransformerEmbedder(_Base):
 
     def __init__(self, name_or_path: str | None = None, *, batch_size: int = 32,
                  max_seq_length: int | None = None) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-
+        SentenceTransformer = require("sentence_transformers", "kb", purpose="the embedder").SentenceTransformer
         self.name = name_or_path or DEFAULT_EMBEDDER
         self.model = SentenceTransformer(resolve_model_path(name_or_path), device="cpu")
         if max_seq_length:
@@ -109,10 +136,8 @@ class OnnxInt8Embedder(_Base):
 
     def __init__(self, name_or_path: str | None = None, *, batch_size: int = 32,
                  max_seq_length: int | None = None) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        import onnxruntime as ort
-        from sentence_transformers import SentenceTransformer
-
+        ort = require("onnxruntime", "kb", purpose="the onnx-int8 embedder backend")
+        SentenceTransformer = require("sentence_transformers", "kb", purpose="the embedder").SentenceTransformer
         self.name = name_or_path or DEFAULT_EMBEDDER
         st: Any = SentenceTransformer(resolve_model_path(name_or_path), device="cpu")
         self.max_len = int(max_seq_length or st.max_seq_length or 512)
@@ -135,18 +160,15 @@ class OnnxInt8Embedder(_Base):
         self.inputs = [i.name for i in self.session.get_inputs()]
 
     def _export(self, st: Any) -> Path:
-        import torch
-
+        torch: Any = require("torch", "kb", purpose="exporting the embedder to ONNX")
         src = resolve_model_path(None if self.name == DEFAULT_EMBEDDER else self.name)
         key = hashlib.sha1(f"{os.path.abspath(src) if os.path.exists(src) else src}".encode()).hexdigest()[:12]
         out = _cache_root() / "onnx" / key / "model_int8.onnx"
         if out.exists():
             return out
-        try:
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-        except ImportError as exc:
-            raise UserError("the onnx-int8 embedder backend needs the 'onnx' package "
-                            "(pip install 'agentrag[kb]'), or use --set embedder.backend=torch") from exc
+        quantization = require("onnxruntime.quantization", "kb",
+                               purpose="the onnx-int8 embedder backend (or --set embedder.backend=torch)")
+        QuantType, quantize_dynamic = quantization.QuantType, quantization.quantize_dynamic
         out.parent.mkdir(parents=True, exist_ok=True)
         model: Any = st[0].auto_model
         model.eval()
@@ -171,11 +193,8 @@ class OnnxInt8Embedder(_Base):
                               dynamic_axes={n: {0: "batch", 1: "seq"} for n in [*names, "hidden"]},
                               opset_version=17, dynamo=False)
         tmp = out.with_name(f"model_int8.{os.getpid()}.onnx")
-        logging.disable(logging.INFO)  # the quantizer logs every tensor at INFO on the root logger
-        try:
+        with quiet_root_logging_from(quantization):  # it logs every tensor at INFO on the root logger
             quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
-        finally:
-            logging.disable(logging.NOTSET)
         fp32.unlink()
         os.replace(tmp, out)
         return out

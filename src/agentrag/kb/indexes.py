@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from agentrag._extras import require
 from agentrag.errors import UserError
 from agentrag.kb.base import Embedder
 
@@ -36,18 +37,14 @@ class BM25Index:
         self.size = 0
 
     def _make_tokenizer(self) -> Any:
-        from bm25s.tokenization import Tokenizer
-
+        tokenization = require("bm25s.tokenization", "kb", purpose="the BM25 index")
         stemmer = None
         if self.stemmer_name:
-            import Stemmer
-
-            stemmer = Stemmer.Stemmer(self.stemmer_name)
-        return Tokenizer(stemmer=stemmer, stopwords=self.stopwords or [])
+            stemmer = require("Stemmer", "kb", purpose="BM25 stemming").Stemmer(self.stemmer_name)
+        return tokenization.Tokenizer(stemmer=stemmer, stopwords=self.stopwords or [])
 
     def index(self, texts: Sequence[str]) -> None:
-        import bm25s
-
+        bm25s = require("bm25s", "kb", purpose="the BM25 index")
         self.tokenizer = self._make_tokenizer()
         ids = self.tokenizer.tokenize(list(texts), return_as="ids", show_progress=False)
         self.retriever = bm25s.BM25()
@@ -72,8 +69,7 @@ class BM25Index:
 
     @classmethod
     def load(cls, directory: Path) -> BM25Index:
-        import bm25s
-
+        bm25s = require("bm25s", "kb", purpose="the BM25 index")
         meta = json.loads((directory / "bm25.json").read_text())
         self = cls(stemmer=meta["stemmer"], stopwords=meta["stopwords"])
         self.size = int(meta["size"])
@@ -96,8 +92,7 @@ class DenseIndex:
         self.index: Any = None
 
     def _new(self, n_train: int) -> Any:
-        import faiss
-
+        faiss = require("faiss", "kb", purpose="the dense index")
         if self.index_type == "flat":
             return faiss.IndexFlatIP(self.dim)
         if self.index_type == "hnsw":
@@ -135,16 +130,14 @@ class DenseIndex:
                 for rr, sr in zip(rows.tolist(), scores.tolist(), strict=True)]
 
     def save(self, path: Path) -> None:
-        import faiss
-
+        faiss = require("faiss", "kb", purpose="the dense index")
         if self.index is not None:
             tmp = path.with_name(path.name + ".tmp")
             faiss.write_index(self.index, str(tmp))
             os.replace(tmp, path)
 
     def load_index(self, path: Path) -> None:
-        import faiss
-
+        faiss = require("faiss", "kb", purpose="the dense index")
         if path.exists():
             self.index = faiss.read_index(str(path))
             if self.index_type == "hnsw":

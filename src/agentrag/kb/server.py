@@ -10,6 +10,7 @@ reports the KB. Bad requests get a 4xx with a reason; the server keeps serving.
 import logging
 from typing import Any
 
+from agentrag._extras import require
 from agentrag.errors import AgentRagError, UserError
 from agentrag.kb.base import Retriever
 
@@ -19,6 +20,7 @@ log = logging.getLogger(__name__)
 def create_app(retriever: Retriever, *, token: str | None = None, default_topk: int = 3, max_topk: int = 100,
                max_queries: int = 512, max_query_chars: int = 4096, method: str | None = None) -> Any:
     """The FastAPI app serving ``retriever`` (a KnowledgeBase or any Retriever)."""
+    require("fastapi", "kb", purpose="the retrieval server")
     from fastapi import FastAPI, HTTPException, Request
     from fastapi.responses import JSONResponse
     from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
@@ -86,8 +88,7 @@ def create_app(retriever: Retriever, *, token: str | None = None, default_topk: 
 def serve(retriever: Retriever, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
           method: str | None = None, default_topk: int = 3) -> None:
     """Run the server with uvicorn until interrupted."""
-    import uvicorn
-
+    uvicorn = require("uvicorn", "kb", purpose="the retrieval server")
     app = create_app(retriever, token=token, method=method, default_topk=default_topk)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 

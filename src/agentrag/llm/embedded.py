@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agentrag._extras import require
 from agentrag.errors import LLMError, ParseError, UserError
 from agentrag.llm.base import Completion
 from agentrag.llm.config import LLMConfig, UsageMeter
@@ -83,10 +84,7 @@ def load_llama(path: Path, n_ctx: int, n_threads: int, n_threads_batch: int | No
                 log.warning("OpenMP already started (llama_cpp or torch imported first) with spinning "
                             "waits; export OMP_WAIT_POLICY=PASSIVE if generation is slow on a busy CPU")
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            try:
-                from llama_cpp import Llama
-            except ImportError as exc:
-                raise UserError("the embedded LLM needs llama-cpp-python: pip install 'agentrag[llm]'") from exc
+            Llama = require("llama_cpp", "llm", purpose="the embedded LLM").Llama
             log.info("loading %s (n_ctx=%d, n_threads=%d, n_threads_batch=%d)", path.name, n_ctx, n_threads,
                      n_threads_batch)
             with _model_params(extra_buffer_types):

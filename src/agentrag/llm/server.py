@@ -12,6 +12,7 @@ import time
 import uuid
 from typing import Any
 
+from agentrag._extras import require
 from agentrag.errors import AgentRagError, UserError
 from agentrag.llm.base import LLM, Completion
 from agentrag.llm.parsing import message_from_openai
@@ -40,6 +41,7 @@ def completion_payload(model: str, completions: list[Completion]) -> dict[str, A
 
 def create_app(llm: LLM) -> Any:
     """A FastAPI app serving ``llm`` (requests are handled in FastAPI's thread pool)."""
+    require("fastapi", "llm", purpose="the LLM server")
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
 
@@ -86,8 +88,7 @@ def create_app(llm: LLM) -> Any:
 
 def serve(llm: LLM, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Run the server in the foreground (blocks until interrupted)."""
-    import uvicorn
-
+    uvicorn = require("uvicorn", "llm", purpose="the LLM server")
     uvicorn.run(create_app(llm), host=host, port=port, log_level="warning")
 
 

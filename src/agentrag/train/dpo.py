@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agentrag._extras import require
 from agentrag.export.dpo import read_trl_dpo
 from agentrag.export.masking import training_chat_template
 from agentrag.runs import RunDir
@@ -40,6 +41,8 @@ def train_dpo(data: str | os.PathLike[str], out: str | os.PathLike[str],
     done = finished_run(out, cfg, data)
     if done is not None:
         return done
+    for module in ("torch", "transformers", "trl", "datasets"):
+        require(module, "train", purpose="DPO training")
     run = RunDir(out)
     run.write_config(cfg)
 

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from agentrag._extras import require
 from agentrag.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -36,9 +37,8 @@ def embedded_gguf() -> Path:
 
 
 def _require_train_extra() -> None:
-    missing = [m for m in ("torch", "transformers", "trl") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise UserError(f"training needs {', '.join(missing)}; install the extra: pip install 'agentrag[train]'")
+    for module in ("torch", "transformers"):
+        require(module, "train", purpose="loading a model for training")
 
 
 def _source(model: str) -> tuple[str, dict[str, Any]]:
@@ -55,9 +55,8 @@ def _source(model: str) -> tuple[str, dict[str, Any]]:
 
 
 def _needs_gguf(kwargs: dict[str, Any]) -> None:
-    if "gguf_file" in kwargs and importlib.util.find_spec("gguf") is None:
-        raise UserError("loading a GGUF model for training needs the 'gguf' package: "
-                        "pip install 'agentrag[train]'")
+    if "gguf_file" in kwargs:
+        require("gguf", "train", purpose="loading a GGUF model for training")
 
 
 def _cache_dir(gguf: Path, kind: str) -> Path:

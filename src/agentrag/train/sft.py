@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentrag._extras import require
 from agentrag.errors import RunError, UserError
 from agentrag.export.masking import assistant_mask, training_chat_template
 from agentrag.export.sft import read_trl_records
@@ -104,6 +105,8 @@ def train_sft(data: str | os.PathLike[str], out: str | os.PathLike[str],
     done = finished_run(out, cfg, data)
     if done is not None:
         return done
+    for module in ("torch", "transformers", "trl", "datasets"):
+        require(module, "train", purpose="SFT training")
     run = RunDir(out)
     run.write_config(cfg)
 

@@ -10,20 +10,21 @@ from typing import Annotated
 
 import typer
 
-from agentrag.cli.common import console, setup_logging
+from agentrag.cli.common import console, setup_logging, styled
 
 app = typer.Typer(
     name="agentrag",
-    help="Agentic RAG toolkit: build knowledge bases, run and evaluate search agents, and synthesize "
-    "training data (RAGShaper, EviPath, ReasonRAG, AgenticRAGTracer).",
+    help="Agentic RAG toolkit: build knowledge bases, run and evaluate search agents, synthesize "
+    "training data (`agentrag synth --help` lists the synthesizers), export it and train on it.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
 
-# Command-group modules; each exposes ``register(app)``. Listed here, imported lazily per module
-# (heavy libraries are imported inside the commands themselves).
-GROUPS = ["kb", "llm", "eval", "synth", "export", "train", "report", "bench"]
+# Command-group modules; each exposes ``register(app)``. Only modules that exist are listed: a
+# missing one is an import error, never a silently absent group. Heavy libraries are imported
+# inside the commands themselves.
+GROUPS = ["kb", "llm", "eval", "synth", "export", "train"]
 
 
 @app.callback()
@@ -64,22 +65,20 @@ def doctor(
     for name in check or list(CHECKS):
         res = run_check(name)
         failed += not res.ok
-        mark = "[green]PASS[/]" if res.ok else "[bold red]FAIL[/]"
-        console.print(f"{mark} {res.title:<44} {res.seconds:6.1f} s  ", end="")
-        console.print(res.detail, markup=False, highlight=False)
+        mark = ("PASS", "green") if res.ok else ("FAIL", "bold red")
+        console.print(styled(mark, f" {res.title:<44} {res.seconds:6.1f} s  ", res.detail), highlight=False)
     if failed:
         console.print(f"{failed} check(s) failed", markup=False)
         raise typer.Exit(1)
 
 
-for _name in GROUPS:
-    try:
-        _mod = importlib.import_module(f"agentrag.cli.{_name}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"agentrag.cli.{_name}":
-            raise
-        continue
-    _mod.register(app)
+def register_groups(target: typer.Typer, groups: list[str]) -> None:
+    """Add each command group's sub-app to ``target`` (an ImportError if a module is missing)."""
+    for name in groups:
+        importlib.import_module(f"agentrag.cli.{name}").register(target)
+
+
+register_groups(app, GROUPS)
 
 
 def main() -> None:

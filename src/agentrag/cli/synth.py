@@ -9,8 +9,8 @@ import typer
 
 from agentrag.cli.common import ConfigOpt, OutOpt, SetOpt, console, err_console, resolve_config, user_errors
 
-synth_app = typer.Typer(help="Synthesize agentic-RAG training data (tasks, trajectories, SFT exports).",
-                        no_args_is_help=True)
+synth_app = typer.Typer(help="Synthesize agentic-RAG training data (tasks, trajectories, SFT exports); "
+                        "one command per synthesizer, listed below.", no_args_is_help=True)
 
 
 def _distractor_kb_factory(main_kb: Any, directory: Path) -> Any:

@@ -134,3 +134,10 @@ def test_cache_second_run_makes_no_model_calls(embedded_llm, tmp_path) -> None:
     assert embedded_llm.meter.snapshot()["calls"] == mid
     assert second == first and cached.stats()["inner_calls"] == 0
     assert cached.stats()["hits"] == 2 and cached.stats()["completion_tokens"] > 0
+
+
+def test_embedded_gguf_is_installed() -> None:
+    from agentrag.paths import GGUF_NAME, embedded_gguf
+
+    path = embedded_gguf()
+    assert path.name == GGUF_NAME and path.stat().st_size > 10_000_000

@@ -85,7 +85,3 @@ def test_unknown_sampling_keyword_and_missing_path(fake_model, tmp_path: Path) -
     with pytest.raises(UserError, match="does not exist"):
         EmbeddedLLM(tmp_path / "nope.gguf")
 
-
-def test_default_gguf_is_found_without_importing_the_plugin() -> None:
-    path = embedded.default_gguf()
-    assert path.name == embedded.GGUF_NAME and path.stat().st_size > 10_000_000

@@ -25,6 +25,7 @@ import numpy as np
 from agentrag._extras import require
 from agentrag.errors import UserError
 from agentrag.kb.base import EmbedKind
+from agentrag.paths import cache_root
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +67,6 @@ def prefixes(name: str) -> tuple[str, str]:
 def _dim(st: Any) -> int:
     getter = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
     return int(getter() or 0)
-
-
-def _cache_root() -> Path:
-    return Path(os.environ.get("AGENTRAG_CACHE", Path.home() / ".cache" / "agentrag"))
 
 
 class _BelowWarningFrom(logging.Filter):
@@ -163,7 +160,7 @@ class OnnxInt8Embedder(_Base):
         torch: Any = require("torch", "kb", purpose="exporting the embedder to ONNX")
         src = resolve_model_path(None if self.name == DEFAULT_EMBEDDER else self.name)
         key = hashlib.sha1(f"{os.path.abspath(src) if os.path.exists(src) else src}".encode()).hexdigest()[:12]
-        out = _cache_root() / "onnx" / key / "model_int8.onnx"
+        out = cache_root() / "onnx" / key / "model_int8.onnx"
         if out.exists():
             return out
         quantization = require("onnxruntime.quantization", "kb",

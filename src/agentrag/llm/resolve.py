@@ -38,6 +38,19 @@ def llm_config_from_ref(ref: str, **overrides: Any) -> LLMConfig:
     return load_config(LLMConfig, None, base=data)
 
 
+def check_llm_ref(ref: str, **overrides: Any) -> LLMConfig:
+    """Validate a reference without building the backend (so a command can check its inputs before
+    it writes anything): the reference parses and an embedded model file exists."""
+    config = llm_config_from_ref(ref, **overrides)
+    if config.backend == "embedded":
+        from agentrag.paths import embedded_gguf
+
+        path = Path(config.model_path) if config.model_path else embedded_gguf()
+        if not path.is_file():
+            raise UserError(f"--llm {ref!r}: model_path {str(path)!r} is not a GGUF file")
+    return config
+
+
 def build_llm(config: LLMConfig) -> LLM:
     """A backend instance for ``config`` (no cache)."""
     if config.backend == "openai":
@@ -62,4 +75,4 @@ def resolve_llm(ref: str = "embedded", *, cache: str | Path | None = None, **ove
     return llm
 
 
-__all__ = ["resolve_llm", "llm_config_from_ref", "build_llm", "REF_HELP"]
+__all__ = ["resolve_llm", "llm_config_from_ref", "check_llm_ref", "build_llm", "REF_HELP"]

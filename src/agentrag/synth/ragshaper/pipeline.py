@@ -234,6 +234,14 @@ class RagShaperPipeline:
         exported = self.export()
         return self.write_report(name or self.run_dir.path.name, exported, time.monotonic() - start)
 
+    def llm_calls(self) -> dict[str, Any]:
+        """Call statistics (cache hits, backend calls, tokens) per LLM, keyed by the roles it plays."""
+        roles: dict[int, tuple[list[str], Any]] = {}
+        for role, obj in (("curator", self.c.curator), ("teacher", self.c.teacher), ("tagger", self.c.tagger)):
+            if obj is not None:
+                roles.setdefault(id(obj), ([], obj))[0].append(role)
+        return {"+".join(names): obj.stats() for names, obj in roles.values() if callable(getattr(obj, "stats", None))}
+
     def write_report(self, name: str, exported: dict[str, Any], elapsed: float) -> dict[str, Any]:
         trees, trajs, filters = self.trees.read(), self.trajs.read(), self.filters.read()
         qas, distractors = self.qas.read(), self.distractors.read()
@@ -255,6 +263,7 @@ class RagShaperPipeline:
                 and sum(d.seed_id == t.id for d in distractors) >= self.cfg.distractors.min_docs),
             "tags": dict(Counter(t.tag for t in self.tags)),
             "seconds_per_seed": per_seed, "elapsed": round(elapsed, 1), "export": exported,
+            "llm_calls": self.llm_calls(),
         }
         self.run_dir.write_json("metrics.json", metrics)
         from agentrag.report import write_report

@@ -1,0 +1,64 @@
+"""`run_ragshaper` is the one orchestration: a CLI run and a Python-API run write the same files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_ragshaper_support import PASSAGES, curator_llm, teacher_llm
+from typer.testing import CliRunner
+
+import agentrag.llm
+from agentrag.cli.main import app
+from agentrag.kb import KBConfig, KnowledgeBase
+from agentrag.llm.cache import CachedLLM
+from agentrag.synth.ragshaper import RagShaperRunConfig, run_ragshaper
+from agentrag.testing import HashEmbedder
+
+runner = CliRunner()
+
+
+@pytest.fixture()
+def fakes(tmp_path: Path, monkeypatch) -> dict[str, object]:
+    """A KB over the support passages (hash embedder) and scripted LLMs behind the run's real cache."""
+    kb = tmp_path / "kb"
+    KnowledgeBase.build(PASSAGES, kb, KBConfig(name="main"), embedder=HashEmbedder(32), progress=False)
+    load = KnowledgeBase.load.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(KnowledgeBase, "load",
+                        classmethod(lambda cls, d, **kw: load(cls, d, embedder=HashEmbedder(32), **kw)))
+    made: list[tuple[str, object]] = []
+
+    def resolve_llm(ref: str = "embedded", *, cache=None, **overrides):
+        inner = teacher_llm() if ref == "teacher" else curator_llm()
+        made.append((ref, cache))
+        return CachedLLM(inner, cache)
+
+    monkeypatch.setattr(agentrag.llm, "resolve_llm", resolve_llm)
+    monkeypatch.setattr("agentrag.llm.resolve.check_llm_ref", lambda ref, **kw: None)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("Ada Varn\nOtt Brem\n")
+    return {"kb": kb, "seeds": seeds, "made": made}
+
+
+def test_cli_and_python_api_write_the_same_metrics(tmp_path: Path, fakes) -> None:
+    cli_out, api_out = tmp_path / "cli", tmp_path / "api"
+    res = runner.invoke(app, ["synth", "ragshaper", "--kb", str(fakes["kb"]), "--seeds", str(fakes["seeds"]),
+                              "--llm", "curator", "--teacher", "teacher", "--out", str(cli_out),
+                              "--set", "curator.max_depth=4"])
+    assert res.exit_code == 0, res.output
+    cfg = RagShaperRunConfig(kb=str(fakes["kb"]), seeds=str(fakes["seeds"]), llm="curator", teacher="teacher")
+    cfg.curator.max_depth = 4
+    returned = run_ragshaper(cfg, api_out)
+    cli = json.loads((cli_out / "metrics.json").read_text())
+    api = json.loads((api_out / "metrics.json").read_text())
+    assert json.loads(json.dumps(returned, default=str)) == api
+    assert set(cli) == set(api) and "llm_calls" in api
+    assert set(api["llm_calls"]) == {"curator+tagger", "teacher"}
+    assert api["llm_calls"]["teacher"]["misses"] > 0
+    for key in ("funnel", "tool_calls", "distractors", "tags", "llm_calls"):
+        assert cli[key] == api[key], key
+    assert (cli_out / "config.yaml").read_text() == (api_out / "config.yaml").read_text()
+    # one backend per distinct reference, each behind the run's own response cache
+    assert sorted(ref for ref, _ in fakes["made"]) == ["curator", "curator", "teacher", "teacher"]
+    assert {str(c) for _, c in fakes["made"]} == {str(cli_out / "llm_cache.sqlite"), str(api_out / "llm_cache.sqlite")}

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentrag.errors import UserError
+from agentrag.paths import check_input_file
 
 C = TypeVar("C", bound="Config")
 
@@ -91,9 +92,7 @@ def load_config(
     data: dict[str, Any] = dict(base or {})
     source = "defaults"
     if path is not None:
-        p = Path(path)
-        if not p.exists():
-            raise UserError(f"config file {str(p)!r} not found")
+        p = check_input_file(path, "config file")
         try:
             loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:

@@ -31,4 +31,27 @@ def cache_root() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "agentrag"
 
 
-__all__ = ["embedded_gguf", "cache_root", "GGUF_NAME", "EMBEDDED_LLM_PACKAGE"]
+def check_out_dir(path: str | os.PathLike[str], what: str = "--out") -> Path:
+    """``path`` can be (or become) a directory: neither it nor a parent is an existing file."""
+    p = Path(path)
+    for q in (p, *p.parents):
+        if q.exists() and not q.is_dir():
+            why = "is an existing file" if q == p else f"is inside {str(q)!r}, which is a file"
+            raise UserError(f"{what} {str(p)!r} {why}; a directory is needed there: choose another path")
+        if q.exists():
+            break
+    return p
+
+
+def check_input_file(path: str | os.PathLike[str], what: str = "") -> Path:
+    """``path`` is an existing file (not a directory), else a UserError naming it and ``what`` it is."""
+    p = Path(path)
+    head = f"{what} {p}" if what else str(p)
+    if p.is_dir():
+        raise UserError(f"{head}: is a directory; expected a file")
+    if not p.is_file():
+        raise UserError(f"{head}: file not found")
+    return p
+
+
+__all__ = ["embedded_gguf", "cache_root", "check_out_dir", "check_input_file", "GGUF_NAME", "EMBEDDED_LLM_PACKAGE"]

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentrag.errors import UserError
+from agentrag.paths import check_input_file
 
 SCHEMA_VERSION = 1
 
@@ -200,9 +201,7 @@ def parse_record(model: type[R], line: str, *, path: str | os.PathLike[str], lin
 
 def iter_json_objects(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for every non-blank line; bad JSON or bytes raise UserError."""
-    p = Path(path)
-    if not p.exists():
-        raise UserError(f"{p}: file not found")
+    p = check_input_file(path)
     with p.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             try:

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from agentrag.config import dump_config
 from agentrag.errors import UserError
+from agentrag.paths import check_out_dir
 from agentrag.records import dump_record, parse_record
 
 log = logging.getLogger(__name__)
@@ -123,28 +124,6 @@ class JsonlStore(Generic[R]):
 
     def read(self) -> list[R]:
         return list(self)
-
-
-def check_out_dir(path: str | os.PathLike[str], what: str = "--out") -> Path:
-    """``path`` can be (or become) a directory: neither it nor a parent is an existing file."""
-    p = Path(path)
-    for q in (p, *p.parents):
-        if q.exists() and not q.is_dir():
-            why = "is an existing file" if q == p else f"is inside {str(q)!r}, which is a file"
-            raise UserError(f"{what} {str(p)!r} {why}; a directory is needed there: choose another path")
-        if q.exists():
-            break
-    return p
-
-
-def check_input_file(path: str | os.PathLike[str], what: str) -> Path:
-    """``path`` is an existing file (not a directory), else a UserError naming it and ``what`` it is."""
-    p = Path(path)
-    if p.is_dir():
-        raise UserError(f"{what} {str(p)!r} is a directory; expected a file")
-    if not p.is_file():
-        raise UserError(f"{what} {str(p)!r} not found")
-    return p
 
 
 class RunDir:

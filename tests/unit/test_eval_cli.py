@@ -35,6 +35,7 @@ def fakes(monkeypatch):
 
     passages = [Passage(id="p1", title="Neil Peart", text="Neil Peart was the drummer of Rush.")]
     monkeypatch.setattr(agentrag.llm, "resolve_llm", resolve_llm)
+    monkeypatch.setattr("agentrag.llm.resolve.check_llm_ref", lambda ref, **kw: None)  # fake refs
     monkeypatch.setattr(agentrag.kb, "resolve_retriever", lambda ref: FakeRetriever(passages), raising=False)
     return made
 

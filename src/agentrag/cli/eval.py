@@ -67,21 +67,28 @@ def eval_command(
             raise UserError("no dataset: pass --dataset FILE (or set 'dataset' in the --config file)")
         if not cfg.kb:
             raise UserError("no knowledge base: pass --kb DIR or --kb http://host:port")
-        items = load_dataset(cfg.dataset, cfg.fmt, limit=cfg.limit)
-        run = RunDir(out)
-        run.write_config(cfg)
-
         # llama.cpp's OpenMP threads must wait passively on a shared CPU; set it before the KB's
         # embedder (torch/onnxruntime) can start an OpenMP runtime (an explicit user value wins).
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        from agentrag.agents import build_agent
+        from agentrag.agents import agent_config, build_agent
         from agentrag.kb import resolve_retriever
         from agentrag.llm import resolve_llm
+        from agentrag.llm.resolve import check_llm_ref
+        from agentrag.paths import check_out_dir
 
+        # every input is checked before the run directory is written
+        check_out_dir(out)
+        items = load_dataset(cfg.dataset, cfg.fmt, limit=cfg.limit)
+        for ref in (cfg.llm, cfg.judge):
+            if ref:
+                check_llm_ref(ref)
+        agent_config(cfg.agent, **cfg.agent_config)
+        retriever = resolve_retriever(cfg.kb)
+        run = RunDir(out)
+        run.write_config(cfg)
         cache = run.file("llm_cache.sqlite")
         agent_llm = resolve_llm(cfg.llm, cache=cache)
         the_judge = LLMJudge(resolve_llm(cfg.judge, cache=cache)) if cfg.judge else None
-        retriever = resolve_retriever(cfg.kb)
         the_agent = build_agent(cfg.agent, agent_llm, retriever, **cfg.agent_config)
 
         started = time.perf_counter()

@@ -10,6 +10,7 @@ import typer
 
 from agentrag.cli.common import console, user_errors
 from agentrag.errors import UserError
+from agentrag.paths import check_input_file
 
 export_app = typer.Typer(help="Export trajectories (SFT) and preference pairs (DPO) for TRL and LLaMA-Factory.",
                          no_args_is_help=True)
@@ -29,17 +30,14 @@ ToolsOpt = Annotated[
 def _system(value: str | None) -> str | None:
     if value is None or not value.startswith("@"):
         return value
-    p = Path(value[1:])
-    if not p.exists():
-        raise UserError(f"--system-prompt {value!r}: file {str(p)!r} not found")
+    p = check_input_file(value[1:], "--system-prompt")
     return p.read_text(encoding="utf-8").strip()
 
 
 def _tools(path: Path | None) -> list[dict[str, object]] | None:
     if path is None:
         return None
-    if not path.exists():
-        raise UserError(f"--tools {str(path)!r}: file not found")
+    check_input_file(path, "--tools")
     try:
         tools = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from agentrag.cli.common import ConfigOpt, SetOpt, console, err_console, resolve_config, styled, user_errors
+from agentrag.errors import UserError
 
 kb_app = typer.Typer(help="Knowledge bases: build from corpus files, search, serve over HTTP "
                      "(Search-R1 API), show stats, evaluate retrieval recall.", no_args_is_help=True)
@@ -86,7 +87,6 @@ def search(
     set_: SetOpt = None,
 ) -> None:
     """Search a KB (or a retrieval server) and print the hits."""
-    from agentrag.errors import UserError
     from agentrag.kb.multi import resolve_retriever
 
     with user_errors():
@@ -169,6 +169,8 @@ def eval_recall_cmd(
     from agentrag.kb.store import KnowledgeBase
 
     with user_errors():
+        if out is not None and out.is_dir():
+            raise UserError(f"--out {out}: is a directory; expected a file name for the JSON table")
         store = KnowledgeBase.load(kb, overrides=set_ or [])
         cut = tuple(int(x) for x in ks.split(",") if x.strip())
         meths = tuple(m.strip() for m in methods.split(",") if m.strip())

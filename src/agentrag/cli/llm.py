@@ -11,6 +11,7 @@ import typer
 from agentrag.cli.common import SetOpt, console, err_console, styled, user_errors
 from agentrag.config import parse_override
 from agentrag.errors import UserError
+from agentrag.paths import check_input_file
 
 llm_app = typer.Typer(help="LLM backends: serve the embedded model as an OpenAI-compatible endpoint, "
                       "chat with any backend, benchmark throughput.", no_args_is_help=True)
@@ -30,10 +31,9 @@ def _overrides(sets: list[str] | None) -> dict[str, Any]:
 
 
 def _read_json(path: Path, what: str) -> Any:
+    check_input_file(path, f"--{what}")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{what} file {str(path)!r} not found") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}:{exc.lineno}: {what} is not valid JSON: {exc.msg}") from None
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from agentrag.errors import UserError
 from agentrag.export.hf import write_card
 from agentrag.export.sft import message_dict, record_tools, write_json, write_jsonl_dicts
+from agentrag.paths import check_out_dir
 from agentrag.records import Message, PreferencePair, iter_json_objects, read_jsonl
 
 TRL_FILE = "trl_dpo.jsonl"
@@ -101,7 +101,7 @@ def read_pairs(path: str | os.PathLike[str]) -> list[PreferencePair]:
 def write_dpo_export(out_dir: str | os.PathLike[str], pairs: Iterable[PreferencePair],
                      tools: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Write ``trl_dpo.jsonl``, ``dpo_alpaca.jsonl`` and ``dataset_info.json`` into ``out_dir``."""
-    out = Path(out_dir)
+    out = check_out_dir(out_dir)
     pair_list = list(pairs)
     n = write_jsonl_dicts(out / TRL_FILE, to_trl_dpo(pair_list, tools))
     write_jsonl_dicts(out / ALPACA_FILE, to_alpaca_dpo(pair_list))

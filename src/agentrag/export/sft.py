@@ -21,6 +21,7 @@ from typing import Any
 
 from agentrag.errors import UserError
 from agentrag.export.hf import write_card
+from agentrag.paths import check_out_dir
 from agentrag.records import Message, ToolCall, Trajectory, iter_json_objects, read_jsonl
 
 log = logging.getLogger(__name__)
@@ -202,7 +203,7 @@ def write_sft_export(out_dir: str | os.PathLike[str], trajs: Iterable[Trajectory
 
     Returns a summary: counts and the paths written.
     """
-    out = Path(out_dir)
+    out = check_out_dir(out_dir)
     all_trajs = list(trajs)
     kept = _exportable(all_trajs, only_answered)
     n_trl = write_jsonl_dicts(out / TRL_FILE, to_trl_records(kept, system_prompt, tools, only_answered=False))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentrag.errors import UserError
+from agentrag.paths import check_input_file
 from agentrag.records import Passage, iter_json_objects
 
 CorpusFormat = Literal["auto", "flashrag", "title_text", "hotpotqa", "2wiki", "musique"]
@@ -59,8 +60,7 @@ def detect_format(obj: dict[str, Any], where: str) -> str:
 def _iter_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Objects of a ``.jsonl`` file, or of a ``.json`` file holding a list of objects."""
     if path.suffix == ".json":
-        if not path.exists():
-            raise UserError(f"{path}: file not found")
+        check_input_file(path)
         try:
             data = json.loads(path.read_bytes().decode("utf-8"))
         except UnicodeDecodeError as exc:

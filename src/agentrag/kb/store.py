@@ -38,6 +38,7 @@ from agentrag.kb.config import (
     KBConfig,
 )
 from agentrag.kb.indexes import BM25Index, DenseIndex, Ranked, embed_to_memmap, rrf_fuse
+from agentrag.paths import check_out_dir
 from agentrag.records import Hit, Passage, read_jsonl
 
 log = logging.getLogger(__name__)
@@ -80,18 +81,18 @@ class KnowledgeBase:
               overwrite: bool = False, progress: bool = True) -> KnowledgeBase:
         """Index ``passages`` into a new KB directory (built in ``<dir>.partial``, then renamed)."""
         config = config or KBConfig()
-        out = Path(out_dir)
+        out = check_out_dir(out_dir)
         if out.exists() and not overwrite:
             raise UserError(f"{out} already exists; choose another --out or pass --overwrite")
-        partial = out.with_name(out.name + ".partial")
-        partial.mkdir(parents=True, exist_ok=True)
+        partial = check_out_dir(out.with_name(out.name + ".partial"))
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        plist = list(passages)
+        plist = list(passages)  # an ingest error leaves nothing behind: <dir>.partial comes after
         _check_unique(plist)
         timings["ingest"] = time.perf_counter() - t0
         if not plist:
             raise UserError("no passages to index; check the corpus files")
+        partial.mkdir(parents=True, exist_ok=True)  # kept on a later failure: embedding resumes from it
         with (partial / "passages.jsonl").open("w", encoding="utf-8") as fh:
             for p in plist:
                 fh.write(p.model_dump_json() + "\n")

@@ -20,6 +20,7 @@ from agentrag.errors import UserError
 from agentrag.exec import Executor, ThreadExecutor, run_items
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
+from agentrag.paths import check_input_file
 from agentrag.records import Passage, Provenance, Trajectory, iter_json_objects
 from agentrag.runs import RunDir
 from agentrag.synth.ragshaper import analysis
@@ -51,9 +52,7 @@ def seed_id(entity: str) -> str:
 def read_seeds(path: str | Path) -> list[str]:
     """Seed entities from a file: one per line (text; blank lines and ``#`` comments skipped) or
     JSONL objects with an ``entity`` / ``title`` / ``seed`` field."""
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"seeds file {str(p)!r} not found; pass a file of entities or a number N")
+    p = check_input_file(path, "--seeds")
     seeds: list[str] = []
     if p.suffix in (".jsonl", ".json"):
         for lineno, obj in iter_json_objects(p):

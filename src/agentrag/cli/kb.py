@@ -13,6 +13,7 @@ import typer
 
 from agentrag.cli.common import ConfigOpt, SetOpt, console, err_console, resolve_config, styled, user_errors
 from agentrag.errors import UserError
+from agentrag.paths import check_out_dir
 
 kb_app = typer.Typer(help="Knowledge bases: build from corpus files, search, serve over HTTP "
                      "(Search-R1 API), show stats, evaluate retrieval recall.", no_args_is_help=True)
@@ -60,6 +61,9 @@ def build(
         if index_type:
             base["index"] = {"type": index_type}
         cfg = resolve_config(KBConfig, config, set_, base=base)
+        check_out_dir(out)
+        if out.exists() and not overwrite:
+            raise UserError(f"{out} already exists; choose another --out or pass --overwrite")
         gold: dict[str, list[str]] = {}
         for path in inputs:
             f = file_format(path) if fmt == "auto" else fmt

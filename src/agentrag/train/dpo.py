@@ -20,7 +20,7 @@ from agentrag.export.dpo import read_trl_dpo
 from agentrag.export.masking import training_chat_template
 from agentrag.runs import RunDir
 from agentrag.train.config import DPOTrainConfig
-from agentrag.train.model import load_tokenizer, load_trainable_model
+from agentrag.train.model import check_model, load_tokenizer, load_trainable_model
 from agentrag.train.sft import finish, finished_run, trainer_args
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ def train_dpo(data: str | os.PathLike[str], out: str | os.PathLike[str],
         return done
     for module in ("torch", "transformers", "trl", "datasets"):
         require(module, "train", purpose="DPO training")
+    check_model(cfg.model)
     run = RunDir(out)
     run.write_config(cfg)
 

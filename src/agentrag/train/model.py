@@ -46,6 +46,11 @@ def _needs_gguf(kwargs: dict[str, Any]) -> None:
         require("gguf", "train", purpose="loading a GGUF model for training")
 
 
+def check_model(model: str) -> None:
+    """Validate a model reference before anything is written (UserError naming it)."""
+    _needs_gguf(_source(model)[1])
+
+
 def _cache_dir(gguf: Path, kind: str) -> Path:
     """Where what is converted from a GGUF file is kept (``kind``: tokenizers or models)."""
     root = cache_root()

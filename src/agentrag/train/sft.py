@@ -22,7 +22,7 @@ from agentrag.export.masking import assistant_mask, training_chat_template
 from agentrag.export.sft import read_trl_records
 from agentrag.runs import RunDir
 from agentrag.train.config import SFTTrainConfig, TrainConfig
-from agentrag.train.model import load_tokenizer, load_trainable_model
+from agentrag.train.model import check_model, load_tokenizer, load_trainable_model
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +107,7 @@ def train_sft(data: str | os.PathLike[str], out: str | os.PathLike[str],
         return done
     for module in ("torch", "transformers", "trl", "datasets"):
         require(module, "train", purpose="SFT training")
+    check_model(cfg.model)
     run = RunDir(out)
     run.write_config(cfg)
 

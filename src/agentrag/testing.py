@@ -136,6 +136,25 @@ class FakeRetriever:
 
 
 
+CHATML_SPECIAL_TOKENS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
+
+
+def chatml_byte_tokenizer() -> Any:
+    """A Hugging Face fast tokenizer built in memory (no model files): one token per UTF-8 byte
+    (byte-level BPE without merges) plus the ChatML special tokens, so chat templates, assistant
+    masks and offsets behave as with a real ChatML model (needs ``agentrag[train]``)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tk = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    tk.post_processor = processors.ByteLevel(trim_offsets=False)
+    tk.add_special_tokens(list(CHATML_SPECIAL_TOKENS))
+    return PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+
+
 class StubOpenAIServer:
     """A local OpenAI-compatible HTTP stub (threaded ``http.server``) for fault and overhead tests.
 
@@ -227,4 +246,4 @@ class StubOpenAIServer:
         self._server.server_close()
 
 
-__all__ = ["ScriptedLLM", "FakeRetriever", "HashEmbedder", "ScriptItem", "StubOpenAIServer"]
+__all__ = ["ScriptedLLM", "FakeRetriever", "HashEmbedder", "ScriptItem", "StubOpenAIServer", "chatml_byte_tokenizer"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 
@@ -10,11 +9,11 @@ import pytest
 
 from agentrag.records import Passage, QAItem
 from agentrag.testing import FakeRetriever
+from extras_check import require_module
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
-if importlib.util.find_spec("llama_cpp") is None:  # no import: the model must start OpenMP itself
-    pytest.skip("llama-cpp-python is not installed", allow_module_level=True)
+require_module("llama_cpp", "llm", import_it=False)  # no import: the model must start OpenMP itself
 
 N = 5
 FINISH = {"answered", "max_steps", "no_answer", "parse_error", "llm_error"}
@@ -35,10 +34,9 @@ def hotpot(data_dir):
 @pytest.fixture(scope="module")
 def llm():
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    llm_mod = pytest.importorskip("agentrag.llm")
-    if not hasattr(llm_mod, "resolve_llm"):
-        pytest.skip("agentrag.llm.resolve_llm is not available yet")
-    return llm_mod.resolve_llm("embedded")
+    from agentrag.llm import resolve_llm
+
+    return resolve_llm("embedded")
 
 
 # small budgets: the point is well-formed trajectories on a real model, in well under 2 minutes

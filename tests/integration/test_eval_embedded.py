@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from agentrag.cli.main import app
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 N = 2
 
 

@@ -12,6 +12,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
 DRIVER = textwrap.dedent('''
     import sys, time
     from agentrag.agents import build_agent

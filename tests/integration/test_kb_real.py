@@ -11,7 +11,7 @@ from agentrag.kb import KBConfig, KnowledgeBase, RemoteRetriever
 from agentrag.kb.ingest import gold_passages, pooled_passages
 from agentrag.kb.recall import eval_recall
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 N_QUESTIONS = 8
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import subprocess
@@ -16,11 +15,11 @@ import pytest
 
 from agentrag.llm import CachedLLM, OpenAIBackend, parse_json_output
 from agentrag.records import Message
+from extras_check import require_module
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
-if importlib.util.find_spec("llama_cpp") is None:  # no import: the model must start OpenMP itself
-    pytest.skip("llama-cpp-python is not installed", allow_module_level=True)
+require_module("llama_cpp", "llm", import_it=False)  # no import: the model must start OpenMP itself
 
 SCHEMA = {"type": "object",
           "properties": {"city": {"type": "string", "maxLength": 30}, "population": {"type": "integer"},

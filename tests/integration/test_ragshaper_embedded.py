@@ -18,7 +18,7 @@ from agentrag.cli.main import app
 from agentrag.kb import KBConfig, KnowledgeBase
 from agentrag.kb.ingest import pooled_passages
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 SETTINGS = ["curator.max_depth=1", "curator.p_branch=0.0", "curator.max_tokens=128",
             "curator.max_observation_chars=200", "distractors.docs_per_call=1", "distractors.max_tokens=160",

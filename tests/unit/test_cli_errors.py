@@ -10,6 +10,14 @@ from agentrag.cli.main import app
 runner = CliRunner()
 
 
+@pytest.fixture(autouse=True)
+def _embedded_model_file(tmp_path_factory, monkeypatch):
+    """A stand-in GGUF file where the embedded model is looked up (unit tests see no installed model)."""
+    gguf = tmp_path_factory.mktemp("model") / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    monkeypatch.setattr("agentrag.paths.embedded_gguf", lambda: gguf)
+
+
 def _flat(text: str) -> str:
     return " ".join(text.split())
 

@@ -1,7 +1,9 @@
 """The SFT export trains assistant tokens only: every observation token is masked (RAGShaper Eq. 9).
 
-Tokenizes exported records with the SmolLM2 tokenizer (from the embedded GGUF) and TRL's ChatML
-training template, then checks the mask character span by character span.
+Tokenizes exported records with TRL's ChatML training template and an in-memory byte-level ChatML
+tokenizer (``agentrag.testing.chatml_byte_tokenizer``: no model files), then checks the mask
+character span by character span. tests/integration/test_export_masking_embedded.py runs the same
+checks with the real SmolLM2 tokenizer.
 """
 
 from __future__ import annotations
@@ -13,16 +15,17 @@ import pytest
 from agentrag.export.masking import assistant_mask, render, training_chat_template
 from agentrag.export.sft import to_trl_records
 from agentrag.records import Step, ToolCall, Trajectory
+from extras_check import require_module
 
-pytest.importorskip("transformers")
-pytest.importorskip("trl")
+require_module("transformers", "train")
+require_module("trl", "train")
 
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    from agentrag.train.model import load_tokenizer
+    from agentrag.testing import chatml_byte_tokenizer
 
-    return load_tokenizer("embedded")
+    return chatml_byte_tokenizer()
 
 
 TOOLS = [{"type": "function", "function": {
@@ -114,8 +117,10 @@ def test_tokenize_sft_labels_follow_the_mask(tokenizer, records):
         toks = assistant_mask(rec, tokenizer)
         assert row["input_ids"] == toks.input_ids
         assert row["labels"] == [t if m else -100 for t, m in zip(toks.input_ids, toks.assistant_mask)]
-    short = tokenize_sft(records, tokenizer, max_length=300)
-    assert all(len(r["input_ids"]) == 300 for r in short)
+    # cut just past the first assistant token of every record: each row is kept, truncated
+    cut = max(assistant_mask(rec, tokenizer).assistant_mask.index(1) for rec in records) + 10
+    short = tokenize_sft(records, tokenizer, max_length=cut)
+    assert len(short) == len(records) and all(len(r["input_ids"]) == cut for r in short)
     with pytest.raises(UserError, match="max_length=20"):
         tokenize_sft(records, tokenizer, max_length=20)  # only the system prompt fits: nothing to train
 

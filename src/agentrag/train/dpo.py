@@ -18,6 +18,7 @@ from typing import Any
 from agentrag._extras import require
 from agentrag.export.dpo import read_trl_dpo
 from agentrag.export.masking import training_chat_template
+from agentrag.paths import check_out_dir
 from agentrag.runs import RunDir
 from agentrag.train.config import DPOTrainConfig
 from agentrag.train.model import check_model, load_tokenizer, load_trainable_model
@@ -37,6 +38,7 @@ def train_dpo(data: str | os.PathLike[str], out: str | os.PathLike[str],
               config: DPOTrainConfig | None = None) -> dict[str, Any]:
     """DPO on a TRL preference JSONL file; returns the metrics (losses, steps, checkpoint)."""
     cfg = config or DPOTrainConfig()
+    check_out_dir(out)
     records = read_trl_dpo(data)
     done = finished_run(out, cfg, data)
     if done is not None:

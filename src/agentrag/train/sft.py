@@ -20,6 +20,7 @@ from agentrag._extras import require
 from agentrag.errors import RunError, UserError
 from agentrag.export.masking import assistant_mask, training_chat_template
 from agentrag.export.sft import read_trl_records
+from agentrag.paths import check_out_dir
 from agentrag.runs import RunDir
 from agentrag.train.config import SFTTrainConfig, TrainConfig
 from agentrag.train.model import check_model, load_tokenizer, load_trainable_model
@@ -101,6 +102,7 @@ def train_sft(data: str | os.PathLike[str], out: str | os.PathLike[str],
               config: SFTTrainConfig | None = None) -> dict[str, Any]:
     """Fine-tune on a TRL SFT JSONL file (from ``agentrag export sft``); returns the metrics."""
     cfg = config or SFTTrainConfig()
+    check_out_dir(out)
     records = read_trl_records(data)
     done = finished_run(out, cfg, data)
     if done is not None:

@@ -83,9 +83,12 @@ def _gguf_tokenizer(tmp_path):
 
 
 def _train(tmp_path):
+    from agentrag.train.config import SFTTrainConfig
     from agentrag.train.sft import train_sft
 
-    return lambda: train_sft(_sft_file(tmp_path), tmp_path / "run")
+    model = tmp_path / "hf_model"  # a model directory: valid, and never loaded here
+    model.mkdir()
+    return lambda: train_sft(_sft_file(tmp_path), tmp_path / "run", SFTTrainConfig(model=str(model)))
 
 
 CASES = [

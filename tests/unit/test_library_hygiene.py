@@ -79,7 +79,7 @@ def test_library_code_sets_no_process_wide_state():
     for path in SRC.rglob("*.py"):
         if "cli" in path.relative_to(SRC).parts:
             continue
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8").split('if __name__ == "__main__":')[0]  # programs may
         for needle in ("logging.disable(", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "logging.basicConfig("):
             if needle in text:
                 offenders.append(f"{path.relative_to(SRC)}: {needle}")

@@ -107,9 +107,9 @@ def train_sft(data: str | os.PathLike[str], out: str | os.PathLike[str],
     done = finished_run(out, cfg, data)
     if done is not None:
         return done
+    check_model(cfg.model)
     for module in ("torch", "transformers", "trl", "datasets"):
         require(module, "train", purpose="SFT training")
-    check_model(cfg.model)
     run = RunDir(out)
     run.write_config(cfg)
 

@@ -99,10 +99,10 @@ def _scripted_curator(messages: list, **kw: object) -> str:  # type: ignore[type
 
 
 def test_embedded_teacher_under_constrained_navigation(small_kb: Path, tmp_path: Path) -> None:
-    from agentrag.cli.synth import _distractor_kb_factory
     from agentrag.llm import resolve_llm
     from agentrag.runs import RunDir
     from agentrag.synth.ragshaper import RagShaperComponents, RagShaperConfig, RagShaperPipeline
+    from agentrag.synth.ragshaper.run import distractor_kb_factory
     from agentrag.testing import ScriptedLLM
 
     kb = KnowledgeBase.load(small_kb)
@@ -112,7 +112,7 @@ def test_embedded_teacher_under_constrained_navigation(small_kb: Path, tmp_path:
     cfg.elicit.max_steps, cfg.elicit.max_tokens = 2, 96
     comps = RagShaperComponents(curator=ScriptedLLM(default=_scripted_curator), tagger=None, main_kb=kb,
                                 teacher=resolve_llm("embedded", cache=run.file("llm_cache.sqlite")),
-                                distractor_kb=_distractor_kb_factory(kb, run.path / "distractor_kb"))
+                                distractor_kb=distractor_kb_factory(kb, run.path / "distractor_kb"))
     metrics = RagShaperPipeline(run, cfg, comps).run(kb.sample_titles(1, seed=3))
     funnel = {row["stage"]: row["out"] for row in metrics["funnel"]}
     assert funnel["QA (Eq. 6)"] == 1 and funnel["trajectories (Eq. 7-8)"] == 1

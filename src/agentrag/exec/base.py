@@ -72,17 +72,17 @@ class ThreadExecutor:
             try:
                 while True:
                     while len(running) < 2 * self.workers:
-                        nxt = next(queue, _END)
+                        nxt: Any = next(queue, _END)
                         if nxt is _END:
                             break
-                        running[pool.submit(fn, nxt)] = nxt  # type: ignore[arg-type]
+                        running[pool.submit(fn, nxt)] = nxt
                     if not running:
                         break
                     done, _ = wait(running, return_when=FIRST_COMPLETED)
                     for fut in done:
                         it = running.pop(fut)
-                        exc = fut.exception()
-                        yield Outcome(it, error=exc) if exc is not None else Outcome(it, result=fut.result())
+                        error = fut.exception()
+                        yield Outcome(it, error=error) if error is not None else Outcome(it, result=fut.result())
             finally:
                 for fut in running:
                     fut.cancel()
@@ -132,7 +132,7 @@ class WorkerTask:
 
 def run_items(executor: Executor, fn: Callable[[T], R], items: Iterable[T], *, stage: str = "",
               progress: Callable[[str, int, int], None] | None = None,
-              on_result: Callable[[T, R], None] | None = None) -> list[Outcome[T, R]]:
+              on_result: Callable[[T, R], object] | None = None) -> list[Outcome[T, R]]:
     """Run ``fn`` over ``items`` on ``executor``; ``on_result`` (in the driver's thread) writes each
     result; ``progress(stage, done, total)`` is called as items finish. Returns the failed outcomes
     (their items stay unfinished; the caller decides whether an error is fatal)."""

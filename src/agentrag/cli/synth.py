@@ -1,4 +1,4 @@
-"""``agentrag synth``: training-data synthesizers (``ragshaper`` so far)."""
+"""``agentrag synth``: synthesizers (``ragshaper`` training data, ``tracer`` benchmarks)."""
 
 from __future__ import annotations
 
@@ -82,3 +82,7 @@ def _summary(metrics: dict[str, Any], path: Path) -> None:
 
 def register(app: typer.Typer) -> None:
     app.add_typer(synth_app, name="synth")
+
+from agentrag.cli.synth_tracer import register as _register_tracer  # noqa: E402
+
+_register_tracer(synth_app)

@@ -10,7 +10,7 @@ from typing import Any
 
 from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance, Trajectory
-from agentrag.synth.ragshaper._llm import call_json
+from agentrag.synth.common import call_json
 from agentrag.synth.ragshaper.schema import (
     DistractorDoc,
     FilterRecord,

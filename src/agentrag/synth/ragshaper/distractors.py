@@ -8,7 +8,7 @@ from typing import Any
 
 from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance
-from agentrag.synth.ragshaper._llm import call_json
+from agentrag.synth.common import call_json
 from agentrag.synth.ragshaper.config import DISTRACTOR_TYPES, DistractorConfig
 from agentrag.synth.ragshaper.schema import DistractorDoc
 

@@ -16,7 +16,7 @@ from typing import Any
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Hit, QAItem, Trajectory
-from agentrag.synth.ragshaper._llm import prompt_hash
+from agentrag.synth.common import prompt_hash
 from agentrag.synth.ragshaper.config import ElicitConfig
 from agentrag.synth.ragshaper.schema import QARecord
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from agentrag.llm.base import LLM
 from agentrag.records import Message
-from agentrag.synth.ragshaper._llm import call_json
+from agentrag.synth.common import call_json
 from agentrag.synth.ragshaper.config import DISTRACTOR_TYPES, QAConfig
 from agentrag.synth.ragshaper.schema import PathRecord, QARecord, TreeNode
 

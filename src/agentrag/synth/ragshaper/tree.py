@@ -19,7 +19,7 @@ from agentrag.errors import RetrievalError
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance, ToolCall, Usage
-from agentrag.synth.ragshaper._llm import call_json, prompt_hash
+from agentrag.synth.common import call_json, prompt_hash
 from agentrag.synth.ragshaper.config import DISTRACTOR_TYPES, RagShaperConfig
 from agentrag.synth.ragshaper.distractors import TYPE_GUIDE, write_distractors
 from agentrag.synth.ragshaper.schema import DistractorDoc, DocRef, InfoTree, TreeNode

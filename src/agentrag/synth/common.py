@@ -1,10 +1,18 @@
-"""Calling an LLM for schema-constrained JSON, with provenance (private helper of the stages)."""
+"""What the synthesizers share: JSON calls with provenance, and the stage-failure rule.
+
+``call_json`` asks an LLM for a JSON object under a schema and never raises for a model failure:
+an unparsable output or a failed call comes back as an error string with the raw output in the
+provenance, so the stage writes a flagged record. With ``raise_retryable=True`` an outage
+(``LLMError`` with ``is_retryable``, after the backend's retries) propagates instead, so the item
+stays unfinished and is redone on rerun rather than recorded as a rejection.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from agentrag.errors import LLMError, ParseError
@@ -12,6 +20,8 @@ from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance, Usage
 
 log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]
 
 
 def prompt_hash(messages: list[Message], extra: Any = None) -> str:
@@ -28,17 +38,18 @@ def parse_json(text: str) -> dict[str, Any]:
 
 
 def call_json(llm: LLM, messages: list[Message], schema: dict[str, Any], *, name: str, stage: str,
-              **sampling: Any) -> tuple[dict[str, Any] | None, Provenance, str | None]:
+              raise_retryable: bool = False, **sampling: Any) -> tuple[dict[str, Any] | None, Provenance, str | None]:
     """Ask ``llm`` for a JSON object under ``schema``. Returns (object or None, provenance, error).
 
-    Never raises for model failures: an LLM error or unparsable output comes back as the error
-    string, with the raw output kept in the provenance.
+    Never raises for model failures (see the module docstring for ``raise_retryable``).
     """
     fmt = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
     prov = Provenance(stage=stage, model=getattr(llm, "model", ""), prompt_hash=prompt_hash(messages, schema))
     try:
         completion = llm.chat(messages, response_format=fmt, **sampling)[0]
     except LLMError as exc:
+        if raise_retryable and exc.is_retryable:
+            raise
         log.warning("%s: LLM call failed: %s", stage, exc)
         return None, prov, f"llm_error: {exc}"
     prov.usage = completion.usage if completion.usage.calls else completion.usage + Usage(calls=1)
@@ -58,3 +69,12 @@ def call_json(llm: LLM, messages: list[Message], schema: dict[str, Any], *, name
         return parse_json(prov.raw_output), prov, None
     except ParseError as exc:
         return None, prov, f"parse_error: {exc}"
+
+
+def raise_failures(stage: str, failed: list[Any]) -> None:  # noqa: ARG001
+    """Per-item functions record model failures themselves; anything else escaping is a bug."""
+    if failed:
+        raise failed[0].error
+
+
+__all__ = ["Progress", "prompt_hash", "parse_json", "call_json", "raise_failures"]

@@ -1,0 +1,132 @@
+"""``agentrag synth tracer``: build a verified hop-aware benchmark (AgenticRAGTracer); ``review``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentrag.cli.common import ConfigOpt, SetOpt, console, err_console, resolve_config, user_errors
+
+tracer_app = typer.Typer(help="AgenticRAGTracer builder: verified 2-4 hop benchmarks from atomic questions "
+                         "(run with --kb/--out to build; `review` for the human-review sheet).")
+
+
+@tracer_app.callback(invoke_without_command=True)
+def build(
+    ctx: typer.Context,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory; rerunning resumes.")] = None,
+    kb: Annotated[str | None, typer.Option("--kb", help="Knowledge-base directory to sample documents from.")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", help="Generator / answerer / auditor LLM: embedded | "
+                                            "openai:MODEL | openai:MODEL@URL | YAML.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="0/1/2 judge LLM (default: --llm).")] = None,
+    docs: Annotated[int | None, typer.Option("--docs", help="N documents sampled from the KB.")] = None,
+    max_hops: Annotated[int | None, typer.Option("--max-hops", help="Longest chain (2-4; paper: 4).")] = None,
+    max_per_type: Annotated[int | None, typer.Option("--max-per-type", help="At most this many documents per "
+                                                     "annotated domain.")] = None,
+    exclude: Annotated[list[Path] | None, typer.Option("--exclude", help="Benchmark file whose titles are removed "
+                                                       "from sampling and retrieval (repeatable).")] = None,
+    config: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Build a benchmark: sample + annotate documents -> atomic QA with filters -> 2-hop inference /
+    comparison questions -> three-stage verification -> extension to 3 and 4 hops.
+
+    Writes OUT/{docs,atomic,hop2,hop3,hop4}.jsonl (every verdict with its raw output),
+    OUT/chains.jsonl (per-hop records), OUT/benchmark.jsonl and OUT/benchmark_<L>hop.jsonl (FlashRAG QA
+    with lower_hop_questions: `agentrag eval --dataset OUT/benchmark.jsonl --maxd`), OUT/metrics.json and
+    OUT/report.html. LLM calls are cached in OUT/llm_cache.sqlite; rerunning resumes.
+
+    Example: agentrag synth tracer --kb runs/kb --llm embedded --docs 4 --max-hops 2 --out runs/tracer
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if out is None and kb is None:
+        console.print(ctx.get_help())
+        raise typer.Exit(0)
+    with user_errors():
+        from agentrag.errors import UserError
+        from agentrag.kb import KnowledgeBase
+        from agentrag.llm import resolve_llm
+        from agentrag.runs import RunDir
+        from agentrag.synth.tracer.config import TracerRunConfig
+        from agentrag.synth.tracer.pipeline import TracerComponents, TracerPipeline
+        from agentrag.synth.tracer.sampling import excluded_titles
+
+        base: dict[str, Any] = {"kb": kb, "llm": llm, "judge": judge, "docs": docs, "max_hops": max_hops,
+                                "exclude": [str(e) for e in exclude] if exclude else None}
+        if max_per_type is not None:
+            base["sampling"] = {"max_per_type": max_per_type}
+        cfg = resolve_config(TracerRunConfig, config, sets, base=base)
+        if out is None:
+            raise UserError("no run directory: pass --out DIR")
+        if not cfg.kb:
+            raise UserError("no knowledge base: pass --kb DIR (build one with `agentrag kb build`)")
+        main_kb = KnowledgeBase.load(cfg.kb)
+        run = RunDir(out)
+        run.write_config(cfg)
+        cache = run.file("llm_cache.sqlite")
+        gen = resolve_llm(cfg.llm, cache=cache)
+        judge_llm = gen if (cfg.judge or cfg.llm) == cfg.llm else resolve_llm(cfg.judge or cfg.llm, cache=cache)
+        comps = TracerComponents(llm=gen, judge=judge_llm, kb=main_kb, passages=list(main_kb.passages()),
+                                 excluded_titles=frozenset(excluded_titles(cfg.exclude)))
+        with _progress_bars() as progress:
+            metrics = TracerPipeline(run, cfg, comps, progress=progress).run()
+        metrics["llm_stats"] = {"llm": gen.stats() if hasattr(gen, "stats") else None,
+                                "judge": judge_llm.stats() if judge_llm is not gen and hasattr(judge_llm, "stats")
+                                else "same as llm"}
+        run.write_json("metrics.json", metrics)
+        for row in metrics["funnel"]:
+            rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
+            console.print(f"  {row['stage']:<32} {row['in']:>5} -> {row['out']:<5} {rej}")
+        console.print(f"  exported: {metrics['export']['files']}")
+        console.print(f"report: {run.path / 'report.md'}   benchmark: {run.path / 'benchmark.jsonl'}")
+
+
+@contextmanager
+def _progress_bars() -> Iterator[Callable[[str, int, int], None]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=False) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield progress
+
+
+@tracer_app.command("review")
+def review(
+    run: Annotated[Path, typer.Option("--run", "-r", help="The run directory of a tracer build.")],
+    labels: Annotated[list[Path] | None, typer.Option("--labels", "-l", help="An annotator's filled sheet.csv "
+                                                      "(repeat for up to three annotators).")] = None,
+) -> None:
+    """Human review (§3.4). Without --labels: write RUN/review/sheet.csv and sheet.html (each chain hop by
+    hop with a Retain/Discard field). With --labels: majority decision per item, the disagreements and
+    Fleiss' kappa into RUN/review/decisions.json, and RUN/benchmark_reviewed.jsonl with the retained items.
+
+    Example: agentrag synth tracer review --run runs/tracer --labels a.csv --labels b.csv --labels c.csv
+    """
+    with user_errors():
+        from agentrag.synth.tracer.review import apply_review, write_review_sheet
+
+        if not labels:
+            csv_path, html_path = write_review_sheet(run)
+            console.print(f"review sheet: {csv_path}  {html_path}")
+            return
+        result = apply_review(run, labels)
+        console.print(f"items: {result['items']}  retained: {len(result['retained'])}  "
+                      f"disagreements: {len(result['disagreements'])}  Fleiss' kappa: {result['fleiss_kappa']}")
+        for d in result["disagreements"]:
+            err_console.print(f"  disagreement {d['id']}: {d['votes']} -> {d['decision']}")
+
+
+def register(synth_app: typer.Typer) -> None:
+    synth_app.add_typer(tracer_app, name="tracer")

@@ -1,0 +1,9 @@
+"""AgenticRAGTracer builder: verified hop-aware benchmarks from atomic questions (see docs/tracer.md)."""
+
+from agentrag.synth.tracer.config import TracerConfig, TracerRunConfig
+from agentrag.synth.tracer.export import audit_exports, export_benchmark
+from agentrag.synth.tracer.pipeline import TracerComponents, TracerPipeline
+from agentrag.synth.tracer.review import fleiss_kappa, read_labels, write_review_sheet
+
+__all__ = ["TracerConfig", "TracerRunConfig", "TracerPipeline", "TracerComponents", "export_benchmark",
+           "audit_exports", "fleiss_kappa", "read_labels", "write_review_sheet"]

@@ -1,0 +1,119 @@
+"""§3.2: atomic QA pairs per document and their filters, each rejection recorded with its reason.
+
+Filters, cheapest first: ``malformed`` (empty or non-question text, an over-long answer, the answer
+written inside the question), ``numeric_answer`` (an answer of digits and punctuation only, which
+would make the next hop's retrieval drift), ``parametric`` (answered correctly closed-book, so
+retrieval is not needed) and ``not_grounded`` (not answered correctly *with* the document).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from agentrag.eval.metrics import normalize_answer
+from agentrag.synth.tracer.oracle import Oracle
+from agentrag.synth.tracer.prompts import ATOMIC_SCHEMA, ATOMIC_SYSTEM
+from agentrag.synth.tracer.schema import AtomicPair, AtomicRecord, Check, DocRecord
+
+_NUMERIC = re.compile(r"^[\d\s.,:;/%+\-–()]+$")
+
+
+def is_numeric_only(answer: str) -> bool:
+    return bool(_NUMERIC.match(answer.strip()))
+
+
+def malformed_reason(question: str, answer: str, max_answer_words: int) -> str | None:
+    """Why a (question, answer) pair is malformed, or None."""
+    q, a = question.strip(), answer.strip()
+    if not q or not a:
+        return "malformed: empty question or answer"
+    if not q.endswith("?") or len(q.split()) < 4:
+        return "malformed: not a question"
+    if len(a.split()) > max_answer_words:
+        return f"malformed: answer longer than {max_answer_words} words"
+    na = normalize_answer(a)
+    if na and f" {na} " in f" {normalize_answer(q)} ":
+        return "malformed: the answer appears in the question"
+    return None
+
+
+def parse_pair(obj: Any) -> tuple[str, str, list[str]] | None:
+    if not isinstance(obj, dict):
+        return None
+    q, a = obj.get("question"), obj.get("answer")
+    if not isinstance(q, str) or not isinstance(a, (str, int, float)):
+        return None
+    aliases = obj.get("aliases") or []
+    aliases = [str(x).strip() for x in aliases if isinstance(x, (str, int, float)) and str(x).strip()] \
+        if isinstance(aliases, list) else []
+    return q.strip(), str(a).strip(), [x for x in aliases if x != str(a).strip()]
+
+
+def filter_pair(oracle: Oracle, pair: AtomicPair, doc: tuple[str, str]) -> AtomicPair:
+    """Run the §3.2 filters on ``pair`` (grounded in ``doc`` = (title, text)); returns it decided."""
+    checks: list[Check] = []
+
+    def done(reason: str | None) -> AtomicPair:
+        return pair.model_copy(update={"status": "rejected" if reason else "accepted", "reason": reason,
+                                       "checks": checks})
+
+    bad = malformed_reason(pair.question, pair.answer, oracle.cfg.atomic.max_answer_words)
+    checks.append(Check(name="malformed", passed=bad is None, reason=bad or ""))
+    if bad:
+        return done(bad)
+    numeric = is_numeric_only(pair.answer)
+    checks.append(Check(name="numeric_answer", passed=not numeric,
+                        reason="numeric_answer: the answer is only numbers" if numeric else ""))
+    if numeric:
+        return done(checks[-1].reason)
+    for check in (
+        lambda: oracle.check("parametric", pair.question, None, pair.golds, want_correct=False,
+                             fail_reason="parametric: answered correctly without the document"),
+        lambda: oracle.check("grounded", pair.question, [doc], pair.golds, want_correct=True,
+                             fail_reason="not_grounded: not answered correctly with the document"),
+    ):
+        checks.append(check())
+        if not checks[-1].passed:
+            return done(checks[-1].reason)
+    return done(None)
+
+
+def atomic_qa(oracle: Oracle, doc: DocRecord) -> AtomicRecord:
+    """Write up to ``atomic.pairs_per_doc`` pairs for ``doc`` and filter each (§3.2)."""
+    start = time.monotonic()
+    cfg = oracle.cfg.atomic
+    user = (f"Write up to {cfg.pairs_per_doc} question-answer pairs.\n\nTitle: {doc.title}\n"
+            f"Passage: {doc.text[:cfg.max_doc_chars]}")
+    obj, prov, err = oracle.json(ATOMIC_SYSTEM, user, ATOMIC_SCHEMA, name="atomic_qa", stage="atomic",
+                                 max_tokens=cfg.max_tokens, temperature=cfg.temperature)
+    rec_id = f"{doc.id}-atomic"
+    raw_pairs = (obj or {}).get("pairs")
+    if err is not None or not isinstance(raw_pairs, list):
+        return AtomicRecord(id=rec_id, doc_id=doc.id, status="failed", provenance=prov, calls=oracle.calls,
+                            reason=err or "malformed: no 'pairs' list in the output",
+                            elapsed=time.monotonic() - start)
+    pairs: list[AtomicPair] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(raw_pairs[:cfg.pairs_per_doc]):
+        parsed = parse_pair(raw)
+        pid = f"{doc.id}-q{i}"
+        if parsed is None:
+            pairs.append(AtomicPair(id=pid, reason="malformed: pair without string question/answer",
+                                    checks=[Check(name="malformed", passed=False, reason="malformed: pair "
+                                                  "without string question/answer", raw=[str(raw)[:500]])]))
+            continue
+        q, a, aliases = parsed
+        pair = AtomicPair(id=pid, question=q, answer=a, aliases=aliases)
+        if normalize_answer(q) in seen:
+            pairs.append(pair.model_copy(update={"reason": "malformed: duplicate question", "checks": [
+                Check(name="malformed", passed=False, reason="malformed: duplicate question")]}))
+            continue
+        seen.add(normalize_answer(q))
+        pairs.append(filter_pair(oracle, pair, (doc.title, doc.text)))
+    return AtomicRecord(id=rec_id, doc_id=doc.id, pairs=pairs, provenance=prov, calls=oracle.calls,
+                        elapsed=time.monotonic() - start)
+
+
+__all__ = ["atomic_qa", "filter_pair", "malformed_reason", "is_numeric_only", "parse_pair"]

@@ -1,0 +1,82 @@
+"""Configuration of the AgenticRAGTracer builder (paper values in the descriptions; see docs/tracer.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agentrag.config import Config
+
+TEMPLATES = ("inference", "comparison")
+
+DOMAINS = ("art", "literature", "music", "film_tv", "history", "geography", "science", "technology",
+           "sports", "politics", "military", "religion", "business", "other")
+
+
+class SamplingConfig(Config):
+    """§3.1 document sampling, overlap removal and type annotation."""
+
+    min_chars: int = Field(default=200, ge=0, description="skip passages shorter than this")
+    oversample: float = Field(default=2.0, ge=1.0, description="annotate docs*oversample candidates when a "
+                              "--max-per-type cap is set, so the cap can be met")
+    max_per_type: int | None = Field(default=None, ge=1, description="cap of documents per annotated domain")
+    max_tokens: int = 96
+
+
+class AtomicConfig(Config):
+    """§3.2 atomic QA generation and its filters."""
+
+    pairs_per_doc: int = Field(default=2, ge=1, description="n: QA pairs the LLM writes per document")
+    max_answer_words: int = Field(default=8, ge=1, description="longer answers are malformed")
+    max_doc_chars: int = Field(default=1200, ge=100, description="document text shown to the LLM")
+    max_tokens: int = 320
+    temperature: float = 0.7
+
+
+class ComposeConfig(Config):
+    """§3.3 related-document retrieval and 2-hop (and later) composition."""
+
+    retrieve_k: int = Field(default=5, ge=1, description="documents retrieved per query")
+    candidates_per_hop: int = Field(default=2, ge=1, description="related documents tried per extension")
+    method: str = Field(default="hybrid", description="KB search method (bm25 | dense | hybrid)")
+    extension_templates: list[Literal["inference", "comparison"]] = Field(
+        default_factory=lambda: ["inference"],  # type: ignore[arg-type]
+        description="templates allowed beyond 2 hops (paper: 'appending additional inference steps')")
+    max_tokens: int = 320
+    temperature: float = 0.7
+
+
+class VerifyConfig(Config):
+    """§3.3 three-stage verification and the answer checks of §3.2."""
+
+    f1_pass: float = Field(default=0.8, ge=0.0, le=1.0, description="F1 at which an answer counts correct "
+                           "without calling the judge (EM always does)")
+    max_answer_tokens: int = 48
+    audit_max_tokens: int = 160
+
+
+class TracerConfig(Config):
+    """Everything ``agentrag synth tracer`` reads; override any key with ``--set``."""
+
+    seed: int = 0
+    docs: int = Field(default=10, ge=1, description="N documents sampled from the KB")
+    max_hops: int = Field(default=4, ge=2, le=4, description="longest chain built (paper: 4)")
+    concurrency: int = Field(default=2, ge=1)
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    atomic: AtomicConfig = Field(default_factory=AtomicConfig)
+    compose: ComposeConfig = Field(default_factory=ComposeConfig)
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
+
+
+class TracerRunConfig(TracerConfig):
+    """The builder settings plus what the command line names: KB, LLMs and excluded benchmarks."""
+
+    kb: str | None = Field(default=None, description="knowledge-base directory to sample documents from")
+    llm: str = Field(default="embedded", description="generator / answerer / auditor LLM reference")
+    judge: str | None = Field(default=None, description="0/1/2 judge LLM reference (default: llm)")
+    exclude: list[str] = Field(default_factory=list, description="benchmark files whose titles are removed")
+
+
+__all__ = ["TEMPLATES", "DOMAINS", "SamplingConfig", "AtomicConfig", "ComposeConfig", "VerifyConfig",
+           "TracerConfig", "TracerRunConfig"]

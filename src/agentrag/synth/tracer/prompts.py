@@ -1,0 +1,103 @@
+"""Prompts and JSON schemas of the Tracer builder (our wording; the paper's Appendix C is not public text)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentrag.synth.tracer.config import DOMAINS
+
+ANNOTATE_SYSTEM = (
+    "You label encyclopedia passages. Say what kind of entity the passage is about (person, place, "
+    "organization, creative work, event, species, object, concept or other) and which domain it belongs to. "
+    f"Domains: {', '.join(DOMAINS)}. "
+    'Reply with JSON only: {"entity_type": "...", "domain": "..."}.'
+)
+ANNOTATE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"entity_type": {"type": "string"}, "domain": {"type": "string", "enum": list(DOMAINS)}},
+    "required": ["entity_type", "domain"],
+}
+
+ATOMIC_SYSTEM = (
+    "You write factual single-hop questions from one encyclopedia passage. Each question must be "
+    "answerable from the passage alone, name its subject explicitly (no 'he', 'it', 'this passage'), and "
+    "have a short answer: an entity, a name, a place, a date or a value with its unit, copied from the "
+    "passage. Avoid answers that are only a bare number. List other common names of the answer as aliases. "
+    'Reply with JSON only: {"pairs": [{"question": "...", "answer": "...", "aliases": ["..."]}]}.'
+)
+PAIR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"question": {"type": "string"}, "answer": {"type": "string"},
+                   "aliases": {"type": "array", "items": {"type": "string"}}},
+    "required": ["question", "answer"],
+}
+ATOMIC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"pairs": {"type": "array", "items": PAIR_SCHEMA}},
+    "required": ["pairs"],
+}
+
+LINK_SYSTEM = (
+    "You extend a question chain by one hop using a new passage. Choose a template:\n"
+    "- inference: the new question asks about the previous answer entity (named explicitly) and is "
+    "answered by the new passage;\n"
+    "- comparison: the new question asks for the same attribute as the previous question, about a "
+    "different entity of the same kind described in the new passage.\n"
+    "The new question must be answerable from the new passage alone, with a short answer copied from it. "
+    'Reply with JSON only: {"template": "inference" or "comparison", "question": "...", "answer": "...", '
+    '"aliases": ["..."]}.'
+)
+LINK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"template": {"type": "string", "enum": ["inference", "comparison"]},
+                   "question": {"type": "string"}, "answer": {"type": "string"},
+                   "aliases": {"type": "array", "items": {"type": "string"}}},
+    "required": ["template", "question", "answer"],
+}
+
+COMPOSE_SYSTEM = (
+    "You merge two questions into one natural multi-hop question.\n"
+    "- inference: replace the bridge entity in the second question by a description taken from the first "
+    "question, so the bridge entity is never named; the final answer is the second answer.\n"
+    "- comparison: ask which of the two entities has the greater / earlier / larger value (or whether they "
+    "share it); the final answer is the winning entity's name (or yes / no).\n"
+    "Never write the intermediate answer into the question and never just join the two questions with 'and'. "
+    'Reply with JSON only: {"question": "...", "answer": "...", "aliases": ["..."]}.'
+)
+COMPOSE_SCHEMA = PAIR_SCHEMA
+
+AUDIT_SYSTEM = (
+    "You audit a multi-hop question built from atomic facts. Reject it when: an inference link is "
+    "spurious (the bridge forces together unrelated entities, or confuses different entities that share a "
+    "name); a comparison has no common basis (different attributes, units or kinds of entity); or the final "
+    "answer does not follow from the facts. "
+    'Reply with JSON only: {"reason": "<one sentence>", "valid": true or false}.'
+)
+AUDIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"reason": {"type": "string"}, "valid": {"type": "boolean"}},
+    "required": ["reason", "valid"],
+}
+
+ANSWER_CLOSED_SYSTEM = (
+    "Answer the question from your own knowledge with a short answer (a name, entity, date or value). "
+    'If you do not know, answer "unknown". Reply with JSON only: {"answer": "..."}.'
+)
+ANSWER_DOCS_SYSTEM = (
+    "Answer the question using only the documents given. Reply with a short answer (a name, entity, date or "
+    'value). If the documents do not contain what is needed, answer "unknown". '
+    'Reply with JSON only: {"answer": "..."}.'
+)
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
+}
+
+
+def doc_block(docs: list[tuple[str, str]], max_chars: int) -> str:
+    """Documents as numbered ``[i] Title\\ntext`` blocks, each cut at ``max_chars``."""
+    return "\n\n".join(f"[{i}] {title}\n{text[:max_chars]}" for i, (title, text) in enumerate(docs, start=1))
+
+
+__all__ = ["ANNOTATE_SYSTEM", "ANNOTATE_SCHEMA", "ATOMIC_SYSTEM", "ATOMIC_SCHEMA", "PAIR_SCHEMA", "LINK_SYSTEM",
+           "LINK_SCHEMA", "COMPOSE_SYSTEM", "COMPOSE_SCHEMA", "AUDIT_SYSTEM", "AUDIT_SCHEMA",
+           "ANSWER_CLOSED_SYSTEM", "ANSWER_DOCS_SYSTEM", "ANSWER_SCHEMA", "doc_block"]

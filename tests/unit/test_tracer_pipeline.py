@@ -1,0 +1,142 @@
+"""Tracer builder end to end on a scripted world: chains to 4 hops, exports, eval round trip, audit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tracer_support import PASSAGES, Q1, Q2, Q3, Q4, judge_llm, world_llm
+
+from agentrag.errors import LLMError
+from agentrag.eval.datasets import load_dataset
+from agentrag.eval.hops import diagnose, lower_hop_items
+from agentrag.eval.result import EvalResult
+from agentrag.runs import RunDir
+from agentrag.synth.tracer import TracerComponents, TracerConfig, TracerPipeline, audit_exports
+from agentrag.synth.tracer.sampling import excluded_titles
+from agentrag.synth.tracer.schema import HopRecord
+from agentrag.testing import FakeRetriever, ScriptedLLM
+
+
+def _cfg(**kw: object) -> TracerConfig:
+    cfg = TracerConfig(docs=4, max_hops=4, concurrency=1, **kw)  # type: ignore[arg-type]
+    cfg.sampling.min_chars = 0
+    return cfg
+
+
+def _pipeline(out: Path, llm: object = None, cfg: TracerConfig | None = None,
+              excluded: frozenset[str] = frozenset({"excluded title"})) -> TracerPipeline:
+    comps = TracerComponents(llm=llm or world_llm(), judge=judge_llm(), kb=FakeRetriever(PASSAGES),  # type: ignore[arg-type]
+                             passages=PASSAGES, excluded_titles=excluded)
+    return TracerPipeline(RunDir(out), cfg or _cfg(), comps)
+
+
+def test_builds_four_hop_chain_and_exports_flashrag(tmp_path: Path) -> None:
+    m = _pipeline(tmp_path).run()
+    items = {i.id: i for i in load_dataset(tmp_path / "benchmark.jsonl")}
+    chain = "d" + __import__("hashlib").sha1(b"p-amherst").hexdigest()[:10] + "-q0"
+    assert set(items) == {f"{chain}-2hop", f"{chain}-3hop", f"{chain}-4hop"}
+    four = items[f"{chain}-4hop"]
+    assert four.hops == 4 and four.question == Q4 and four.golden_answers == ["Amsterdam"]
+    assert four.metadata["type"] == "inference"
+    assert four.metadata["supporting_doc_ids"] == ["p-amherst", "p-wesley", "p-armin", "p-jacobus"]
+    lower = lower_hop_items(four)
+    assert [(q.hops, q.question, q.golden_answers[0]) for q in lower] == [
+        (1, Q1, "Wesleyan church"), (2, Q2, "Arminianism"), (3, Q3, "Jacobus Arminius")]
+    assert lower[0].golden_answers == ["Wesleyan church", "Methodist church"]  # aliases kept
+    for h in (2, 3, 4):
+        rows = (tmp_path / f"benchmark_{h}hop.jsonl").read_text().splitlines()
+        assert [json.loads(r)["metadata"]["hops"] for r in rows] == [h]
+    # the numeric-only second pair was filtered with its reason; the excluded title never sampled
+    atomic = [json.loads(x) for x in (tmp_path / "atomic.jsonl").read_text().splitlines()]
+    reasons = [p["reason"] for r in atomic for p in r["pairs"] if p["status"] == "rejected"]
+    assert reasons == ["numeric_answer: the answer is only numbers"]
+    docs = [json.loads(x)["title"] for x in (tmp_path / "docs.jsonl").read_text().splitlines()]
+    assert "Excluded Title" not in docs and len(docs) == 4
+    assert m["per_hop_by_type"] == {"2hop": {"inference": 1}, "3hop": {"inference": 1}, "4hop": {"inference": 1}}
+    assert m["llm_calls"]["by_level"]["4"]["verified"] == 1
+    assert audit_exports(tmp_path) == []
+    assert (tmp_path / "report.html").is_file()
+
+
+def test_maxd_on_the_export(tmp_path: Path) -> None:
+    _pipeline(tmp_path).run()
+    items = load_dataset(tmp_path / "benchmark_4hop.jsonl")
+    (four,) = items
+    probes = lower_hop_items(four)
+    # the 4-hop question is wrong; levels 1 and 2 right, level 3 wrong -> depth 2
+    results = [EvalResult(id=four.id, question=four.question, golden_answers=four.golden_answers, prediction="x",
+                          correct=False, em=0, f1=0, steps=2, hops=4)]
+    for p, ok in zip(probes, (True, True, False), strict=True):
+        results.append(EvalResult(id=p.id, question=p.question, golden_answers=p.golden_answers, prediction="y",
+                                  correct=ok, em=float(ok), f1=float(ok), steps=1, hops=p.hops,
+                                  parent_id=four.id, level=p.hops))
+    d = diagnose(results)
+    assert d["by_hops"]["4"]["maxd"] == 2.0 and d["maxd"] == 2.0
+
+
+def test_audit_catches_an_item_whose_hop_failed_a_gate(tmp_path: Path) -> None:
+    _pipeline(tmp_path).run()
+    path = tmp_path / "hop3.jsonl"
+    rec = HopRecord.model_validate_json(path.read_text().splitlines()[0])
+    assert rec.hop is not None
+    rec.hop.checks[-1].passed = False
+    path.write_text(rec.model_dump_json() + "\n")
+    problems = audit_exports(tmp_path)
+    assert any("3hop" in p and "irreducibility" in p for p in problems)
+    assert any("4hop" in p for p in problems)
+
+
+def test_excluded_titles_from_a_raw_benchmark_file(tmp_path: Path) -> None:
+    bench = tmp_path / "hotpot.jsonl"
+    bench.write_text(json.dumps({"_id": "x", "question": "q", "answer": "a", "supporting_facts": [],
+                                 "context": [["Excluded Title", ["s."]], ["Wesleyanism", ["t."]]]}) + "\n")
+    titles = excluded_titles([bench])
+    assert titles == {"excluded title", "wesleyanism"}
+    out = tmp_path / "run"
+    _pipeline(out, excluded=frozenset(titles)).run()
+    # Wesleyanism is excluded from sampling and from retrieval: no 2-hop chain can be built
+    assert not (out / "benchmark.jsonl").read_text().strip()
+    hop2 = [HopRecord.model_validate_json(x) for x in (out / "hop2.jsonl").read_text().splitlines()]
+    assert hop2 and all(a.doc_title != "Wesleyanism" for r in hop2 for a in r.attempts)
+
+
+def test_parse_failure_flags_the_step_and_keeps_the_shorter_chain(tmp_path: Path) -> None:
+    inner = world_llm()
+
+    def broken(messages, **kw):  # type: ignore[no-untyped-def]
+        if "New passage title: Jacobus Arminius" in (messages[-1].content or ""):
+            return "{not json"
+        return inner.default(messages, **kw)  # type: ignore[misc,operator]
+
+    _pipeline(tmp_path, ScriptedLLM(default=broken)).run()
+    items = [json.loads(x) for x in (tmp_path / "benchmark.jsonl").read_text().splitlines()]
+    assert sorted(i["metadata"]["hops"] for i in items) == [2, 3]
+    rec = HopRecord.model_validate_json((tmp_path / "hop4.jsonl").read_text().splitlines()[0])
+    assert rec.status == "failed" and "link: parse_error" in (rec.reason or "")
+    assert rec.attempts[0].checks[0].raw == ["{not json"]
+
+
+def test_outage_leaves_the_chain_unfinished_and_rerun_completes(tmp_path: Path) -> None:
+    inner = world_llm()
+    down = {"on": True}
+
+    def flaky(messages, **kw):  # type: ignore[no-untyped-def]
+        if down["on"] and "Second question:" in (messages[-1].content or ""):
+            raise LLMError("503", is_retryable=True)
+        return inner.default(messages, **kw)  # type: ignore[misc,operator]
+
+    _pipeline(tmp_path, ScriptedLLM(default=flaky)).run()
+    assert (tmp_path / "hop2.jsonl").read_text() == ""  # unfinished, not written as a failure
+    down["on"] = False
+    _pipeline(tmp_path, ScriptedLLM(default=flaky)).run()
+    assert len((tmp_path / "benchmark.jsonl").read_text().splitlines()) == 3
+
+
+def test_max_per_type_balances_domains(tmp_path: Path) -> None:
+    cfg = _cfg()
+    cfg.docs = 3
+    cfg.sampling.max_per_type = 1
+    p = _pipeline(tmp_path, cfg=cfg)
+    docs = p.sample()
+    assert sorted(d.domain for d in docs) == ["history", "religion"]  # only two domains exist: 1 each

@@ -81,7 +81,7 @@ def candidate_hop(oracle: Oracle, chain: Sequence[Hop], doc: Hit, templates: Seq
     atomic: dict[str, Any] = {"template": template, "atomic_question": q, "atomic_answer": a, "atomic_aliases": aliases}
     checks = [Check(name="link", passed=True, raw=[prov.raw_output or ""]), *pair.checks]
     if pair.status != "accepted":
-        return Hop(**base, **atomic, question="", answer="", reason=f"atomic {pair.reason}", checks=checks)
+        return Hop(**base, **atomic, question="", answer="", reason=f"atomic: {pair.reason}", checks=checks)
     last = chain[-1]
     user = (f"Template: {template}\nFirst question: {last.question}\nFirst answer: {last.answer}\n"
             f"Second question: {q}\nSecond answer: {a}")

@@ -20,8 +20,7 @@ def reason_key(reason: str | None) -> str:
     parts = [p.strip() for p in reason.split(":")]
     head = parts[0]
     if head in ("structural", "atomic", "link", "compose", "semantic") and len(parts) > 1:
-        sub = parts[1].split(" ")[0] if head != "atomic" else parts[1]
-        return f"{head}: {sub}"
+        return f"{head}: {parts[1].split(' ')[0] if head != 'atomic' else parts[1]}"
     return head
 
 
@@ -58,7 +57,7 @@ def build_metrics(p: TracerPipeline, docs: list[DocRecord], chains: list[Chain],
         funnel.append({"stage": f"hop{level}: extend + verify", "in": len(recs),
                        "out": sum(r.status == "verified" for r in recs),
                        "rejected": dict(Counter("no related document" if not r.attempts else
-                                                f"{_failed_stage(r.attempts[-1])}: {reason_key(r.attempts[-1].reason)}"
+                                                reason_key(r.attempts[-1].reason)
                                                 for r in recs if r.status != "verified"))})
         funnel.append({"stage": f"hop{level}: candidate attempts", "in": len(attempts) + sum(
             r.status == "verified" for r in recs), "out": sum(r.status == "verified" for r in recs),

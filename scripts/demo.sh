@@ -28,6 +28,19 @@ $AG synth ragshaper --kb "$KB_DIR" --seeds "$N_SEEDS" --llm embedded --out "$OUT
   --set curator.max_depth=2 --set curator.max_tokens=128 --set curator.max_observation_chars=200 \
   --set distractors.docs_per_call=1 --set distractors.max_tokens=160 --set qa.max_tokens=768 \
   --set elicit.max_steps=3 --set elicit.max_tokens=128
+# --- Tracer step: a verified hop-aware benchmark from 3 documents, 2 hops, embedded model ---
+# (titles of the HotpotQA dev / 2Wiki dev files are excluded from sampling and retrieval; a 135M model
+# rarely passes the three-stage verification, so an empty benchmark is an honest outcome)
+$AG synth tracer --kb "$KB_DIR" --llm embedded --docs 3 --max-hops 2 --out "$OUT/tracer" \
+  --exclude "$SHARED_DATA/hotpotqa/dev_distractor_200.jsonl" --exclude "$SHARED_DATA/2wikimultihopqa/dev_with_context_164.jsonl" \
+  --set compose.candidates_per_hop=1 --set concurrency=1
+$AG synth tracer review --run "$OUT/tracer"
+if [ -s "$OUT/tracer/benchmark.jsonl" ]; then
+  $AG eval --dataset "$OUT/tracer/benchmark.jsonl" --kb "$KB_DIR" --agent react --llm embedded --limit 1 --maxd \
+    --concurrency 1 --out "$OUT/eval_tracer" --set agent_config.max_steps=3 --set agent_config.top_k=3
+else
+  echo "no verified multi-hop item was built; skipping agentrag eval on the Tracer benchmark"
+fi
 # --- train step: 2 observation-masked SFT steps on the RAGShaper export ---
 SFT_DATA="$OUT/ragshaper/sft/trl_sft.jsonl"
 if [ -s "$SFT_DATA" ]; then

@@ -29,6 +29,7 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.export",
     "agentrag.train",
     "agentrag.synth.ragshaper",
+    "agentrag.synth.tracer",
 ]
 
 # name -> module it lives in. Add a line here when a PUBLIC_MODULES module grows its __all__.
@@ -39,6 +40,12 @@ _EXPORTS: dict[str, str] = {
     "path_score": "agentrag.synth.ragshaper", "RagShaperPipeline": "agentrag.synth.ragshaper",
     "RagShaperComponents": "agentrag.synth.ragshaper", "RagShaperRunConfig": "agentrag.synth.ragshaper",
     "run_ragshaper": "agentrag.synth.ragshaper",
+    # synthesizers: AgenticRAGTracer builder
+    "TracerConfig": "agentrag.synth.tracer", "TracerRunConfig": "agentrag.synth.tracer",
+    "TracerPipeline": "agentrag.synth.tracer", "TracerComponents": "agentrag.synth.tracer",
+    "export_benchmark": "agentrag.synth.tracer", "audit_exports": "agentrag.synth.tracer",
+    "fleiss_kappa": "agentrag.synth.tracer", "read_labels": "agentrag.synth.tracer",
+    "write_review_sheet": "agentrag.synth.tracer",
     # export and training
     "to_trl_records": "agentrag.export", "to_sharegpt": "agentrag.export",
     "write_sft_export": "agentrag.export", "to_trl_dpo": "agentrag.export", "to_alpaca_dpo": "agentrag.export",

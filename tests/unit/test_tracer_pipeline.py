@@ -140,3 +140,19 @@ def test_max_per_type_balances_domains(tmp_path: Path) -> None:
     p = _pipeline(tmp_path, cfg=cfg)
     docs = p.sample()
     assert sorted(d.domain for d in docs) == ["history", "religion"]  # only two domains exist: 1 each
+
+
+def test_bad_exclude_files_name_file_line_field(tmp_path: Path) -> None:
+    import pytest
+
+    from agentrag.errors import UserError
+
+    with pytest.raises(UserError, match="not found"):
+        excluded_titles([tmp_path / "missing.jsonl"])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"title": "ok"}) + "\n" + json.dumps({"context": [["t", []], 5]}) + "\n")
+    with pytest.raises(UserError, match=r"bad\.jsonl:2: field 'context\[1\]'"):
+        excluded_titles([bad])
+    plain = tmp_path / "titles.txt"
+    plain.write_text("Amherst,  Victoria\n\nWesleyanism\n")
+    assert excluded_titles([plain]) == {"amherst, victoria", "wesleyanism"}

@@ -5,7 +5,7 @@ set -euo pipefail
 OUT=${1:-runs/demo}
 AG=".venv/bin/agentrag"
 mkdir -p "$OUT"
-if [ "${DEMO_QUICK:-0}" = 1 ]; then N_EVAL=1; N_SEEDS=1; else N_EVAL=10; N_SEEDS=2; fi
+if [ "${DEMO_QUICK:-0}" = 1 ]; then N_EVAL=1; N_SEEDS=1; N_DOCS=1; else N_EVAL=10; N_SEEDS=2; N_DOCS=3; fi
 # --- doctor: every embedded component checked the way the pipelines use it (fails loudly, early) ---
 $AG doctor
 # --- KB step: build the KB over the shared multi-hop contexts once, reuse it after ---
@@ -28,10 +28,10 @@ $AG synth ragshaper --kb "$KB_DIR" --seeds "$N_SEEDS" --llm embedded --out "$OUT
   --set curator.max_depth=2 --set curator.max_tokens=128 --set curator.max_observation_chars=200 \
   --set distractors.docs_per_call=1 --set distractors.max_tokens=160 --set qa.max_tokens=768 \
   --set elicit.max_steps=3 --set elicit.max_tokens=128
-# --- Tracer step: a verified hop-aware benchmark from 3 documents, 2 hops, embedded model ---
+# --- Tracer step: a verified hop-aware benchmark from N_DOCS documents, 2 hops, embedded model ---
 # (titles of the HotpotQA dev / 2Wiki dev files are excluded from sampling and retrieval; a 135M model
 # rarely passes the three-stage verification, so an empty benchmark is an honest outcome)
-$AG synth tracer --kb "$KB_DIR" --llm embedded --docs 3 --max-hops 2 --out "$OUT/tracer" \
+$AG synth tracer --kb "$KB_DIR" --llm embedded --docs "$N_DOCS" --max-hops 2 --out "$OUT/tracer" \
   --exclude "$SHARED_DATA/hotpotqa/dev_distractor_200.jsonl" --exclude "$SHARED_DATA/2wikimultihopqa/dev_with_context_164.jsonl" \
   --set compose.candidates_per_hop=1 --set concurrency=1
 $AG synth tracer review --run "$OUT/tracer"

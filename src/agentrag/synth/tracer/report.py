@@ -65,8 +65,10 @@ def build_metrics(p: TracerPipeline, docs: list[DocRecord], chains: list[Chain],
         spent = sum(r.calls for r in recs)
         cumulative += spent
         verified = sum(r.status == "verified" for r in recs)
+        tried = len(attempts) + verified
         calls_by_level[str(level)] = {
-            "calls": spent, "verified": verified,
+            "calls": spent, "chains": len(recs), "candidates_tried": tried, "verified": verified,
+            "calls_per_candidate": round(spent / tried, 1) if tried else None,
             "calls_per_verified_this_level": round(spent / verified, 1) if verified else None,
             "calls_per_verified_cumulative": round(cumulative / verified, 1) if verified else None}
     by_hops_type = Counter((c.depth, c.template) for c in chains for _ in [0] if c.depth >= 2)
@@ -89,7 +91,8 @@ def report_sections(m: dict[str, Any]) -> list[dict[str, Any]]:
     funnel_rows = [[r["stage"], r["in"], r["out"], ", ".join(f"{k}: {v}" for k, v in r["rejected"].items())]
                    for r in m["funnel"]]
     hop_rows = [[h, t, n] for h, by in sorted(m["per_hop_by_type"].items()) for t, n in sorted(by.items())]
-    call_rows = [[lv, v["calls"], v["verified"], v["calls_per_verified_this_level"], v["calls_per_verified_cumulative"]]
+    call_rows = [[lv, v["calls"], v["candidates_tried"], v["calls_per_candidate"], v["verified"],
+                  v["calls_per_verified_this_level"], v["calls_per_verified_cumulative"]]
                  for lv, v in m["llm_calls"]["by_level"].items()]
     dom = m["domain_mix_docs"]
     return [
@@ -97,7 +100,8 @@ def report_sections(m: dict[str, Any]) -> list[dict[str, Any]]:
          "headers": ["stage", "in", "out", "rejected (reason: count)"], "rows": funnel_rows},
         {"title": "Verified items per hop count and type", "headers": ["hops", "type", "items"], "rows": hop_rows},
         {"title": "LLM calls (generator + judge)", "text": f"sampling {m['llm_calls']['sample']}, atomic QA "
-         f"{m['llm_calls']['atomic']}", "headers": ["level", "calls", "verified", "calls / verified (level)",
+         f"{m['llm_calls']['atomic']}", "headers": ["level", "calls", "candidates tried", "calls / candidate",
+                                                   "verified", "calls / verified (level)",
                                                    "calls / verified (cumulative)"], "rows": call_rows},
         {"title": "Domain mix (sampled documents)", "headers": ["domain", "docs"],
          "rows": [[k, v] for k, v in sorted(dom.items())]},

@@ -21,8 +21,8 @@ ANNOTATE_SCHEMA: dict[str, Any] = {
 ATOMIC_SYSTEM = (
     "You write factual single-hop questions from one encyclopedia passage. Each question must be "
     "answerable from the passage alone, name its subject explicitly (no 'he', 'it', 'this passage'), and "
-    "have a short answer: an entity, a name, a place, a date or a value with its unit, copied from the "
-    "passage. Avoid answers that are only a bare number. List other common names of the answer as aliases. "
+    "have a short answer of 1 to 5 words: an entity, a name, a place, a date or a value with its unit, "
+    "copied from the passage. Avoid answers that are only a bare number. List other common names of the answer as aliases. "
     'Reply with JSON only: {"pairs": [{"question": "...", "answer": "...", "aliases": ["..."]}]}.'
 )
 PAIR_SCHEMA: dict[str, Any] = {

@@ -21,6 +21,8 @@ def reason_key(reason: str | None) -> str:
     head = parts[0]
     if head in ("structural", "atomic", "link", "compose", "semantic") and len(parts) > 1:
         return f"{head}: {parts[1].split(' ')[0] if head != 'atomic' else parts[1]}"
+    if len(parts) > 1 and parts[1].split(" ")[0] in ("parse_error", "llm_error", "judge"):
+        return f"{head}: {parts[1]}"
     return head
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentrag.kb.base import Retriever
-from agentrag.records import Hit
+from agentrag.records import Hit, Provenance
 from agentrag.synth.tracer.atomic import filter_pair, parse_pair
 from agentrag.synth.tracer.oracle import Oracle
 from agentrag.synth.tracer.prompts import COMPOSE_SCHEMA, COMPOSE_SYSTEM, LINK_SCHEMA, LINK_SYSTEM
@@ -107,17 +107,18 @@ def extend(oracle: Oracle, kb: Retriever, chain_id: str, chain: Sequence[Hop], e
     level = len(chain) + 1
     templates = ["inference", "comparison"] if level == 2 else list(dict.fromkeys(cfg.extension_templates))
     rid = f"{chain_id}-h{level}"
+    prov = Provenance(stage=f"hop{level}", model=getattr(oracle.llm, "model", ""))
     docs = related_docs(kb, chain, excluded, cfg.retrieve_k, cfg.method, cfg.candidates_per_hop)
     attempts: list[Hop] = []
     for doc in docs:
         hop = candidate_hop(oracle, chain, doc, templates)
         if hop.verified:
             return HopRecord(id=rid, chain_id=chain_id, level=level, status="verified", hop=hop, attempts=attempts,
-                             calls=oracle.calls, elapsed=time.monotonic() - start)
+                             calls=oracle.calls, elapsed=time.monotonic() - start, provenance=prov)
         attempts.append(hop)
     reason = "no related document retrieved" if not docs else "; ".join(a.reason or "?" for a in attempts)
     return HopRecord(id=rid, chain_id=chain_id, level=level, status="failed", reason=reason, attempts=attempts,
-                     calls=oracle.calls, elapsed=time.monotonic() - start)
+                     calls=oracle.calls, elapsed=time.monotonic() - start, provenance=prov)
 
 
 __all__ = ["related_docs", "candidate_hop", "extend"]

@@ -102,9 +102,9 @@ def test_structural_rejects_leakage_concatenation_and_missing_bridge() -> None:
     assert not leak.passed and "leakage" in leak.reason and "Wesleyan church" in leak.reason
     concat = structural([_hop1()], _hop2("What type of church was established in Amherst, Victoria by 1857 and "
                                          "which theological perspective is it associated with?"))
-    assert not concat.passed and "trivial concatenation" in concat.reason
+    assert not concat.passed and "structural: trivial_concatenation" in concat.reason
     unbridged = structural([_hop1()], _hop2(atomic_q="Which theological perspective did John Smith hold?"))
-    assert not unbridged.passed and "not bridged" in unbridged.reason
+    assert not unbridged.passed and "structural: not_bridged" in unbridged.reason
     drops = structural([_hop1()], _hop2("Which theological perspective is associated with a famous chapel?"))
     assert not drops.passed and "drops the content" in drops.reason
     final = structural([_hop1()], _hop2("Is Arminianism the perspective of the type of church established in "
@@ -124,7 +124,7 @@ def test_structural_comparison_answer_must_be_a_named_option() -> None:
     good = "Which star has a higher effective temperature, Omega Persei or HD 195564?"
     assert structural([h1], comp(good, "HD 195564")).passed
     bad = structural([h1], comp(good, "Vega"))
-    assert not bad.passed and "comparison answer" in bad.reason
+    assert not bad.passed and "structural: comparison_answer" in bad.reason
     leak = structural([h1], comp("Which star is hotter, Omega Persei at 4,586 K or HD 195564?", "HD 195564"))
     assert not leak.passed and "4,586 K" in leak.reason
 

@@ -50,7 +50,7 @@ def structural(prev: Sequence[Hop], cand: Hop) -> Check:
         return Check(name="structural", passed=False, reason=f"structural: {reason}")
 
     if not q.endswith("?") or len(q.split()) < 5:
-        return fail("not a well-formed question")
+        return fail("malformed: not a well-formed question")
     for h in [*prev, cand] if cand.template == "comparison" else prev:
         if _contains(q, h.atomic_answer):
             return fail(f"leakage: the intermediate answer {h.atomic_answer!r} (hop {h.level}) is in the question")
@@ -61,16 +61,16 @@ def structural(prev: Sequence[Hop], cand: Hop) -> Check:
             return fail("leakage: the final answer is in the question")
         if not (_contains(cand.atomic_question, last.answer)
                 or _content(last.answer) <= _content(cand.atomic_question)):
-            return fail(f"not bridged: the new atomic question does not name the previous answer {last.answer!r}")
+            return fail(f"not_bridged: the new atomic question does not name the previous answer {last.answer!r}")
     else:
         ans = normalize_answer(cand.answer)
         if ans not in ("yes", "no") and not _contains(q, cand.answer):
-            return fail("comparison answer is neither yes/no nor one of the entities named in the question")
+            return fail("comparison_answer: neither yes/no nor one of the entities named in the question")
     if q.count("?") > 1 or _CONCAT.search(q):
-        return fail("trivial concatenation of sub-questions")
+        return fail("trivial_concatenation: sub-questions joined without integration")
     prev_terms = _content(last.question) - _content(last.answer)
     if prev_terms and len(prev_terms & _content(q)) / len(prev_terms) < 0.3:
-        return fail("not bridged: the question drops the content of the previous hop's question")
+        return fail("not_bridged: the question drops the content of the previous hop's question")
     return Check(name="structural", passed=True)
 
 

@@ -65,6 +65,7 @@ def build(
             raise UserError("no run directory: pass --out DIR")
         if not cfg.kb:
             raise UserError("no knowledge base: pass --kb DIR (build one with `agentrag kb build`)")
+        excluded = frozenset(excluded_titles(cfg.exclude))  # bad files fail before anything is written
         main_kb = KnowledgeBase.load(cfg.kb)
         run = RunDir(out)
         run.write_config(cfg)
@@ -72,7 +73,7 @@ def build(
         gen = resolve_llm(cfg.llm, cache=cache)
         judge_llm = gen if (cfg.judge or cfg.llm) == cfg.llm else resolve_llm(cfg.judge or cfg.llm, cache=cache)
         comps = TracerComponents(llm=gen, judge=judge_llm, kb=main_kb, passages=list(main_kb.passages()),
-                                 excluded_titles=frozenset(excluded_titles(cfg.exclude)))
+                                 excluded_titles=excluded)
         with _progress_bars() as progress:
             metrics = TracerPipeline(run, cfg, comps, progress=progress).run()
         metrics["llm_stats"] = {"llm": gen.stats() if hasattr(gen, "stats") else None,

@@ -73,11 +73,11 @@ def build_metrics(p: TracerPipeline, docs: list[DocRecord], chains: list[Chain],
             "calls_per_candidate": round(spent / tried, 1) if tried else None,
             "calls_per_verified_this_level": round(spent / verified, 1) if verified else None,
             "calls_per_verified_cumulative": round(cumulative / verified, 1) if verified else None}
-    by_hops_type = Counter((c.depth, c.template) for c in chains for _ in [0] if c.depth >= 2)
-    per_hop: dict[str, dict[str, int]] = {}
+    by_hops_type = Counter((c.depth, c.template) for c in chains if c.depth >= 2)
+    per_hop: dict[str, Counter[str]] = {}
     for c in chains:
         for level in range(2, c.depth + 1):
-            per_hop.setdefault(f"{level}hop", Counter())[c.template] += 1  # type: ignore[index]
+            per_hop.setdefault(f"{level}hop", Counter())[c.template] += 1
     return {
         "name": name, "elapsed": round(elapsed, 1), "sampling": p.sampling_stats, "funnel": funnel,
         "per_hop_by_type": {k: dict(v) for k, v in per_hop.items()},

@@ -1,4 +1,4 @@
-"""What the synthesizers share: JSON calls with provenance, and the stage-failure rule.
+"""What the synthesizers share: JSON calls with provenance, the progress-callback type.
 
 ``call_json`` asks an LLM for a JSON object under a schema and never raises for a model failure:
 an unparsable output or a failed call comes back as an error string with the raw output in the
@@ -71,10 +71,4 @@ def call_json(llm: LLM, messages: list[Message], schema: dict[str, Any], *, name
         return None, prov, f"parse_error: {exc}"
 
 
-def raise_failures(stage: str, failed: list[Any]) -> None:  # noqa: ARG001
-    """Per-item functions record model failures themselves; anything else escaping is a bug."""
-    if failed:
-        raise failed[0].error
-
-
-__all__ = ["Progress", "prompt_hash", "parse_json", "call_json", "raise_failures"]
+__all__ = ["Progress", "prompt_hash", "parse_json", "call_json"]

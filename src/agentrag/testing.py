@@ -246,4 +246,125 @@ class StubOpenAIServer:
         self._server.server_close()
 
 
-__all__ = ["ScriptedLLM", "FakeRetriever", "HashEmbedder", "ScriptItem", "StubOpenAIServer", "chatml_byte_tokenizer"]
+class GoldDecompositionLLM:
+    """A gold-data fake for EviPath: plays every EviPath role from MuSiQue's own
+    ``question_decomposition`` (raw records, e.g. the lines of ``musique/train_100.jsonl``).
+
+    It recognizes the request by its system prompt: the abductive plan (Eq. 3) lists the
+    sub-questions with ``#k`` placeholders; an iteration (Eq. 4–5) asks every remaining
+    sub-question whose placeholders are known (so independent ones go out in parallel), filled
+    with the earlier answers, and answers when none remain; f_QA (Eq. 6) answers a sub-question
+    with a sentence holding its gold answer; the executor thought selects exactly the golden
+    indices it is shown. As the ``planner_executor`` agent's LLM it does the same from the
+    observations it has received (deductive runs). ``calls`` counts requests.
+    """
+
+    def __init__(self, records: Sequence[dict[str, Any]], *, model: str = "gold-decomposition") -> None:
+        self.model = model
+        self.calls = 0
+        self._lock = threading.Lock()
+        self.items = []
+        for rec in records:
+            subs = [(self._as_question(d["question"]), str(d["answer"])) for d in rec["question_decomposition"]]
+            self.items.append({"question": rec["question"], "answer": str(rec["answer"]), "subs": subs})
+
+    @staticmethod
+    def _as_question(text: str) -> str:
+        text = text.strip()
+        if ">>" in text:
+            subject, relation = (p.strip() for p in text.split(">>", 1))
+            text = f"What is the {relation} of {subject}?"
+        text = text[:1].upper() + text[1:]
+        return text if text.endswith("?") else text.rstrip(" .") + "?"
+
+    @staticmethod
+    def _fill(question: str, answers: Sequence[str]) -> str:
+        filled = re.sub(r"#(\d+)", lambda m: answers[int(m.group(1)) - 1], question)
+        return re.sub(r"\s+\?$", "?", filled)
+
+    def _item(self, text: str) -> dict[str, Any]:
+        for it in self.items:
+            if f"Question: {it['question']}" in text:
+                return it
+        raise LLMError("GoldDecompositionLLM: no known question in the request", is_retryable=False)
+
+    def _batches(self, item: dict[str, Any]) -> list[list[int]]:
+        """Rounds of sub-question indices: each round holds those whose placeholders are known."""
+        done: set[int] = set()
+        rounds = []
+        while len(done) < len(item["subs"]):
+            ready = [k for k, (q, _) in enumerate(item["subs"]) if k not in done
+                     and all(int(j) - 1 in done for j in re.findall(r"#(\d+)", q))]
+            if not ready:
+                break
+            rounds.append(ready)
+            done.update(ready)
+        return rounds
+
+    def _step(self, item: dict[str, Any], n_done: int) -> str:
+        answers = [a for _, a in item["subs"]]
+        rounds = self._batches(item)
+        if n_done >= len(rounds):
+            return (f"<think>All sub-questions are answered, so the answer to the question follows: "
+                    f"{answers[rounds[-1][-1]]}.</think>\n<answer>{item['answer']}</answer>")
+        qs = [self._fill(item["subs"][k][0], answers) for k in rounds[n_done]]
+        known = "; ".join(f"#{k + 1} is {answers[k]}" for r in rounds[:n_done] for k in r)
+        thought = (f"Known so far: {known}. " if known else "Start with the first facts. ") + \
+            f"Now I can ask {len(qs)} sub-question(s) with full names."
+        return f"<think>{thought}</think>\n<action>\n" + "\n".join(f'Search("{q}")' for q in qs) + "\n</action>"
+
+    def _answer_of(self, question: str) -> str:
+        for it in self.items:
+            answers = [a for _, a in it["subs"]]
+            for q, a in it["subs"]:
+                if self._fill(q, answers) == question:
+                    return a
+        return "unknown"
+
+    def _reply(self, messages: list[Message]) -> str:
+        from agentrag.agents.pe_protocol import EXECUTOR_SYSTEM, PLANNER_SYSTEM
+        from agentrag.synth.evipath.answering import QA_SYSTEM, THINK_SYSTEM
+        from agentrag.synth.evipath.planning import PLAN_SYSTEM, STEP_SYSTEM
+
+        system = messages[0].content if messages and messages[0].role == "system" else ""
+        user = "\n".join(m.content or "" for m in messages if m.role == "user")
+        last = messages[-1].content or ""
+        if system == PLAN_SYSTEM:
+            item = self._item(user)
+            return "\n".join(f"{k}. {q}" for k, (q, _) in enumerate(item["subs"], start=1))
+        if system == STEP_SYSTEM:
+            item = self._item(user)
+            return self._step(item, len(re.findall(r"^Step \d+ thought:", user, flags=re.MULTILINE)))
+        if system == PLANNER_SYSTEM:
+            return self._step(self._item(user), sum(1 for m in messages if m.role == "user"
+                                                    and (m.content or "").startswith("Observation:")))
+        if system in (QA_SYSTEM, EXECUTOR_SYSTEM):
+            q = next(line[len("Question: "):] for line in last.splitlines() if line.startswith("Question: "))
+            sentence = f'The answer to "{q}" is {self._answer_of(q)}.'
+            return sentence if system == QA_SYSTEM else f"<think>Looking for: {q}</think>\n<select>[0]</select>\n<answer>{sentence}</answer>"
+        if system == THINK_SYSTEM:
+            gold = last.split("Golden evidence:", 1)[1]
+            idx = sorted({int(i) for i in re.findall(r"^\[(\d+)\]", gold, flags=re.MULTILINE)})
+            am = re.search(r"^Answer: (.*)$", last, flags=re.MULTILINE)
+            qm = re.search(r"^Question: (.*)$", last, flags=re.MULTILINE)
+            return (f"<think>The question asks: {qm.group(1) if qm else ''} The golden evidence {idx} states it."
+                    f"</think>\n<select>{idx}</select>\n<answer>{am.group(1) if am else ''}</answer>")
+        raise LLMError("GoldDecompositionLLM: unknown request (system prompt not an EviPath role)", is_retryable=False)
+
+    def chat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+             response_format: dict[str, Any] | None = None, n: int = 1, **sampling: Any) -> list[Completion]:
+        with self._lock:
+            self.calls += 1
+        text = self._reply(list(messages))
+        usage = Usage(prompt_tokens=sum(len((m.content or "").split()) for m in messages),
+                      completion_tokens=len(text.split()), calls=1)
+        return [Completion(text=text, finish_reason="stop", usage=usage) for _ in range(n)]
+
+    async def achat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                    response_format: dict[str, Any] | None = None, n: int = 1,
+                    **sampling: Any) -> list[Completion]:
+        return self.chat(messages, tools=tools, response_format=response_format, n=n, **sampling)
+
+
+__all__ = ["ScriptedLLM", "FakeRetriever", "HashEmbedder", "ScriptItem", "StubOpenAIServer", "chatml_byte_tokenizer",
+           "GoldDecompositionLLM"]

@@ -12,6 +12,7 @@ from agentrag.agents.config import AgentConfig
 from agentrag.agents.loop import BaseAgent
 from agentrag.agents.navigation import PlainNavigation
 from agentrag.agents.plan_step import PlanStepAgent
+from agentrag.agents.planner_executor import PlannerExecutorAgent
 from agentrag.agents.react import ReactAgent
 from agentrag.agents.reason_ground import ReasonGroundAgent
 from agentrag.agents.search_r1 import SearchR1Agent
@@ -26,6 +27,7 @@ AGENTS: dict[str, type[BaseAgent]] = {
     "plan_step": PlanStepAgent,
     "reason_ground": ReasonGroundAgent,
     "search_r1": SearchR1Agent,
+    "planner_executor": PlannerExecutorAgent,
 }
 
 

@@ -9,10 +9,12 @@ from typing import Annotated, Any
 
 import typer
 
+from agentrag.cli import synth_evipath
 from agentrag.cli.common import ConfigOpt, OutOpt, SetOpt, console, err_console, resolve_config, user_errors
 
 synth_app = typer.Typer(help="Synthesize agentic-RAG training data (tasks, trajectories, SFT exports); "
                         "one command per synthesizer, listed below.", no_args_is_help=True)
+synth_evipath.register(synth_app)
 
 
 @synth_app.command("ragshaper")

@@ -1,4 +1,5 @@
-"""What the synthesizers share: JSON calls with provenance, the progress-callback type.
+"""What the synthesizers share: JSON and text calls with provenance, the progress-callback type,
+rejection-reason counts and usage sums for the funnels.
 
 ``call_json`` asks an LLM for a JSON object under a schema and never raises for a model failure:
 an unparsable output or a failed call comes back as an error string with the raw output in the
@@ -12,7 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from agentrag.errors import LLMError, ParseError
@@ -71,4 +73,38 @@ def call_json(llm: LLM, messages: list[Message], schema: dict[str, Any], *, name
         return None, prov, f"parse_error: {exc}"
 
 
-__all__ = ["Progress", "prompt_hash", "parse_json", "call_json"]
+def call_text(llm: LLM, messages: list[Message], *, stage: str,
+              **sampling: Any) -> tuple[str | None, Provenance, str | None]:
+    """One chat call for free text. Returns ``(text or None, provenance, error)``.
+
+    A non-retryable LLM error comes back as the error string (the caller writes a flagged
+    record); a retryable one (an outage that outlived the backend's retries) is re-raised, so
+    the item stays unfinished and is redone on rerun. Output cut off at ``max_tokens`` comes
+    back with its text and a ``truncated`` error.
+    """
+    prov = Provenance(stage=stage, model=str(getattr(llm, "model", "")), prompt_hash=prompt_hash(messages))
+    try:
+        completion = llm.chat(messages, **sampling)[0]
+    except LLMError as exc:
+        if exc.is_retryable:
+            raise
+        log.warning("%s: LLM call failed: %s", stage, exc)
+        return None, prov, f"llm_error: {exc}"
+    prov.usage = completion.usage if completion.usage.calls else completion.usage + Usage(calls=1)
+    prov.raw_output = completion.text or ""
+    if completion.finish_reason == "length":
+        return prov.raw_output, prov, f"truncated: output cut off at max_tokens={sampling.get('max_tokens')}"
+    return prov.raw_output, prov, None
+
+
+def reason_counts(reasons: Iterable[str | None]) -> dict[str, int]:
+    """``{reason kind: count}``; the kind is the text before the first colon."""
+    return dict(Counter((r or "").split(":")[0] for r in reasons if r))
+
+
+def total_usage(provenances: Iterable[Provenance | None]) -> Usage:
+    """The summed token usage of some provenance records."""
+    return sum((p.usage for p in provenances if p is not None), Usage())
+
+
+__all__ = ["Progress", "prompt_hash", "parse_json", "call_json", "call_text", "reason_counts", "total_usage"]

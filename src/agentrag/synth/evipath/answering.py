@@ -1,0 +1,128 @@
+"""Faithful sub-question answering (executor side, §4.2, Eq. 6):
+
+    a_i = f_QA(q_i, F̂),   F̂_i = {ζ ∈ F̂ : cos(φ(ζ), φ(a_i)) > τ},   R_i^(s) = f_think(q_i, a_i, F̂_i, F)
+
+with the single most similar ζ when no evidence passes τ (footnote 1). The thought is written
+over F shuffled with a seeded RNG and shown as an indexed list; the LLM is told which indices
+hold F̂_i (Table 9) and must select them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+
+import numpy as np
+
+from agentrag.agents.pe_protocol import parse_executor, render_evidence
+from agentrag.kb.base import Embedder
+from agentrag.llm.base import LLM
+from agentrag.records import Message, Provenance
+from agentrag.synth.common import call_text
+from agentrag.synth.evipath.config import ExecutorSynthConfig
+from agentrag.synth.evipath.schema import EviItem, SelectionRecord
+
+QA_SYSTEM = (
+    "Answer the question using only the evidence given. Reply with exactly one complete declarative "
+    "sentence that states the answer and names its subject in full (no pronouns), and nothing else.")
+
+THINK_SYSTEM = (
+    "You write the reasoning that leads from a question to its answer through the evidence.\n"
+    "You get a question, a numbered list of evidence that contains irrelevant noise, the answer, and the "
+    "indices of the golden evidence that supports it.\n"
+    "1. Between <think> and </think>, say what the question asks for and summarize what the golden "
+    "evidence states about it. Rely on the golden evidence only; do not mention the other items.\n"
+    "2. Between <select> and </select>, give the indices of the golden evidence, e.g. [3] or [1, 7].\n"
+    "3. Between <answer> and </answer>, restate the given answer as one sentence.")
+
+
+def qa_messages(question: str, evidence: Sequence[str]) -> list[Message]:
+    ev = "\n".join(f"- {' '.join(e.split())}" for e in evidence)
+    return [Message(role="system", content=QA_SYSTEM),
+            Message(role="user", content=f"Evidence:\n{ev}\n\nQuestion: {question}")]
+
+
+def clean_sentence(text: str) -> str:
+    """The answer sentence of an f_QA reply: tags and labels stripped, first non-empty line."""
+    for tag_name in ("answer", "think"):
+        text = text.replace(f"<{tag_name}>", "").replace(f"</{tag_name}>", "")
+    for line in text.splitlines():
+        line = line.strip().removeprefix("Answer:").strip()
+        if line:
+            return line
+    return ""
+
+
+def answer_subquestion(llm: LLM, question: str, item: EviItem, cfg: ExecutorSynthConfig,
+                       ) -> tuple[str, Provenance, str | None]:
+    """a_i = f_QA(q_i, F̂): ``(sentence, provenance, error)``."""
+    evidence = [f.render(cfg.max_fact_chars) for f in item.gold_facts()]
+    text, prov, err = call_text(llm, qa_messages(question, evidence), stage="sub_answers",
+                                max_tokens=cfg.max_tokens, temperature=cfg.temperature)
+    sentence = clean_sentence(text or "")
+    if err is None and not sentence:
+        err = "empty_answer: f_QA returned no sentence"
+    return sentence, prov, err
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each row of ``b`` to the vector ``a``."""
+    na = float(np.linalg.norm(a)) or 1.0
+    nb = np.linalg.norm(b, axis=1)
+    nb[nb == 0] = 1.0
+    return np.asarray((b @ a) / (nb * na), dtype=np.float64)
+
+
+def select_evidence(answer_vec: np.ndarray, evidence_vecs: np.ndarray, tau: float) -> tuple[list[int], list[float],
+                                                                                              bool]:
+    """Eq. 6: indices of the evidence with cosine > τ to the answer; when none, the argmax
+    (footnote 1). Returns ``(indices, similarities, fallback_used)``."""
+    if len(evidence_vecs) == 0:
+        return [], [], False
+    sims = cosine(np.asarray(answer_vec, dtype=np.float64), np.asarray(evidence_vecs, dtype=np.float64))
+    chosen = [i for i, s in enumerate(sims) if s > tau]
+    if chosen:
+        return chosen, [round(float(s), 4) for s in sims], False
+    return [int(np.argmax(sims))], [round(float(s), 4) for s in sims], True
+
+
+def shuffled_order(n: int, seed: int, key: str) -> list[int]:
+    """A permutation of range(n), fixed by (seed, key) across runs and processes."""
+    rng = random.Random(int(hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()[:16], 16))
+    order = list(range(n))
+    rng.shuffle(order)
+    return order
+
+
+def think_messages(question: str, evidence: Sequence[str], answer: str, gold_positions: Sequence[int]) -> list[Message]:
+    golden = "\n".join(f"[{i}] {' '.join(evidence[i].split())}" for i in gold_positions)
+    user = (f"Question: {question}\nSupporting evidence:\n{render_evidence(list(evidence))}\n"
+            f"Answer: {answer}\nGolden evidence:\n{golden}")
+    return [Message(role="system", content=THINK_SYSTEM), Message(role="user", content=user)]
+
+
+def synthesize_selection(llm: LLM, embedder: Embedder, item: EviItem, sub_id: str, question: str, answer: str,
+                         cfg: ExecutorSynthConfig, seed: int) -> SelectionRecord:
+    """F̂_i by Eq. 6 and the executor's thought R_i^(s) over the shuffled, indexed F."""
+    gold = item.gold_facts()
+    vecs = embedder.embed([answer] + [f.render() for f in gold], kind="passage")
+    chosen, sims, fallback = select_evidence(vecs[0], vecs[1:], cfg.tau)
+    order = shuffled_order(len(item.facts), seed, sub_id)
+    evidence = [item.facts[i].render(cfg.max_fact_chars) for i in order]
+    position = {fact_idx: pos for pos, fact_idx in enumerate(order)}
+    gold_positions = sorted(position[gold[c].idx] for c in chosen)
+    text, prov, err = call_text(llm, think_messages(question, evidence, answer, gold_positions), stage="selections",
+                                max_tokens=cfg.max_tokens, temperature=cfg.temperature)
+    parsed = parse_executor(text or "")
+    if err is None and not parsed.thought:
+        err = "parse_error: no <think> in the executor thought"
+    if err is None and parsed.select is None:
+        err = "parse_error: no <select> in the executor thought"
+    return SelectionRecord(id=sub_id, item_id=item.id, question=question, answer=answer, evidence=evidence,
+                           gold_positions=gold_positions, similarities=sims, fallback=fallback, thought=parsed.thought, select=parsed.select,
+                           status="failed" if err else "ok", reason=err, provenance=prov)
+
+
+__all__ = ["QA_SYSTEM", "THINK_SYSTEM", "qa_messages", "clean_sentence", "answer_subquestion", "cosine",
+           "select_evidence", "shuffled_order", "think_messages", "synthesize_selection"]

@@ -1,0 +1,67 @@
+"""``run_evipath``: what ``agentrag synth evipath`` does, as a library call (the CLI only parses
+arguments and prints)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from agentrag.errors import UserError
+from agentrag.exec import Executor
+from agentrag.kb.base import Embedder
+from agentrag.runs import RunDir
+from agentrag.synth.evipath.config import EviPathRunConfig
+from agentrag.synth.evipath.inputs import read_items
+from agentrag.synth.evipath.pipeline import EviPathComponents, EviPathPipeline, Progress
+
+
+def _embedder_factory(cfg: EviPathRunConfig, kb: Any) -> Any:
+    def build() -> Embedder:
+        if cfg.executor.embedder:
+            from agentrag.kb.embedders import load_embedder
+
+            return load_embedder(cfg.executor.embedder)
+        if kb is not None and hasattr(kb, "embedder"):
+            return kb.embedder  # type: ignore[no-any-return]
+        from agentrag.kb.embedders import load_embedder
+
+        return load_embedder()
+
+    return build
+
+
+def run_evipath(cfg: EviPathRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
+                executor: Executor | None = None) -> dict[str, Any]:
+    """Read the datasets, synthesize, gate, export and report into the run directory ``out``.
+
+    Returns the metrics (also in ``out/metrics.json``), with the LLM cache statistics per role.
+    """
+    if not cfg.datasets:
+        raise UserError("no dataset: pass --dataset FILE (raw HotpotQA, 2WikiMultihopQA or MuSiQue)")
+    if cfg.mode == "deductive" and not cfg.kb:
+        raise UserError("--mode deductive runs the planner_executor agent on a knowledge base: pass --kb DIR")
+    items = [it for path in cfg.datasets for it in read_items(path, skip_invalid=cfg.skip_invalid, limit=cfg.limit)]
+    run = RunDir(out)
+    run.write_config(cfg)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # llama.cpp threads wait passively on a shared CPU
+    from agentrag.llm import resolve_llm
+
+    cache = run.file("llm_cache.sqlite")
+    planner = resolve_llm(cfg.llm, cache=cache)
+    executor_llm = planner if (cfg.executor_llm or cfg.llm) == cfg.llm else resolve_llm(cfg.executor_llm or cfg.llm,
+                                                                                        cache=cache)
+    kb = None
+    if cfg.kb:
+        from agentrag.kb import resolve_retriever
+
+        kb = resolve_retriever(cfg.kb)
+    comps = EviPathComponents(planner=planner, executor=executor_llm, embedder=_embedder_factory(cfg, kb), retriever=kb)
+    metrics = EviPathPipeline(run, cfg, comps, progress=progress, executor=executor).run(items, Path(out).name)
+    roles = {"planner+executor": planner} if executor_llm is planner else {"planner": planner, "executor": executor_llm}
+    metrics["llm_calls"] = {k: v.stats() for k, v in roles.items() if hasattr(v, "stats")}
+    run.write_json("metrics.json", metrics)
+    return metrics
+
+
+__all__ = ["run_evipath"]

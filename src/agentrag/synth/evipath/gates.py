@@ -5,7 +5,8 @@ the report with its reason:
 - ``path_complete``: the path ended with an answer (no parse/LLM failure, within the budget);
 - ``select_subset``: every executor ``<select>`` is non-empty and inside F̂_i (its positions);
 - ``no_leakage``: the gold answer does not appear in the plan or a planner thought/action before
-  an observation has returned it (the abductive prompt shows the answer);
+  an observation has returned it (the abductive prompt shows the answer); an answer that the
+  question itself names (comparison questions) is exempt;
 - ``interrogative``: every action is a question (ends with '?') with no unfilled ``#k`` placeholder;
 - ``hops``: the number of sub-questions is at least the dataset's hop count.
 """
@@ -28,7 +29,8 @@ def _contains(text: str, needle: str) -> bool:
 
 def leaked(item: EviItem, plan: PlanRecord, iterations: list[IterationRecord]) -> str | None:
     """Where the gold answer shows up before an observation returned it, or None."""
-    answers = [a for a in item.answers if normalize_answer(a)]
+    # an answer the question itself names (comparisons: "A or B?") is given, not leaked
+    answers = [a for a in item.answers if normalize_answer(a) and not _contains(item.question, a)]
     seen_in_obs = False
     for k, q in enumerate(plan.plan, start=1):
         if any(_contains(q, a) for a in answers):

@@ -26,10 +26,11 @@ from agentrag.synth.evipath.schema import EviItem, IterationRecord, PlanRecord, 
 PLAN_SYSTEM = (
     "You reverse-engineer how a complex question is answered. You get the question, its correct answer "
     "and the evidence that supports it. Work out which facts link the question to the answer and in what "
-    "order, and write the plan as a numbered list of simple sub-questions, one per line, e.g.\n"
-    "1. Who directed Film X?\n2. When was #1 born?\n"
+    "order, and write the plan as a numbered list of simple sub-questions, one per line, in the form\n"
+    "1. <first sub-question>\n2. <next sub-question, with #1 where it needs the answer of 1>\n"
     "Write #k where a sub-question needs the answer of sub-question k. Each sub-question asks for one "
-    "fact. Do not state the final answer anywhere in the plan. Output only the list.")
+    "fact; most questions need two to four. Do not state the final answer anywhere in the plan. Output "
+    "only the list.")
 
 STEP_SYSTEM = (
     "You write one step of a search agent that is solving a complex question. You know the correct "

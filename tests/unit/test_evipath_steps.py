@@ -1,0 +1,236 @@
+"""EviPath steps with hand-made data and ScriptedLLM: Eq. 6 selection, the planner loop (Eq. 3–5),
+the parsers, every quality gate, and the inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentrag.agents.pe_protocol import parse_executor, parse_planner, parse_searches
+from agentrag.errors import LLMError, UserError
+from agentrag.records import Provenance
+from agentrag.synth.evipath.answering import QA_SYSTEM, select_evidence, shuffled_order
+from agentrag.synth.evipath.config import EviPathConfig, GateConfig
+from agentrag.synth.evipath.gates import check_path
+from agentrag.synth.evipath.inputs import read_items
+from agentrag.synth.evipath.planning import PLAN_SYSTEM, STEP_SYSTEM, explore, make_plan, parse_plan
+from agentrag.synth.evipath.schema import EviItem, Fact, IterationRecord, PlanRecord, SelectionRecord
+from agentrag.testing import ScriptedLLM
+
+# --- Eq. 6 --------------------------------------------------------------------------------------
+
+
+def test_eq6_keeps_evidence_above_tau():
+    answer = np.array([1.0, 0.0, 0.0])
+    ev = np.array([[1.0, 0.1, 0.0],    # cos 0.995
+                   [0.0, 1.0, 0.0],    # cos 0
+                   [0.8, 0.6, 0.0],    # cos 0.8
+                   [2.0, 0.0, 0.05]])  # cos 0.9997 (norm does not matter)
+    chosen, sims, fallback = select_evidence(answer, ev, tau=0.9)
+    assert chosen == [0, 3] and not fallback
+    assert sims[1] == pytest.approx(0.0) and sims[2] == pytest.approx(0.8)
+    chosen, _, fallback = select_evidence(answer, ev, tau=0.75)
+    assert chosen == [0, 2, 3] and not fallback
+
+
+def test_eq6_argmax_fallback_when_nothing_passes_tau():
+    answer = np.array([1.0, 0.0])
+    ev = np.array([[0.0, 1.0], [0.6, 0.8], [0.3, 0.95]])  # best cos 0.6 < tau
+    chosen, sims, fallback = select_evidence(answer, ev, tau=0.9)
+    assert chosen == [1] and fallback and max(sims) == pytest.approx(0.6)
+    assert select_evidence(answer, np.zeros((0, 2)), 0.9) == ([], [], False)
+    # strictly greater than tau: equality does not pass, the argmax fallback picks it
+    chosen, _, fallback = select_evidence(answer, np.array([[0.9, np.sqrt(1 - 0.81)]]), tau=0.9)
+    assert chosen == [0] and fallback
+
+
+def test_shuffle_is_a_seeded_permutation():
+    a = shuffled_order(20, 0, "x-i1-q1")
+    assert sorted(a) == list(range(20)) and a == shuffled_order(20, 0, "x-i1-q1")
+    assert a != shuffled_order(20, 1, "x-i1-q1") and a != shuffled_order(20, 0, "x-i1-q2")
+
+
+# --- parsers ------------------------------------------------------------------------------------
+
+
+def test_parsers():
+    assert parse_plan("1. Who directed A?\n2) When was #1 born?\n- Step 3: Compare\nnoise") == [
+        "Who directed A?", "When was #1 born?", "Compare"]
+    action = 'Search("Who directed Up (2009 film)?")\nSearch([1], "When was B born?")'
+    assert parse_searches(action) == ["Who directed Up (2009 film)?", "When was B born?"]
+    turn = parse_planner(f"<think>both films</think>\n<action>{action}</action>")
+    assert turn.thought == "both films" and len(turn.searches) == 2 and turn.answer is None
+    assert parse_planner("<think>done</think><answer> 1960 </answer>").answer == "1960"
+    assert parse_planner("<think>hmm</think>").error
+    assert parse_planner("<action>nothing</action>").error
+    ex = parse_executor("<think>t</think>\n<select> [3, 7] </select>\n<answer>X is Y.</answer>")
+    assert (ex.thought, ex.select, ex.answer, ex.error) == ("t", [3, 7], "X is Y.", None)
+    assert parse_executor("<think>t</think><answer>X.</answer>").error == "no <select> in the executor output"
+
+
+# --- planner loop (Eq. 3–5) with a ScriptedLLM ----------------------------------------------------
+
+
+def _item(**kw) -> EviItem:
+    facts = [Fact(idx=0, title="Film A", text="Film A was directed by Ann Lee."),
+             Fact(idx=1, title="Noise", text="Something unrelated."),
+             Fact(idx=2, title="Film B", text="Film B was directed by Bob Ray."),
+             Fact(idx=3, title="Ann Lee", text="Ann Lee was born in 1950."),
+             Fact(idx=4, title="Bob Ray", text="Bob Ray was born in 1960.")]
+    base = dict(id="q1", question="Which film has the director born earlier, Film A or Film B?", answer="Film A",
+                answers=["Film A"], facts=facts, gold=[0, 2, 3, 4], hops=2)
+    base.update(kw)
+    return EviItem(**base)
+
+
+def _system_is(prompt):
+    return lambda messages: messages[0].content == prompt
+
+
+def test_plan_with_placeholders():
+    llm = ScriptedLLM(["1. Who directed Film A?\n2. Who directed Film B?\n3. When was #1 born?\n4. When was #2 born?"])
+    plan = make_plan(llm, _item(), EviPathConfig())
+    assert plan.status == "ok" and plan.plan[2] == "When was #1 born?"
+    assert llm.requests[0]["messages"][0].content == PLAN_SYSTEM
+    assert "Answer: Film A" in llm.requests[0]["messages"][1].content  # abductive: the answer is shown
+    assert "Ann Lee was born in 1950." in llm.requests[0]["messages"][1].content  # and F̂
+    assert "Something unrelated" not in llm.requests[0]["messages"][1].content
+    bad = make_plan(ScriptedLLM(["I cannot"]), _item(), EviPathConfig())
+    assert bad.status == "failed" and bad.reason.startswith("parse_error")
+
+
+def test_explore_parallel_then_sequential_with_placeholders_filled():
+    planner = ScriptedLLM([
+        '<think>Find both directors first.</think>\n<action>\nSearch("Who directed Film A?")\n'
+        'Search("Who directed Film B?")\n</action>',
+        '<think>#1 is Ann Lee and #2 is Bob Ray; now their birth years.</think>\n<action>\n'
+        'Search("When was Ann Lee born?")\nSearch("When was Bob Ray born?")\n</action>',
+        "<think>Ann Lee (1950) was born before Bob Ray (1960).</think>\n<answer>Film A</answer>"])
+    executor = ScriptedLLM(["Film A was directed by Ann Lee.", "Film B was directed by Bob Ray.",
+                            "Ann Lee was born in 1950.", "Bob Ray was born in 1960."])
+    plan = PlanRecord(id="q1", plan=["Who directed Film A?", "Who directed Film B?", "When was #1 born?",
+                                     "When was #2 born?"], provenance=Provenance(stage="plans"))
+    its, subs = explore(planner, executor, _item(), plan, EviPathConfig())
+    assert [len(i.actions) for i in its] == [2, 2, 0] and its[-1].last and its[-1].answer == "Film A"
+    assert its[1].actions == ["When was Ann Lee born?", "When was Bob Ray born?"]
+    assert its[0].observations == ["Film A was directed by Ann Lee.", "Film B was directed by Bob Ray."]
+    assert [s.id for s in subs] == ["q1-i1-q1", "q1-i1-q2", "q1-i2-q1", "q1-i2-q2"]
+    # the state s_2 carries the plan (with placeholders) and the first iteration's answers
+    state = planner.requests[1]["messages"][1].content
+    assert planner.requests[1]["messages"][0].content == STEP_SYSTEM
+    assert "3. When was #1 born?" in state and "Result: Film A was directed by Ann Lee." in state
+    # f_QA sees the question and F̂ only
+    qa = executor.requests[0]["messages"]
+    assert qa[0].content == QA_SYSTEM and "Question: Who directed Film A?" in qa[1].content
+    assert "Something unrelated" not in qa[1].content
+
+
+def test_explore_flags_failures_and_budget():
+    cfg = EviPathConfig(planner={"max_iterations": 2})
+    loop = ScriptedLLM(default='<think>again</think><action>Search("Who directed Film A?")</action>')
+    its, _ = explore(loop, ScriptedLLM(default="Film A was directed by Ann Lee."), _item(), PlanRecord(
+        id="q1", plan=["x"], provenance=Provenance(stage="plans")), cfg)
+    assert len(its) == 2 and its[-1].last and its[-1].reason.startswith("no_final_answer")
+    its, _ = explore(ScriptedLLM(["no tags at all"]), ScriptedLLM(), _item(), PlanRecord(
+        id="q1", plan=["x"], provenance=Provenance(stage="plans")), cfg)
+    assert its[-1].status == "failed" and its[-1].reason.startswith("parse_error")
+    its, subs = explore(ScriptedLLM(['<think>t</think><action>Search("Who?")</action>']),
+                        ScriptedLLM([LLMError("bad request", is_retryable=False)]), _item(),
+                        PlanRecord(id="q1", plan=["x"], provenance=Provenance(stage="plans")), cfg)
+    assert its[-1].reason.startswith("sub_answer_failed") and subs[0].status == "failed"
+    with pytest.raises(LLMError):  # an outage is not a flagged record: the item stays unfinished
+        explore(ScriptedLLM([LLMError("down", is_retryable=True)]), ScriptedLLM(), _item(),
+                PlanRecord(id="q1", plan=["x"], provenance=Provenance(stage="plans")), cfg)
+
+
+# --- gates ------------------------------------------------------------------------------------
+
+
+def _path(thought1="Find both directors.", actions1=("Who directed Film A?", "Who directed Film B?"),
+          final="Film A", select=(1,), plan=("Who directed Film A?",)):
+    prov = Provenance(stage="x")
+    its = [IterationRecord(id="q1-i1", item_id="q1", n=1, thought=thought1, actions=list(actions1),
+                           observations=["Film A was directed by Ann Lee.", "Film B was directed by Bob Ray."][
+                               :len(actions1)], provenance=prov),
+           IterationRecord(id="q1-i2", item_id="q1", n=2, thought="Ann Lee's film is Film A.", answer=final,
+                           last=True, provenance=prov)]
+    sels = [SelectionRecord(id="q1-i1-q1", item_id="q1", question="Who directed Film A?", answer="a",
+                            gold_positions=[1, 4], select=list(select), provenance=prov)]
+    return PlanRecord(id="q1", plan=list(plan), provenance=prov), its, sels
+
+
+def test_a_good_path_passes_every_gate():
+    plan, its, sels = _path()
+    g = check_path(_item(), plan, its, sels, GateConfig())
+    assert g.passed and set(g.checks) == {"path_complete", "final_answer", "select_subset", "no_leakage",
+                                          "interrogative", "hops"}
+    assert g.executor_kept == ["q1-i1-q1"] and g.n_subquestions == 2
+
+
+@pytest.mark.parametrize("change,gate", [
+    (dict(final="Film B"), "final_answer"),
+    (dict(select=(1, 2)), "select_subset"),
+    (dict(select=()), "select_subset"),
+    (dict(thought1="Film A wins, but find both directors."), "no_leakage"),
+    (dict(plan=("Why does Film A win?",)), "no_leakage"),
+    (dict(actions1=("Director of Film A", "Who directed Film B?")), "interrogative"),
+    (dict(actions1=("Who directed Film A?", "When was #1 born?")), "interrogative"),
+    (dict(actions1=("Who directed Film A?",)), "hops"),
+])
+def test_every_gate_rejects_a_bad_path(change, gate):
+    plan, its, sels = _path(**change)
+    # for leakage the question must not name the answer itself (a comparison's answer is given)
+    item = _item(question="Whose director was born earlier, of the two films?") if gate == "no_leakage" else _item()
+    g = check_path(item, plan, its, sels, GateConfig())
+    assert not g.passed and not g.checks[gate]
+    assert any(r.startswith(f"{gate}:") for r in g.reasons)
+
+
+def test_incomplete_path_is_rejected_with_its_reason():
+    plan, its, sels = _path()
+    its[-1] = its[-1].model_copy(update={"status": "failed", "reason": "parse_error: x", "answer": None})
+    g = check_path(_item(), plan, its, sels, GateConfig())
+    assert not g.checks["path_complete"] and "parse_error" in g.reasons[0]
+
+
+def test_leakage_allowed_after_an_observation_returned_the_answer():
+    item = _item(question="Who directed Film A?", answer="Ann Lee", answers=["Ann Lee"], hops=1)
+    plan, its, sels = _path(final="Ann Lee", actions1=("Who directed Film A?",))
+    assert check_path(item, plan, its, sels, GateConfig()).checks["no_leakage"]  # observed, then used
+    its[0] = its[0].model_copy(update={"thought": "Maybe Ann Lee directed it."})
+    assert not check_path(item, plan, its, sels, GateConfig()).checks["no_leakage"]  # guessed before
+
+
+# --- inputs ------------------------------------------------------------------------------------
+
+
+def test_inputs_from_the_three_raw_formats(data_dir: Path, tmp_path: Path):
+    mus = read_items(data_dir / "musique" / "train_100.jsonl", limit=2)
+    assert len(mus[0].facts) == 20 and len(mus[0].gold) == mus[0].hops == 2
+    hot = read_items(data_dir / "hotpotqa" / "dev_distractor_200.jsonl", limit=1)[0]
+    assert hot.hops == 2 and len(hot.gold) >= 2 and len(hot.facts) > 20  # sentences, not paragraphs
+    first = json.loads((data_dir / "hotpotqa" / "dev_distractor_200.jsonl").open().readline())
+    title, sid = first["supporting_facts"][0]
+    assert hot.facts[hot.gold[0]].title == title
+    wiki = read_items(data_dir / "2wikimultihopqa" / "dev_with_context_164.jsonl", limit=1)[0]
+    assert wiki.gold and wiki.metadata["evidences"]
+
+
+def test_missing_gold_evidence_is_a_user_error_or_a_counted_skip(data_dir: Path, tmp_path: Path):
+    lines = (data_dir / "musique" / "train_100.jsonl").read_text().splitlines()[:3]
+    bad = json.loads(lines[1])
+    for p in bad["paragraphs"]:
+        p["is_supporting"] = False
+    f = tmp_path / "m.jsonl"
+    f.write_text("\n".join([lines[0], json.dumps(bad), lines[2]]) + "\n")
+    with pytest.raises(UserError, match=r"m\.jsonl:2: field 'paragraphs': no gold evidence"):
+        read_items(f)
+    items = read_items(f, skip_invalid=True)
+    assert [i.status for i in items] == ["ok", "skipped", "ok"] and items[1].reason.startswith("invalid_input")
+    flash = tmp_path / "f.jsonl"
+    flash.write_text(json.dumps({"id": "1", "question": "q", "golden_answers": ["a"]}) + "\n")
+    with pytest.raises(UserError, match="gold evidence"):
+        read_items(flash)

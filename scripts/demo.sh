@@ -41,6 +41,11 @@ if [ -s "$OUT/tracer/benchmark.jsonl" ]; then
 else
   echo "no verified multi-hop item was built; skipping agentrag eval on the Tracer benchmark"
 fi
+# --- EviPath step: abductive planner/executor paths for 2 MuSiQue items on the embedded model ---
+# (phi of Eq. 6 = the KB's embedder; short plans and facts keep it to ~1 min; expect an honest funnel)
+$AG synth evipath --dataset "$SHARED_DATA/musique/train_100.jsonl" --llm embedded --kb "$KB_DIR" --limit 2 \
+  --out "$OUT/evipath" --set planner.max_tokens=128 --set planner.max_iterations=3 \
+  --set executor.max_tokens=128 --set executor.max_fact_chars=200
 # --- train step: 2 observation-masked SFT steps on the RAGShaper export ---
 SFT_DATA="$OUT/ragshaper/sft/trl_sft.jsonl"
 if [ -s "$SFT_DATA" ]; then

@@ -5,7 +5,7 @@ set -euo pipefail
 OUT=${1:-runs/demo}
 AG=".venv/bin/agentrag"
 mkdir -p "$OUT"
-if [ "${DEMO_QUICK:-0}" = 1 ]; then N_EVAL=1; N_SEEDS=1; N_DOCS=1; else N_EVAL=10; N_SEEDS=2; N_DOCS=3; fi
+if [ "${DEMO_QUICK:-0}" = 1 ]; then N_EVAL=1; N_SEEDS=1; N_DOCS=1; N_ITEMS=1; else N_EVAL=10; N_SEEDS=2; N_DOCS=3; N_ITEMS=2; fi
 # --- doctor: every embedded component checked the way the pipelines use it (fails loudly, early) ---
 $AG doctor
 # --- KB step: build the KB over the shared multi-hop contexts once, reuse it after ---
@@ -41,9 +41,9 @@ if [ -s "$OUT/tracer/benchmark.jsonl" ]; then
 else
   echo "no verified multi-hop item was built; skipping agentrag eval on the Tracer benchmark"
 fi
-# --- EviPath step: abductive planner/executor paths for 2 MuSiQue items on the embedded model ---
+# --- EviPath step: abductive planner/executor paths for N_ITEMS MuSiQue items on the embedded model ---
 # (phi of Eq. 6 = the KB's embedder; short plans and facts keep it to ~1 min; expect an honest funnel)
-$AG synth evipath --dataset "$SHARED_DATA/musique/train_100.jsonl" --llm embedded --kb "$KB_DIR" --limit 2 \
+$AG synth evipath --dataset "$SHARED_DATA/musique/train_100.jsonl" --llm embedded --kb "$KB_DIR" --limit "$N_ITEMS" \
   --out "$OUT/evipath" --set planner.max_tokens=128 --set planner.max_iterations=3 \
   --set executor.max_tokens=128 --set executor.max_fact_chars=200
 # --- train step: 2 observation-masked SFT steps on the RAGShaper export ---

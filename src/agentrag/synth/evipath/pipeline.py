@@ -22,12 +22,13 @@ from agentrag.exec import Executor, ThreadExecutor, run_items
 from agentrag.kb.base import Embedder, Retriever
 from agentrag.llm.base import LLM
 from agentrag.runs import RunDir
-from agentrag.synth.evipath import report
 from agentrag.synth.evipath.answering import synthesize_selection
 from agentrag.synth.evipath.config import EviPathConfig
 from agentrag.synth.evipath.conversations import executor_messages, planner_messages
 from agentrag.synth.evipath.gates import check_path
 from agentrag.synth.evipath.planning import explore, failed_plan_path, make_plan
+from agentrag.synth.evipath.report import metrics as report_metrics
+from agentrag.synth.evipath.report import sections as report_sections
 from agentrag.synth.evipath.schema import (
     ConversationRecord,
     EviItem,
@@ -222,7 +223,7 @@ class EviPathPipeline:
         return self.write_report(name or self.run_dir.path.name, exported, time.monotonic() - start, wanted)
 
     def write_report(self, name: str, exported: dict[str, Any], elapsed: float, wanted: set[str]) -> dict[str, Any]:
-        metrics = report.metrics(
+        metrics = report_metrics(
             name=name, mode=self.cfg.mode, split=self.cfg.split,
             items=[i for i in self.items if i.id in wanted], plans=self.plans.read(),
             iterations=self.iterations.read(), subs=self.sub_answers.read(), sels=self.selections.read(),
@@ -231,7 +232,7 @@ class EviPathPipeline:
         self.run_dir.write_json("metrics.json", metrics)
         from agentrag.report import write_report
 
-        write_report(self.run_dir.path, f"EviPath run {name} ({self.cfg.mode})", report.sections(metrics))
+        write_report(self.run_dir.path, f"EviPath run {name} ({self.cfg.mode})", report_sections(metrics))
         return metrics
 
 

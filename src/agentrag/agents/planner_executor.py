@@ -75,7 +75,7 @@ class PlannerExecutorAgent(BaseAgent):
             executor_llm = resolve_llm(self.config.executor_llm)
         self.executor_llm: LLM = executor_llm or llm
 
-    def execute(self, question: str, tool: Any) -> tuple[Step, list[Hit]]:
+    def execute(self, question: str, tool: Any) -> Step:
         """One Search: retrieve, then the executor's think/select/answer (the observation)."""
         cfg = self.config
         t0 = time.perf_counter()
@@ -84,7 +84,7 @@ class PlannerExecutorAgent(BaseAgent):
         action = ToolCall(id="", name=SEARCH, arguments={"query": question})
         if result.error or not result.hits:
             return Step(action=action, observation=NO_INFORMATION, hits=result.hits, error=result.error,
-                        latency=time.perf_counter() - t0), result.hits
+                        latency=time.perf_counter() - t0)
         messages = [Message(role="system", content=EXECUTOR_SYSTEM),
                     Message(role="user", content=executor_user(question, texts))]
         sampling = {**self.sampling(), "max_tokens": cfg.executor_max_tokens}
@@ -92,10 +92,9 @@ class PlannerExecutorAgent(BaseAgent):
         text = (out[0].text or "") if out else ""
         parsed = parse_executor(text)
         answer = parsed.answer or NO_INFORMATION
-        step = Step(action=action, observation=answer, hits=result.hits, raw=text,
+        return Step(action=action, observation=answer, hits=result.hits, raw=text,
                     error=parsed.error, usage=out[0].usage if out else Usage(calls=1),
                     latency=time.perf_counter() - t0)
-        return step, result.hits
 
     def _run(self, item: QAItem, traj: Trajectory) -> None:
         cfg = self.config
@@ -131,7 +130,7 @@ class PlannerExecutorAgent(BaseAgent):
                 return
             answers = []
             for j, q in enumerate(parsed.searches[:cfg.max_searches - searches]):
-                step, _ = self.execute(q, tool)
+                step = self.execute(q, tool)
                 searches += 1
                 step.action = step.action.model_copy(update={"id": f"call_{len(traj.steps)}"}) if step.action else None
                 step.thought = parsed.thought if j == 0 else ""

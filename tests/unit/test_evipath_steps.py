@@ -234,3 +234,23 @@ def test_missing_gold_evidence_is_a_user_error_or_a_counted_skip(data_dir: Path,
     flash.write_text(json.dumps({"id": "1", "question": "q", "golden_answers": ["a"]}) + "\n")
     with pytest.raises(UserError, match="gold evidence"):
         read_items(flash)
+
+
+def test_cli_reports_bad_input_as_user_errors(data_dir: Path, tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from agentrag.cli.main import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["synth", "evipath", "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2 and "no dataset" in res.output
+    flash = tmp_path / "f.jsonl"
+    flash.write_text(json.dumps({"id": "1", "question": "q", "golden_answers": ["a"]}) + "\n")
+    res = runner.invoke(app, ["synth", "evipath", "--dataset", str(flash), "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2 and "f.jsonl:1" in res.output
+    res = runner.invoke(app, ["synth", "evipath", "--dataset", str(data_dir / "musique" / "train_100.jsonl"),
+                              "--mode", "deductive", "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2 and "--kb" in res.output
+    res = runner.invoke(app, ["synth", "evipath", "--dataset", str(flash), "--set", "executor.tua=0.5",
+                              "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2 and "tau" in res.output

@@ -73,3 +73,25 @@ def test_train_sft_on_an_evipath_export(data_dir: Path, tmp_path: Path) -> None:
     assert metrics["global_step"] == 2 and len(metrics["losses"]) == 2
     assert all(math.isfinite(x) and x > 0 for x in metrics["losses"])
     assert 0 < metrics["trained_tokens"] < metrics["tokens"]  # system, question and observations masked
+
+
+def test_eval_planner_executor_agent_on_the_embedded_model(data_dir: Path, tmp_path: Path) -> None:
+    from agentrag.kb import KBConfig, KnowledgeBase
+    from agentrag.kb.ingest import pooled_passages
+
+    src = data_dir / "musique" / "train_100.jsonl"
+    sub = tmp_path / "one.jsonl"
+    sub.write_text(src.read_text().splitlines()[0] + "\n")
+    KnowledgeBase.build(pooled_passages([sub]), tmp_path / "kb", KBConfig(), progress=False)
+    res = CliRunner().invoke(app, ["eval", "--dataset", str(sub), "--kb", str(tmp_path / "kb"), "--agent",
+                                   "planner_executor", "--llm", "embedded", "--out", str(tmp_path / "eval"),
+                                   "--set", "agent_config.max_steps=2", "--set", "agent_config.top_k=2",
+                                   "--set", "agent_config.max_tokens=96",
+                                   "--set", "agent_config.executor_max_tokens=64"])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(x) for x in (tmp_path / "eval" / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 1
+    traj = rows[0]["trajectory"]
+    assert traj["agent"] == "planner_executor" and traj["finish_reason"] in (
+        "answered", "no_answer", "max_steps", "parse_error")
+    assert rows[0]["steps"] == sum(1 for s in traj["steps"] if s["action"])  # one step per retrieval

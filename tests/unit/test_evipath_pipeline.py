@@ -16,6 +16,7 @@ from agentrag.runs import RunDir
 from agentrag.synth.evipath import EviPathComponents, EviPathConfig, EviPathPipeline, read_items
 from agentrag.synth.evipath.schema import ConversationRecord, GateRecord, SelectionRecord
 from agentrag.testing import FakeRetriever, GoldDecompositionLLM, HashEmbedder, ScriptedLLM
+from extras_check import require_module
 
 N = 6
 
@@ -161,6 +162,7 @@ def test_deductive_mode_runs_the_agent_on_the_kb(tmp_path: Path, records, musiqu
 @pytest.mark.parametrize("split,roles", [("planner", {"planner"}), ("executor", {"executor"}),
                                          ("both", {"planner", "executor"})])
 def test_export_splits_load_with_datasets(tmp_path: Path, records, musique: Path, split, roles):
+    require_module("datasets", "train")
     from datasets import load_dataset
 
     _run(tmp_path / "run", GoldDecompositionLLM(records), musique, split=split)
@@ -178,11 +180,12 @@ def test_export_splits_load_with_datasets(tmp_path: Path, records, musique: Path
 
 
 def test_export_masks_only_non_assistant_tokens(tmp_path: Path, records, musique: Path):
-    pytest.importorskip("transformers")
+    require_module("transformers", "train")
+    require_module("trl", "train")
     from agentrag.export.masking import assistant_mask, render
-    from agentrag.train.model import load_tokenizer
+    from agentrag.testing import chatml_byte_tokenizer
 
-    tok = load_tokenizer("embedded")
+    tok = chatml_byte_tokenizer()
     _run(tmp_path / "run", GoldDecompositionLLM(records), musique)
     rows = [json.loads(x) for x in (tmp_path / "run" / "sft" / "trl_sft.jsonl").read_text().splitlines()]
     for rec in [rows[0], next(r for r in rows if len(r["messages"]) == 3)]:  # a planner and an executor chat

@@ -246,8 +246,12 @@ def test_cli_reports_bad_input_as_user_errors(data_dir: Path, tmp_path: Path):
     assert res.exit_code == 2 and "no dataset" in res.output
     flash = tmp_path / "f.jsonl"
     flash.write_text(json.dumps({"id": "1", "question": "q", "golden_answers": ["a"]}) + "\n")
-    res = runner.invoke(app, ["synth", "evipath", "--dataset", str(flash), "--out", str(tmp_path / "r")])
+    llm = ["--llm", "openai:m@http://127.0.0.1:9/v1"]  # a reference that is checked without a model file
+    res = runner.invoke(app, ["synth", "evipath", "--dataset", str(flash), *llm, "--out", str(tmp_path / "r")])
     assert res.exit_code == 2 and "f.jsonl:1" in res.output
+    assert not (tmp_path / "r").exists()  # inputs are checked before anything is written
+    res = runner.invoke(app, ["synth", "evipath", "--dataset", str(flash), "--out", str(flash)])
+    assert res.exit_code == 2 and "is an existing file" in res.output
     res = runner.invoke(app, ["synth", "evipath", "--dataset", str(data_dir / "musique" / "train_100.jsonl"),
                               "--mode", "deductive", "--out", str(tmp_path / "r")])
     assert res.exit_code == 2 and "--kb" in res.output

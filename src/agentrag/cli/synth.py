@@ -1,4 +1,4 @@
-"""``agentrag synth``: synthesizers (``ragshaper`` training data, ``tracer`` benchmarks)."""
+"""``agentrag synth``: synthesizers (``ragshaper`` and ``evipath`` training data, ``tracer`` benchmarks)."""
 
 from __future__ import annotations
 

@@ -56,8 +56,8 @@ def _with_progress(cfg: Any, out: Path) -> dict[str, Any]:
 
     from agentrag.synth.evipath import run_evipath
 
-    with Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=False) as bar:
+    with Progress(TextColumn("{task.description:<8}", markup=False), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=False) as bar:
         tasks: dict[str, Any] = {}
 
         def progress(stage: str, done: int, total: int) -> None:
@@ -71,12 +71,11 @@ def _with_progress(cfg: Any, out: Path) -> dict[str, Any]:
 def _summary(metrics: dict[str, Any], path: Path) -> None:
     for row in metrics["funnel"]:
         rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
-        console.print(f"  {row['stage']:<40} {row['in']:>5} -> {row['out']:<5} {rej}", highlight=False)
-    console.print(f"  LLM per item: {metrics['llm_per_item']}  seconds per item: {metrics['seconds_per_item']}",
-                  highlight=False)
+        console.print(f"  {row['stage']:<40} {row['in']:>5} -> {row['out']:<5} {rej}")
+    console.print(f"  LLM per item: {metrics['llm_per_item']}  seconds per item: {metrics['seconds_per_item']}")
     for name, st in metrics.get("llm_calls", {}).items():
-        console.print(f"  LLM {name}: {st}", highlight=False)
-    console.print(f"export: {metrics['export']}", highlight=False)
+        console.print(f"  LLM {name}: {st}")
+    console.print(f"export: {metrics['export']}")
     console.print(f"report: {path / 'report.md'}   metrics: {path / 'metrics.json'}")
 
 

@@ -12,11 +12,11 @@ An item without gold evidence is a :class:`UserError` naming file:line and field
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from agentrag.errors import UserError
 from agentrag.eval.datasets import RAW_FORMATS, TWOWIKI_HOPS, detect_format
+from agentrag.paths import check_input_file
 from agentrag.records import iter_json_objects
 from agentrag.synth.evipath.schema import EviItem, Fact
 
@@ -95,9 +95,7 @@ def _musique(obj: dict[str, Any]) -> dict[str, Any]:
 def read_items(path: str | os.PathLike[str], *, skip_invalid: bool = False,
                limit: int | None = None) -> list[EviItem]:
     """The items of one raw file (format detected from the first record)."""
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"dataset file {str(p)!r} not found")
+    p = check_input_file(path, "dataset")
     fmt = ""
     items: list[EviItem] = []
     seen: set[str] = set()

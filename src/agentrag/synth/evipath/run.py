@@ -10,10 +10,12 @@ from typing import Any
 from agentrag.errors import UserError
 from agentrag.exec import Executor
 from agentrag.kb.base import Embedder
+from agentrag.paths import check_out_dir
 from agentrag.runs import RunDir
 from agentrag.synth.evipath.config import EviPathRunConfig
 from agentrag.synth.evipath.inputs import read_items
 from agentrag.synth.evipath.pipeline import EviPathComponents, EviPathPipeline, Progress
+from agentrag.synth.evipath.schema import EviItem
 
 
 def _embedder_factory(cfg: EviPathRunConfig, kb: Any) -> Any:
@@ -31,17 +33,33 @@ def _embedder_factory(cfg: EviPathRunConfig, kb: Any) -> Any:
     return build
 
 
+def check_inputs(cfg: EviPathRunConfig, out: str | os.PathLike[str]) -> tuple[list[EviItem], Any]:
+    """Everything a run needs, checked before anything is written: (items, KB or None)."""
+    from agentrag.llm.resolve import check_llm_ref
+
+    if not cfg.datasets:
+        raise UserError("no dataset: pass --dataset FILE (raw HotpotQA, 2WikiMultihopQA or MuSiQue)")
+    if cfg.mode == "deductive" and not cfg.kb:
+        raise UserError("--mode deductive runs the planner_executor agent on a knowledge base: pass --kb DIR")
+    check_out_dir(out)
+    for ref in dict.fromkeys([cfg.llm, cfg.executor_llm or cfg.llm]):
+        check_llm_ref(ref)
+    items = [it for path in cfg.datasets for it in read_items(path, skip_invalid=cfg.skip_invalid, limit=cfg.limit)]
+    kb = None
+    if cfg.kb:
+        from agentrag.kb import resolve_retriever
+
+        kb = resolve_retriever(cfg.kb)
+    return items, kb
+
+
 def run_evipath(cfg: EviPathRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
                 executor: Executor | None = None) -> dict[str, Any]:
     """Read the datasets, synthesize, gate, export and report into the run directory ``out``.
 
     Returns the metrics (also in ``out/metrics.json``), with the LLM cache statistics per role.
     """
-    if not cfg.datasets:
-        raise UserError("no dataset: pass --dataset FILE (raw HotpotQA, 2WikiMultihopQA or MuSiQue)")
-    if cfg.mode == "deductive" and not cfg.kb:
-        raise UserError("--mode deductive runs the planner_executor agent on a knowledge base: pass --kb DIR")
-    items = [it for path in cfg.datasets for it in read_items(path, skip_invalid=cfg.skip_invalid, limit=cfg.limit)]
+    items, kb = check_inputs(cfg, out)
     run = RunDir(out)
     run.write_config(cfg)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # llama.cpp threads wait passively on a shared CPU
@@ -51,11 +69,6 @@ def run_evipath(cfg: EviPathRunConfig, out: str | os.PathLike[str], *, progress:
     planner = resolve_llm(cfg.llm, cache=cache)
     executor_llm = planner if (cfg.executor_llm or cfg.llm) == cfg.llm else resolve_llm(cfg.executor_llm or cfg.llm,
                                                                                         cache=cache)
-    kb = None
-    if cfg.kb:
-        from agentrag.kb import resolve_retriever
-
-        kb = resolve_retriever(cfg.kb)
     comps = EviPathComponents(planner=planner, executor=executor_llm, embedder=_embedder_factory(cfg, kb), retriever=kb)
     metrics = EviPathPipeline(run, cfg, comps, progress=progress, executor=executor).run(items, Path(out).name)
     roles = {"planner+executor": planner} if executor_llm is planner else {"planner": planner, "executor": executor_llm}
@@ -64,4 +77,4 @@ def run_evipath(cfg: EviPathRunConfig, out: str | os.PathLike[str], *, progress:
     return metrics
 
 
-__all__ = ["run_evipath"]
+__all__ = ["run_evipath", "check_inputs"]

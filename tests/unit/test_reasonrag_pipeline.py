@@ -9,6 +9,7 @@ import pytest
 
 from agentrag.agents.prompts import FORCE_ANSWER, GROUNDING_SYSTEM
 from agentrag.errors import LLMError
+from agentrag.eval.metrics import f1
 from agentrag.llm.cache import CachedLLM
 from agentrag.records import Message, Passage, QAItem
 from agentrag.runs import RunDir
@@ -171,3 +172,29 @@ def test_outage_leaves_the_question_unfinished(tmp_path):
     pipe2, metrics2 = run(tmp_path, ScriptedLLM(default=policy))
     assert metrics2["unfinished"] == [] and len(pipe2.trees.read()) == 1
     assert pipe2.trees.read()[0].iterations == 8 and kept < 8
+
+
+def mumble(messages: list[Message], **kw: object) -> str:
+    """A policy that never writes a tag (like a very small model)."""
+    seed = int(kw.get("seed") or 0)
+    return f"I think it is John Smith ({seed})." if seed % 3 == 0 else f"Maybe Mary Jones or someone ({seed})."
+
+
+@pytest.mark.parametrize("accept", [False, True])
+def test_untagged_outputs_are_spent_rounds(tmp_path, accept):
+    mcts = config().mcts.model_copy(update={"max_iter": 2, "iterations": 6, "accept_untagged_answer": accept})
+    pipe, metrics = run(tmp_path, ScriptedLLM(default=mumble), config(mcts=mcts))
+    tree = pipe.trees.read()[0]
+    first = [tree.node(c) for c in tree.node("r").children]
+    assert first and all(n.action == "none" and n.stage == "reasoning" and n.flag for n in first)
+    leaves = [n for n in tree.nodes if n.depth == 2]
+    assert leaves and all(n.forced and n.terminal and n.action == "answer" for n in leaves)
+    if accept:  # the untagged forced output is the answer, scored by F1
+        assert all(n.answer == n.response and n.score is not None for n in leaves)
+        assert all(n.score == f1(n.answer, QUESTION.golden_answers) for n in leaves)
+        assert all(n.estimates[0].v == n.score and n.estimates[0].answer == n.answer for n in leaves)
+    else:  # answerless leaves: every branch is pruned, no pair
+        assert all(n.answer is None and n.score == 0.0 for n in leaves)
+        assert metrics["pairs"] == 0
+    for p in pipe.pairs.read():
+        assert p.metadata["chosen_action"] != "none" and p.metadata["rejected_action"] != "none"

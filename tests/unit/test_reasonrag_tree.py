@@ -84,8 +84,8 @@ def test_selection_expands_before_descending_and_skips_terminal_and_exhausted():
     tree.apply(_ev(1, "r", b))
     # r.0 scores higher but is terminal (never re-expanded): r.1 is chosen
     assert select(tree, 2, 1.414, 1.0).id == "r.1"
-    tree.apply(_ev(2, "r.1", None, "invalid"))
-    tree.apply(_ev(3, "r.1", None, "invalid"))
+    tree.apply(_ev(2, "r.1", None, "error"))
+    tree.apply(_ev(3, "r.1", None, "error"))
     assert select(tree, 2, 1.414, 1.0) is None  # r.1 spent its samples without children: exhausted
 
 

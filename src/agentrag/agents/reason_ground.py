@@ -106,11 +106,13 @@ def stage_messages(question: str, y: list[str], stage: str, query: str = "", doc
     return [Message(role="system", content=GROUNDING_SYSTEM), Message(role="user", content=user)]
 
 
-def parse_action(text: str, stage: str, *, forced: bool = False) -> tuple[str | None, str | None]:
+def parse_action(text: str, stage: str, *, forced: bool = False,
+                 accept_untagged_answer: bool = False) -> tuple[str | None, str | None]:
     """The action of one round's output, parsed as the agent does: ``("query", q)`` (Reasoning,
     not forced, a non-empty ``<query>``), ``("answer", a)`` (``<answer>``; ``a`` may be empty),
     ``("evidence", e)`` (Grounding, ``<evidence>``), or ``(None, None)`` when the tag the stage
-    expects is missing."""
+    expects is missing. ``accept_untagged_answer`` takes a forced round's untagged text as its
+    answer (off in the agent; an option of the ReasonRAG tree for models that ignore the tags)."""
     if stage == "grounding" and not forced:
         evidence = extract_tag(text, "evidence")
         return ("evidence", evidence) if evidence is not None else (None, None)
@@ -120,6 +122,8 @@ def parse_action(text: str, stage: str, *, forced: bool = False) -> tuple[str | 
     answer = extract_tag(text, "answer")
     if answer is not None:
         return "answer", answer
+    if forced and accept_untagged_answer and text.strip():
+        return "answer", text.strip()
     return None, None
 
 

@@ -21,6 +21,8 @@ class MCTSConfig(Config):
     top_k: int = Field(default=3, ge=1, description="documents per query (paper E.1: top 3)")
     temperature: float = Field(default=0.8, gt=0.0, description="sampling temperature of expansions")
     max_tokens: int = Field(default=192, ge=16)
+    accept_untagged_answer: bool = Field(default=False, description="take a forced round's untagged output as "
+                                         "its answer (for small models that ignore the tags; the agent does not)")
 
 
 class ValueConfig(Config):
@@ -38,6 +40,8 @@ class PairConfig(Config):
     """Preference-pair construction and filters (§2.2.3)."""
 
     min_gap: float = Field(default=0.01, ge=0.0, description="keep pairs with |dQ| >= this (paper: 0.01)")
+    include_untagged: bool = Field(default=False, description="also pair untagged outputs (action 'none': "
+                                   "Algorithm 1 keeps them in y and leaves the stage unchanged)")
 
 
 class ReasonRagConfig(Config):

@@ -7,8 +7,9 @@ Every sample's seed is derived from (run seed, question id, node id, sample inde
 search draws the same samples as an uninterrupted one and the LLM cache answers those already paid.
 
 Outages (a retryable LLMError / RetrievalError) end the batch: the events so far are returned
-with status ``outage`` and the question stays unfinished. A non-retryable model failure is an
-``error`` event (the sample is spent, the raw output and reason are kept).
+with status ``outage`` and the question stays unfinished. A non-retryable failure (an empty
+output, a failed call or retrieval) is an ``error`` event: the sample is spent, the raw output and
+reason are kept. An output without the stage's tag becomes a flagged ``none`` node.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from agentrag.llm.base import LLM
 from agentrag.records import Hit, Provenance, QAItem, Usage
 from agentrag.synth.common import derive_seed, prompt_hash
 from agentrag.synth.reasonrag.config import ReasonRagConfig
-from agentrag.synth.reasonrag.tree import IterationEvent, Outcome, SearchTree, TreeNode, select
+from agentrag.synth.reasonrag.tree import IterationEvent, SearchTree, TreeNode, select
 from agentrag.synth.reasonrag.values import judge_estimate, spre_estimates
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,8 @@ class StepOut:
 
 
 def take_step(llm: LLM, retriever: Retriever, question: str, y: list[str], stage: str, query: str,
-              documents: str, *, forced: bool, top_k: int, sampling: dict[str, Any]) -> StepOut:
+              documents: str, *, forced: bool, top_k: int, sampling: dict[str, Any],
+              accept_untagged_answer: bool = False) -> StepOut:
     """One round from state (x, y, stage): prompt, sample, parse, and retrieve for a query.
 
     Retryable LLM / retrieval failures propagate (outage); other failures come back as ``error``."""
@@ -67,7 +69,7 @@ def take_step(llm: LLM, retriever: Retriever, question: str, y: list[str], stage
                        error=f"{type(exc).__name__}: {exc}", prompt_hash=ph)
     text = (completion.text or "").strip()
     usage = completion.usage if completion.usage.calls else completion.usage + Usage(calls=1)
-    action, content = parse_action(text, stage, forced=forced)
+    action, content = parse_action(text, stage, forced=forced, accept_untagged_answer=accept_untagged_answer)
     out = StepOut(text, action, content, stage, query, documents, usage=usage, prompt_hash=ph,
                   finish_reason=completion.finish_reason)
     if action is None:
@@ -139,18 +141,21 @@ class QuestionSearch:
         sampling = {"temperature": m.temperature, "max_tokens": m.max_tokens,
                     "seed": derive_seed(self.cfg.seed, self.item.id, parent.id, "expand", j)}
         out = take_step(self.llm, self.retriever, self.item.question, y, parent.stage, parent.query,
-                        parent.documents or NO_DOCUMENTS, forced=forced, top_k=m.top_k, sampling=sampling)
+                        parent.documents or NO_DOCUMENTS, forced=forced, top_k=m.top_k, sampling=sampling,
+                        accept_untagged_answer=m.accept_untagged_answer)
         base: dict[str, Any] = {"id": f"{self.item.id}:{tree.iterations}", "question_id": self.item.id,
                 "iteration": tree.iterations, "selected": parent.id, "raw": out.text, "usage": out.usage}
-        if out.error and not (forced and out.action is None and out.text):
-            outcome: Outcome = "invalid" if out.text and out.action is None else "error"
-            return IterationEvent(outcome=outcome, reason=out.error, **base)
+        if not out.text or (out.error and out.action is not None):  # a failed call, or a failed retrieval
+            return IterationEvent(outcome="error", reason=out.error or "empty output", **base)
         siblings = {tree.node(c).response for c in parent.children}
         if out.text in siblings:
             return IterationEvent(outcome="duplicate", reason="same response as a sibling", **base)
         golds = self.item.golden_answers
+        # an untagged output is a spent round (Algorithm 1): action "none", stage unchanged; a forced
+        # round always ends the trajectory (an untagged forced output is an answerless leaf)
+        action = out.action or ("answer" if forced else "none")
         node = TreeNode(id=f"{parent.id}.{j}", parent=parent.id, depth=parent.depth + 1,
-                        action=out.action or "answer",  # type: ignore[arg-type]
+                        action=action,  # type: ignore[arg-type]
                         stage="terminal" if forced else out.stage,  # type: ignore[arg-type]
                         response=out.text, content=out.content, query=out.query, documents=out.documents,
                         hits=out.hits, forced=forced, usage=out.usage, flag=out.error,

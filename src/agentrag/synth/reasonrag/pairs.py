@@ -29,14 +29,17 @@ def prefix_messages(tree: SearchTree, parent: TreeNode, max_iter: int) -> list[M
                           forced=parent.depth == max_iter - 1)
 
 
-def extract_pairs(tree: SearchTree, *, alpha_label: float, min_gap: float, max_iter: int) -> list[PreferencePair]:
+def extract_pairs(tree: SearchTree, *, alpha_label: float, min_gap: float, max_iter: int,
+                  include_untagged: bool = False) -> list[PreferencePair]:
     """The preference pairs of ``tree`` (see the module docstring); sibling-only, answerless
-    branches and flagged nodes excluded, identical responses and gaps below ``min_gap`` dropped."""
+    branches and flagged nodes (untagged ``none`` outputs unless ``include_untagged``) excluded,
+    identical responses and gaps below ``min_gap`` dropped."""
     nodes = tree.by_id()
     drop = pruned(tree)
     out: list[PreferencePair] = []
     for parent in tree.nodes:
-        kids = [nodes[c] for c in parent.children if c not in drop and nodes[c].flag is None]
+        kids = [nodes[c] for c in parent.children if c not in drop and (
+            nodes[c].flag is None or (include_untagged and nodes[c].action == "none"))]
         if len(kids) < 2:
             continue
         prompt = prefix_messages(tree, parent, max_iter)

@@ -141,7 +141,7 @@ class ReasonRagPipeline:
         v, m = self.cfg.value, self.cfg.mcts
         for tree in self.trees:
             for p in extract_pairs(tree, alpha_label=v.alpha_label, min_gap=self.cfg.pairs.min_gap,
-                                   max_iter=m.max_iter):
+                                   max_iter=m.max_iter, include_untagged=self.cfg.pairs.include_untagged):
                 self.pairs.append(p)
 
     def export(self) -> dict[str, Any]:

@@ -18,12 +18,12 @@ from pydantic import Field
 
 from agentrag.records import Hit, Provenance, Record, Usage
 
-Action = Literal["root", "query", "evidence", "answer"]
+Action = Literal["root", "query", "evidence", "answer", "none"]
 Stage = Literal["reasoning", "grounding", "terminal"]
-Outcome = Literal["child", "duplicate", "invalid", "error"]
+Outcome = Literal["child", "duplicate", "error"]
 
 #: the action letters of Figure 2a (pair types)
-ACTION_LETTER = {"answer": "A", "query": "Q", "evidence": "E"}
+ACTION_LETTER = {"answer": "A", "query": "Q", "evidence": "E", "none": "N"}
 
 
 class Estimate(Record):
@@ -85,8 +85,8 @@ class TreeNode(Record):
 
 class IterationEvent(Record):
     """One MCTS iteration of one question: the node selected for expansion, what the sample gave
-    (a new ``child``, a ``duplicate`` of a sibling, an ``invalid`` output without the stage's tag,
-    or a non-retryable ``error``), the new node with its value estimates, and the call's usage."""
+    (a new ``child``, a ``duplicate`` of a sibling, or a non-retryable ``error`` such as an empty
+    output or a failed call), the new node with its value estimates, and the call's usage."""
 
     id: str
     question_id: str

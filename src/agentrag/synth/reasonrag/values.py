@@ -100,7 +100,7 @@ def spre_estimates(search: QuestionSearch, tree: SearchTree, node: TreeNode) -> 
             sampling = {"temperature": cfg.value.rollout_temperature, "max_tokens": m.max_tokens,
                         "seed": derive_seed(cfg.seed, item.id, node.id, "rollout", i, depth)}
             step = take_step(search.llm, search.retriever, item.question, y, stage, query, docs, forced=forced,
-                             top_k=m.top_k, sampling=sampling)
+                             top_k=m.top_k, sampling=sampling, accept_untagged_answer=m.accept_untagged_answer)
             usage = usage + step.usage
             depth += 1
             if step.text:

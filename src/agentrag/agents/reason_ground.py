@@ -14,6 +14,7 @@ answer. Finish: ``answered``; ``no_answer`` (empty answer, or none in the forced
 
 from __future__ import annotations
 
+import re
 import time
 
 from agentrag.agents.config import ReasonGroundConfig
@@ -123,8 +124,17 @@ def parse_action(text: str, stage: str, *, forced: bool = False,
     if answer is not None:
         return "answer", answer
     if forced and accept_untagged_answer and text.strip():
-        return "answer", text.strip()
+        return "answer", untagged_answer(text)
     return None, None
 
 
-__all__ = ["ReasonGroundAgent", "SEARCH_ACTION", "stage_messages", "parse_action"]
+def untagged_answer(text: str) -> str:
+    """A short answer from untagged text: what follows the last "answer is", up to the end of
+    that sentence (or the first sentence when the phrase is absent)."""
+    found = re.split(r"answer is:?", text, flags=re.IGNORECASE)
+    tail = found[-1] if len(found) > 1 else text
+    first = re.split(r"(?<!\b[A-Z])\.(?:\s|$)|\n", tail.strip(), maxsplit=1)[0]
+    return first.strip(" \"'*:") or text.strip()
+
+
+__all__ = ["ReasonGroundAgent", "SEARCH_ACTION", "stage_messages", "parse_action", "untagged_answer"]

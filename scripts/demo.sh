@@ -48,5 +48,17 @@ if [ -s "$SFT_DATA" ]; then
 else
   echo "no SFT records were exported (no trajectory passed the filter); skipping agentrag train sft"
 fi
+# --- ReasonRAG step: MCTS + SPRE on 2 HotpotQA comparison questions, tiny tree, then 1 DPO step ---
+# (the 135M model ignores the <query>/<answer> tags: max_iter=2 and untagged forced answers)
+sed -n '12p;14p' "$SHARED_DATA/hotpotqa/dev_distractor_200.jsonl" > "$OUT/reasonrag_questions.jsonl"
+$AG synth reasonrag --dataset "$OUT/reasonrag_questions.jsonl" --kb "$KB_DIR" --llm embedded --value spre \
+  --out "$OUT/reasonrag" --concurrency 1 --set mcts.iterations=6 --set mcts.max_iter=2 \
+  --set mcts.max_tokens=64 --set mcts.accept_untagged_answer=true --set pairs.include_untagged=true
+DPO_DATA="$OUT/reasonrag/dpo/trl_dpo.jsonl"
+if [ -s "$DPO_DATA" ]; then
+  $AG train dpo --data "$DPO_DATA" --out "$OUT/train_dpo" --max-steps 1 --set max_length=512 --set beta=0.3
+else
+  echo "no preference pair passed the filters; skipping agentrag train dpo"
+fi
 echo
 echo "demo outputs are under: $OUT"

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from agentrag.agents.prompts import FORCE_ANSWER, GROUNDING_SYSTEM
+from agentrag.agents.reason_ground import untagged_answer
 from agentrag.errors import LLMError
 from agentrag.eval.metrics import f1
 from agentrag.llm.cache import CachedLLM
@@ -174,6 +175,13 @@ def test_outage_leaves_the_question_unfinished(tmp_path):
     assert pipe2.trees.read()[0].iterations == 8 and kept < 8
 
 
+def test_untagged_answer_extraction():
+    assert untagged_answer("No.") == "No"
+    assert untagged_answer("Yes.\n\nSo the answer is no. Really.") == "no"
+    assert untagged_answer('The answer is "Tottenham Hotspur".') == "Tottenham Hotspur"
+    assert untagged_answer("J. R. R. Tolkien wrote it. Later more") == "J. R. R. Tolkien wrote it"
+
+
 def mumble(messages: list[Message], **kw: object) -> str:
     """A policy that never writes a tag (like a very small model)."""
     seed = int(kw.get("seed") or 0)
@@ -190,7 +198,7 @@ def test_untagged_outputs_are_spent_rounds(tmp_path, accept):
     leaves = [n for n in tree.nodes if n.depth == 2]
     assert leaves and all(n.forced and n.terminal and n.action == "answer" for n in leaves)
     if accept:  # the untagged forced output is the answer, scored by F1
-        assert all(n.answer == n.response and n.score is not None for n in leaves)
+        assert all(n.answer == untagged_answer(n.response) and n.score is not None for n in leaves)
         assert all(n.score == f1(n.answer, QUESTION.golden_answers) for n in leaves)
         assert all(n.estimates[0].v == n.score and n.estimates[0].answer == n.answer for n in leaves)
     else:  # answerless leaves: every branch is pruned, no pair

@@ -30,6 +30,7 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.train",
     "agentrag.synth.ragshaper",
     "agentrag.synth.tracer",
+    "agentrag.synth.reasonrag",
 ]
 
 # name -> module it lives in. Add a line here when a PUBLIC_MODULES module grows its __all__.
@@ -46,6 +47,12 @@ _EXPORTS: dict[str, str] = {
     "export_benchmark": "agentrag.synth.tracer", "audit_exports": "agentrag.synth.tracer",
     "fleiss_kappa": "agentrag.synth.tracer", "read_labels": "agentrag.synth.tracer",
     "write_review_sheet": "agentrag.synth.tracer",
+    # synthesizers: ReasonRAG
+    "ReasonRagConfig": "agentrag.synth.reasonrag", "ReasonRagPipeline": "agentrag.synth.reasonrag",
+    "ReasonRagComponents": "agentrag.synth.reasonrag", "QuestionSearch": "agentrag.synth.reasonrag",
+    "extract_pairs": "agentrag.synth.reasonrag", "Estimate": "agentrag.synth.reasonrag",
+    "IterationEvent": "agentrag.synth.reasonrag", "SearchTree": "agentrag.synth.reasonrag",
+    "TreeNode": "agentrag.synth.reasonrag", "q_value": "agentrag.synth.reasonrag",
     # export and training
     "to_trl_records": "agentrag.export", "to_sharegpt": "agentrag.export",
     "write_sft_export": "agentrag.export", "to_trl_dpo": "agentrag.export", "to_alpaca_dpo": "agentrag.export",

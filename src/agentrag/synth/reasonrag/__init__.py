@@ -3,10 +3,10 @@ Estimation (Eq. 1) or judge values (Eq. 6), process-level preference pairs (RAG-
 and the dataset statistics. See docs/reasonrag.md."""
 
 from agentrag.synth.reasonrag.config import ReasonRagConfig
-from agentrag.synth.reasonrag.mcts import QuestionSearch, take_step
+from agentrag.synth.reasonrag.mcts import QuestionSearch
 from agentrag.synth.reasonrag.pairs import extract_pairs
 from agentrag.synth.reasonrag.pipeline import ReasonRagComponents, ReasonRagPipeline
-from agentrag.synth.reasonrag.tree import Estimate, IterationEvent, SearchTree, TreeNode, q_value, select
+from agentrag.synth.reasonrag.tree import Estimate, IterationEvent, SearchTree, TreeNode, q_value
 
-__all__ = ["ReasonRagConfig", "QuestionSearch", "take_step", "extract_pairs", "ReasonRagPipeline",
-           "ReasonRagComponents", "Estimate", "IterationEvent", "SearchTree", "TreeNode", "q_value", "select"]
+__all__ = ["ReasonRagConfig", "QuestionSearch", "extract_pairs", "ReasonRagPipeline", "ReasonRagComponents",
+           "Estimate", "IterationEvent", "SearchTree", "TreeNode", "q_value"]

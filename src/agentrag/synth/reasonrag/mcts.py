@@ -172,7 +172,7 @@ class QuestionSearch:
             est, node.value_usage, flag = judge_estimate(self.judge, self.item, y + [node.response], node,
                                                          self.cfg.value.judge_max_tokens)
             node.estimates = [est] if est is not None else []
-            node.flag = node.flag or flag
+            node.flag = "; ".join(f for f in (node.flag, flag) if f) or None
         return IterationEvent(outcome="child", node=node, **base)
 
 

@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "extract_pairs": "agentrag.synth.reasonrag", "Estimate": "agentrag.synth.reasonrag",
     "IterationEvent": "agentrag.synth.reasonrag", "SearchTree": "agentrag.synth.reasonrag",
     "TreeNode": "agentrag.synth.reasonrag", "q_value": "agentrag.synth.reasonrag",
+    "ReasonRagRunConfig": "agentrag.synth.reasonrag", "run_reasonrag": "agentrag.synth.reasonrag",
     # export and training
     "to_trl_records": "agentrag.export", "to_sharegpt": "agentrag.export",
     "write_sft_export": "agentrag.export", "to_trl_dpo": "agentrag.export", "to_alpaca_dpo": "agentrag.export",

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentrag.cli.common import ConfigOpt, OutOpt, SetOpt, console, err_console, resolve_config, user_errors
+from agentrag.cli.common import ConfigOpt, OutOpt, SetOpt, console, resolve_config, user_errors
 
 
 def reasonrag(
@@ -44,67 +44,23 @@ def reasonrag(
     --kb runs/kb --llm embedded --value spre --limit 2 --out runs/reasonrag --set mcts.iterations=4
     """
     with user_errors():
-        from agentrag.errors import UserError
-        from agentrag.eval.datasets import load_dataset
-        from agentrag.runs import RunDir
+        from agentrag.cli.synth import _progress_bar
         from agentrag.synth.reasonrag.config import ReasonRagRunConfig
+        from agentrag.synth.reasonrag.run import run_reasonrag
 
         base: dict[str, Any] = {"dataset": dataset or None, "kb": kb, "llm": llm, "judge": judge, "limit": limit,
                                 "concurrency": concurrency}
         if value is not None:
             base["value"] = {"kind": value}
         cfg = resolve_config(ReasonRagRunConfig, config, sets, base=base)
-        if not cfg.dataset:
-            raise UserError("no dataset: pass --dataset FILE (repeatable)")
-        if not cfg.kb:
-            raise UserError("no knowledge base: pass --kb DIR or --kb http://host:port")
-        items: list[Any] = []
-        seen: dict[str, str] = {}
-        for path in cfg.dataset:
-            for it in load_dataset(path, limit=cfg.limit):
-                if it.id in seen:
-                    raise UserError(f"{path}: question id {it.id!r} also occurs in {seen[it.id]}; ids must be "
-                                    "unique across --dataset files")
-                seen[it.id] = path
-                it.metadata["source"] = Path(path).name
-                items.append(it)
-        run = RunDir(out)
-        run.write_config(cfg)
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        from agentrag.kb import resolve_retriever
-        from agentrag.llm import resolve_llm
-        from agentrag.synth.reasonrag.pipeline import ReasonRagComponents, ReasonRagPipeline
-
-        cache = run.file("llm_cache.sqlite")
-        policy = resolve_llm(cfg.llm, cache=cache)
-        judge_llm = None if not cfg.judge or cfg.judge == cfg.llm else resolve_llm(cfg.judge, cache=cache)
-        comps = ReasonRagComponents(llm=policy, retriever=resolve_retriever(cfg.kb), judge=judge_llm)
-        metrics = _run_with_progress(ReasonRagPipeline(run, cfg, comps, progress=None), run, items)
-        metrics["llm_cache"] = {name: obj.stats() for name, obj in (("policy", policy), ("judge", judge_llm))
-                                if obj is not None and hasattr(obj, "stats")}
-        run.write_json("metrics.json", metrics)
-        _summary(metrics, run.path)
+        with _progress_bar() as progress:
+            metrics = run_reasonrag(cfg, out, progress=progress)
+        _summary(metrics, out)
         if metrics["unfinished"]:
             console.print(f"[yellow]{len(metrics['unfinished'])} questions unfinished (outage); rerun the same "
                           "command to continue them[/]")
             raise typer.Exit(1)
-
-
-def _run_with_progress(pipeline: Any, run: Any, items: list[Any]) -> dict[str, Any]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=False) as bar:
-        tasks: dict[str, Any] = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        pipeline.progress = progress
-        metrics: dict[str, Any] = pipeline.run(items, name=run.path.name)
-    return metrics
 
 
 def _summary(m: dict[str, Any], path: Path) -> None:

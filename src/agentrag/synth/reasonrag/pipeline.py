@@ -28,7 +28,7 @@ from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import PreferencePair, QAItem, Trajectory
 from agentrag.runs import RunDir
-from agentrag.synth.common import Progress, raise_failures
+from agentrag.synth.common import Progress
 from agentrag.synth.reasonrag import stats
 from agentrag.synth.reasonrag.config import ReasonRagConfig
 from agentrag.synth.reasonrag.mcts import QuestionSearch, Status
@@ -36,6 +36,13 @@ from agentrag.synth.reasonrag.pairs import extract_pairs
 from agentrag.synth.reasonrag.tree import IterationEvent, SearchTree
 
 log = logging.getLogger(__name__)
+
+
+def _raise_failures(failed: list[Any]) -> None:
+    """Per-item functions record model failures and outages themselves; anything else escaping
+    is a bug, raised after the driver has written what finished."""
+    if failed:
+        raise failed[0].error
 
 
 @dataclass
@@ -111,7 +118,7 @@ class ReasonRagPipeline:
                     self.unfinished.add(f.item[0].id)
                 else:
                     bugs.append(f)
-            raise_failures(bugs)
+            _raise_failures(bugs)
             pending = [q for q in pending if q.id not in self.trees and q.id not in self.unfinished]
 
     def run_greedy(self, items: list[QAItem]) -> None:
@@ -134,7 +141,7 @@ class ReasonRagPipeline:
                 return
             self.greedy.append(traj)
 
-        raise_failures(run_items(self.executor, agent.run, todo, stage="greedy", progress=self.progress,
+        _raise_failures(run_items(self.executor, agent.run, todo, stage="greedy", progress=self.progress,
                                  on_result=write))
 
     def build_pairs(self) -> None:

@@ -5,7 +5,7 @@ set -euo pipefail
 OUT=${1:-runs/demo}
 AG=".venv/bin/agentrag"
 mkdir -p "$OUT"
-if [ "${DEMO_QUICK:-0}" = 1 ]; then N_EVAL=1; N_SEEDS=1; N_DOCS=1; N_ITEMS=1; else N_EVAL=10; N_SEEDS=2; N_DOCS=3; N_ITEMS=2; fi
+if [ "${DEMO_QUICK:-0}" = 1 ]; then N_EVAL=1; N_SEEDS=1; N_DOCS=1; N_ITEMS=1; RR_LINES='12p'; else N_EVAL=10; N_SEEDS=2; N_DOCS=3; N_ITEMS=2; RR_LINES='12p;14p'; fi
 # --- doctor: every embedded component checked the way the pipelines use it (fails loudly, early) ---
 $AG doctor
 # --- KB step: build the KB over the shared multi-hop contexts once, reuse it after ---
@@ -52,6 +52,18 @@ if [ -s "$SFT_DATA" ]; then
   $AG train sft --data "$SFT_DATA" --out "$OUT/train_sft" --model embedded --max-steps 2 --set max_length=1024
 else
   echo "no SFT records were exported (no trajectory passed the filter); skipping agentrag train sft"
+fi
+# --- ReasonRAG step: MCTS + SPRE on 2 HotpotQA comparison questions, tiny tree, then 1 DPO step ---
+# (the 135M model ignores the <query>/<answer> tags: max_iter=2 and untagged forced answers)
+sed -n "$RR_LINES" "$SHARED_DATA/hotpotqa/dev_distractor_200.jsonl" > "$OUT/reasonrag_questions.jsonl"
+$AG synth reasonrag --dataset "$OUT/reasonrag_questions.jsonl" --kb "$KB_DIR" --llm embedded --value spre \
+  --out "$OUT/reasonrag" --concurrency 1 --set mcts.iterations=6 --set mcts.max_iter=2 \
+  --set mcts.max_tokens=64 --set mcts.accept_untagged_answer=true --set pairs.include_untagged=true
+DPO_DATA="$OUT/reasonrag/dpo/trl_dpo.jsonl"
+if [ -s "$DPO_DATA" ]; then
+  $AG train dpo --data "$DPO_DATA" --out "$OUT/train_dpo" --max-steps 1 --set max_length=512 --set beta=0.3
+else
+  echo "no preference pair passed the filters; skipping agentrag train dpo"
 fi
 echo
 echo "demo outputs are under: $OUT"

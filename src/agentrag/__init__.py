@@ -31,6 +31,7 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.synth.ragshaper",
     "agentrag.synth.tracer",
     "agentrag.synth.evipath",
+    "agentrag.synth.reasonrag",
 ]
 
 # name -> module it lives in. Add a line here when a PUBLIC_MODULES module grows its __all__.
@@ -51,6 +52,13 @@ _EXPORTS: dict[str, str] = {
     "EviPathConfig": "agentrag.synth.evipath", "EviPathRunConfig": "agentrag.synth.evipath",
     "EviPathComponents": "agentrag.synth.evipath", "EviPathPipeline": "agentrag.synth.evipath",
     "read_items": "agentrag.synth.evipath", "run_evipath": "agentrag.synth.evipath",
+    # synthesizers: ReasonRAG
+    "ReasonRagConfig": "agentrag.synth.reasonrag", "ReasonRagPipeline": "agentrag.synth.reasonrag",
+    "ReasonRagComponents": "agentrag.synth.reasonrag", "QuestionSearch": "agentrag.synth.reasonrag",
+    "extract_pairs": "agentrag.synth.reasonrag", "Estimate": "agentrag.synth.reasonrag",
+    "IterationEvent": "agentrag.synth.reasonrag", "SearchTree": "agentrag.synth.reasonrag",
+    "TreeNode": "agentrag.synth.reasonrag", "q_value": "agentrag.synth.reasonrag",
+    "ReasonRagRunConfig": "agentrag.synth.reasonrag", "run_reasonrag": "agentrag.synth.reasonrag",
     # export and training
     "to_trl_records": "agentrag.export", "to_sharegpt": "agentrag.export",
     "write_sft_export": "agentrag.export", "to_trl_dpo": "agentrag.export", "to_alpaca_dpo": "agentrag.export",

@@ -14,6 +14,7 @@ answer. Finish: ``answered``; ``no_answer`` (empty answer, or none in the forced
 
 from __future__ import annotations
 
+import re
 import time
 
 from agentrag.agents.config import ReasonGroundConfig
@@ -47,14 +48,7 @@ class ReasonGroundAgent(BaseAgent):
         errors_in_a_row = 0
         for i in range(cfg.max_steps):
             forced = i == cfg.max_steps - 1
-            if stage == "reasoning" or forced:
-                user = REASONING_USER.format(question=item.question, history="\n".join(y)).rstrip()
-                if forced:
-                    user += "\n\n" + FORCE_ANSWER
-                messages = [Message(role="system", content=REASONING_SYSTEM), Message(role="user", content=user)]
-            else:
-                user = GROUNDING_USER.format(question=item.question, query=query, documents=documents)
-                messages = [Message(role="system", content=GROUNDING_SYSTEM), Message(role="user", content=user)]
+            messages = stage_messages(item.question, y, stage, query, documents, forced=forced)
             turn = self.chat(messages)
             text = turn.text
             if turn.error is None:
@@ -98,4 +92,49 @@ class ReasonGroundAgent(BaseAgent):
         traj.finish_reason = "no_answer"  # unreachable in practice: the last round returns
 
 
-__all__ = ["ReasonGroundAgent", "SEARCH_ACTION"]
+# -- one step of Algorithm 1, shared with the ReasonRAG MCTS (synth/reasonrag), so the tree's
+#    actions are exactly the agent's steps ----------------------------------------------------
+def stage_messages(question: str, y: list[str], stage: str, query: str = "", documents: str = NO_DOCUMENTS,
+                   *, forced: bool = False) -> list[Message]:
+    """The prompt of one round (Eq. 2 / 4): the Reasoning prompt over x and y (with the forced
+    answer instruction in the last round), or the Grounding prompt over the latest query and docs."""
+    if stage == "reasoning" or forced:
+        user = REASONING_USER.format(question=question, history="\n".join(y)).rstrip()
+        if forced:
+            user += "\n\n" + FORCE_ANSWER
+        return [Message(role="system", content=REASONING_SYSTEM), Message(role="user", content=user)]
+    user = GROUNDING_USER.format(question=question, query=query, documents=documents)
+    return [Message(role="system", content=GROUNDING_SYSTEM), Message(role="user", content=user)]
+
+
+def parse_action(text: str, stage: str, *, forced: bool = False,
+                 accept_untagged_answer: bool = False) -> tuple[str | None, str | None]:
+    """The action of one round's output, parsed as the agent does: ``("query", q)`` (Reasoning,
+    not forced, a non-empty ``<query>``), ``("answer", a)`` (``<answer>``; ``a`` may be empty),
+    ``("evidence", e)`` (Grounding, ``<evidence>``), or ``(None, None)`` when the tag the stage
+    expects is missing. ``accept_untagged_answer`` takes a forced round's untagged text as its
+    answer (off in the agent; an option of the ReasonRAG tree for models that ignore the tags)."""
+    if stage == "grounding" and not forced:
+        evidence = extract_tag(text, "evidence")
+        return ("evidence", evidence) if evidence is not None else (None, None)
+    new_query = extract_tag(text, "query")
+    if new_query and not forced:
+        return "query", new_query
+    answer = extract_tag(text, "answer")
+    if answer is not None:
+        return "answer", answer
+    if forced and accept_untagged_answer and text.strip():
+        return "answer", untagged_answer(text)
+    return None, None
+
+
+def untagged_answer(text: str) -> str:
+    """A short answer from untagged text: what follows the last "answer is", up to the end of
+    that sentence (or the first sentence when the phrase is absent)."""
+    found = re.split(r"answer is:?", text, flags=re.IGNORECASE)
+    tail = found[-1] if len(found) > 1 else text
+    first = re.split(r"(?<!\b[A-Z])\.(?:\s|$)|\n", tail.strip(), maxsplit=1)[0]
+    return first.strip(" \"'*:") or text.strip()
+
+
+__all__ = ["ReasonGroundAgent", "SEARCH_ACTION", "stage_messages", "parse_action", "untagged_answer"]

@@ -83,6 +83,9 @@ def _summary(metrics: dict[str, Any], path: Path) -> None:
 
 
 def register(app: typer.Typer) -> None:
+    from agentrag.cli import synth_reasonrag
+
+    synth_reasonrag.register(synth_app)
     app.add_typer(synth_app, name="synth")
 
 from agentrag.cli.synth_tracer import register as _register_tracer  # noqa: E402

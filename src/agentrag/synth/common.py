@@ -1,5 +1,5 @@
 """What the synthesizers share: JSON and text calls with provenance, the progress-callback type,
-rejection-reason counts and usage sums for the funnels.
+rejection-reason counts and usage sums for the funnels, derived sampling seeds.
 
 ``call_json`` asks an LLM for a JSON object under a schema and never raises for a model failure:
 an unparsable output or a failed call comes back as an error string with the raw output in the
@@ -30,6 +30,15 @@ def prompt_hash(messages: list[Message], extra: Any = None) -> str:
     """A short stable hash of a request (messages + schema), for provenance."""
     blob = json.dumps([[m.role, m.content] for m in messages] + [extra], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def derive_seed(*parts: object) -> int:
+    """A sampling seed in [0, 2^31) derived from ``parts`` (run seed, item id, node id, purpose ...).
+
+    Seeds derived this way make a resumed run draw exactly the samples of an uninterrupted one
+    (and hit the LLM cache for those already paid), whatever order items and workers ran in."""
+    blob = "\x1f".join(str(p) for p in parts).encode("utf-8")
+    return int.from_bytes(hashlib.sha256(blob).digest()[:4], "big") & 0x7FFFFFFF
 
 
 def parse_json(text: str) -> dict[str, Any]:
@@ -107,4 +116,5 @@ def total_usage(provenances: Iterable[Provenance | None]) -> Usage:
     return sum((p.usage for p in provenances if p is not None), Usage())
 
 
-__all__ = ["Progress", "prompt_hash", "parse_json", "call_json", "call_text", "reason_counts", "total_usage"]
+__all__ = ["Progress", "prompt_hash", "derive_seed", "parse_json", "call_json", "call_text", "reason_counts",
+           "total_usage"]

@@ -1,0 +1,114 @@
+"""The run's statistics (Table 1 and Figure 2 of the paper) and its report sections."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from agentrag.eval.metrics import f1
+from agentrag.records import PreferencePair, Trajectory
+from agentrag.synth.reasonrag.tree import IterationEvent, SearchTree, pruned
+
+
+def summary(values: Sequence[float]) -> dict[str, float | None]:
+    """avg / min / med / max (``None`` for an empty list)."""
+    if not values:
+        return {"avg": None, "min": None, "med": None, "max": None}
+    return {"avg": round(statistics.fmean(values), 3), "min": min(values), "med": statistics.median(values),
+            "max": max(values)}
+
+
+def histogram(values: Sequence[float], width: float = 0.1) -> dict[str, int]:
+    """Counts per bin ``[lo, lo + width)`` over [0, 1] (the last bin holds 1.0)."""
+    bins = int(round(1 / width))
+    counts = [0] * bins
+    for v in values:
+        counts[min(bins - 1, max(0, int(v / width)))] += 1
+    return {f"{i * width:.1f}-{(i + 1) * width:.1f}": c for i, c in enumerate(counts)}
+
+
+def run_statistics(trees: Sequence[SearchTree], events: Sequence[IterationEvent], pairs: Sequence[PreferencePair],
+                   greedy: Sequence[Trajectory]) -> dict[str, Any]:
+    """Everything the report shows, as plain JSON."""
+    nodes = [n for t in trees for n in t.nodes if n.id != "r"]
+    kept_nodes = [n for t in trees for n in t.nodes if n.id != "r" and n.id not in pruned(t)]
+    calls_by_q: Counter[str] = Counter()
+    for ev in events:
+        calls_by_q[ev.question_id] += ev.usage.calls + (ev.node.value_usage.calls if ev.node else 0)
+    pairs_by_q = Counter(str(p.metadata.get("question_id")) for p in pairs)
+    greedy_by_q = {g.id: g for g in greedy}
+    compare: list[dict[str, Any]] = []
+    for t in trees:
+        leaves = t.answer_leaves()
+        g = greedy_by_q.get(t.id)
+        compare.append({"question_id": t.id, "best_leaf_f1": max((n.score or 0.0 for n in leaves), default=0.0),
+                        "answer_leaves": len(leaves),
+                        "greedy_answer": g.answer if g else None,
+                        "greedy_f1": f1(g.answer, t.golden_answers) if g else None})
+    greedy_f1: list[float] = [c["greedy_f1"] for c in compare if c["greedy_f1"] is not None]
+    total_calls = sum(calls_by_q.values())
+    return {
+        "questions": len(trees),
+        "status": dict(Counter(t.status for t in trees)),
+        "actions": dict(Counter(n.action for n in nodes)),
+        "actions_kept": dict(Counter(n.action for n in kept_nodes)),
+        "outcomes": dict(Counter(ev.outcome for ev in events)),
+        "mcts_iterations": summary([t.iterations for t in trees]),
+        "reasoning_rounds_of_answer_leaves": summary([n.depth for t in trees for n in t.answer_leaves()]),
+        "response_tokens": summary([n.usage.completion_tokens for n in nodes]),
+        "pairs": len(pairs),
+        "pairs_per_question": round(len(pairs) / len(trees), 3) if trees else None,
+        "pair_types": dict(Counter(str(p.metadata.get("type")) for p in pairs)),
+        "pair_layers": dict(Counter(str(p.metadata.get("layer")) for p in pairs)),
+        "reward_gap_histogram": histogram([float(p.metadata.get("gap", 0.0)) for p in pairs]),
+        "llm_calls": {"total": total_calls,
+                      "per_question": round(total_calls / len(trees), 2) if trees else None,
+                      "per_kept_pair": round(total_calls / len(pairs), 2) if pairs else None,
+                      "by_question": dict(calls_by_q),
+                      "greedy_baseline": sum(g.usage.calls for g in greedy)},
+        "pairs_by_question": dict(pairs_by_q),
+        "best_leaf_vs_greedy": {
+            "mean_best_leaf_f1": round(statistics.fmean([c["best_leaf_f1"] for c in compare]), 3) if compare else None,
+            "mean_greedy_f1": round(statistics.fmean(greedy_f1), 3) if greedy_f1 else None,
+            "per_question": compare},
+    }
+
+
+def report_sections(m: dict[str, Any]) -> list[dict[str, Any]]:
+    """Markdown/HTML report sections of :func:`run_statistics` output (+ run fields)."""
+    def row(name: str, s: dict[str, Any]) -> list[Any]:
+        return [name, s["avg"], s["min"], s["med"], s["max"]]
+
+    actions = m["actions"]
+    total = sum(actions.values()) or 1
+    secs: list[dict[str, Any]] = [
+        {"title": "Dataset statistics (Table 1)",
+         "headers": ["statistic", "value"],
+         "rows": [["questions", m["questions"]], ["preference pairs", m["pairs"]],
+                  ["pairs per question", m["pairs_per_question"]],
+                  *[[f"action: {a}", f"{c} ({100 * c / total:.1f}%)"] for a, c in sorted(actions.items())],
+                  ["actions on answer-reaching branches", sum(m["actions_kept"].values())],
+                  ["LLM calls (tree: expansions + values)", m["llm_calls"]["total"]],
+                  ["LLM calls of the greedy baseline", m["llm_calls"]["greedy_baseline"]], ["LLM calls per question", m["llm_calls"]["per_question"]],
+                  ["LLM calls per kept pair", m["llm_calls"]["per_kept_pair"]]]},
+        {"title": "Distributions (avg / min / med / max)", "headers": ["quantity", "avg", "min", "med", "max"],
+         "rows": [row("MCTS iterations per question", m["mcts_iterations"]),
+                  row("reasoning rounds of answer leaves", m["reasoning_rounds_of_answer_leaves"]),
+                  row("response tokens per action", m["response_tokens"])]},
+        {"title": "Pair types (Figure 2a: chosen-rejected action)", "headers": ["type", "pairs"],
+         "rows": [[k, v] for k, v in sorted(m["pair_types"].items())]},
+        {"title": "Reward gap of the pairs (Figure 2d)", "headers": ["|dQ| bin", "pairs"],
+         "rows": [[k, v] for k, v in m["reward_gap_histogram"].items()]},
+        {"title": "Best leaf of the tree vs the greedy reason_ground agent (F1)",
+         "text": f"mean best-leaf F1 {m['best_leaf_vs_greedy']['mean_best_leaf_f1']}, "
+                 f"mean greedy F1 {m['best_leaf_vs_greedy']['mean_greedy_f1']}",
+         "headers": ["question", "answer leaves", "best leaf F1", "greedy answer", "greedy F1"],
+         "rows": [[c["question_id"], c["answer_leaves"], c["best_leaf_f1"], c["greedy_answer"], c["greedy_f1"]]
+                  for c in m["best_leaf_vs_greedy"]["per_question"]]},
+    ]
+    return secs
+
+
+__all__ = ["run_statistics", "report_sections", "summary", "histogram"]

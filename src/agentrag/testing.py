@@ -87,6 +87,37 @@ class ScriptedLLM:
         return self.chat(messages, tools=tools, response_format=response_format, n=n, **sampling)
 
 
+class OutageLLM:
+    """Fault injection: while ``down`` is true, every call whose request ``fails`` (all calls by
+    default) raises ``LLMError(is_retryable=True)``, as a backend does after its retries on HTTP
+    500; other calls go to ``inner``. Flip ``down`` to False to bring the backend back."""
+
+    def __init__(self, inner: Any = None, *, down: bool = True,
+                 fails: Callable[[list[Message], dict[str, Any]], bool] | None = None, model: str = "outage"):
+        self.inner = inner
+        self.down = down
+        self.fails = fails
+        self.model = getattr(inner, "model", model)
+        self.failures = 0
+        self._lock = threading.Lock()
+
+    def chat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+             response_format: dict[str, Any] | None = None, n: int = 1, **sampling: Any) -> list[Completion]:
+        kwargs = {"tools": tools, "response_format": response_format, **sampling}
+        if self.down and (self.fails is None or self.fails(messages, kwargs)):
+            with self._lock:
+                self.failures += 1
+            raise LLMError("HTTP 500: internal server error (injected outage)", is_retryable=True)
+        if self.inner is None:
+            raise LLMError("OutageLLM: no inner LLM to answer a healthy call", is_retryable=False)
+        return list(self.inner.chat(messages, tools=tools, response_format=response_format, n=n, **sampling))
+
+    async def achat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                    response_format: dict[str, Any] | None = None, n: int = 1,
+                    **sampling: Any) -> list[Completion]:
+        return self.chat(messages, tools=tools, response_format=response_format, n=n, **sampling)
+
+
 _TOKEN = re.compile(r"\w+")
 
 
@@ -366,5 +397,5 @@ class GoldDecompositionLLM:
         return self.chat(messages, tools=tools, response_format=response_format, n=n, **sampling)
 
 
-__all__ = ["ScriptedLLM", "FakeRetriever", "HashEmbedder", "ScriptItem", "StubOpenAIServer", "chatml_byte_tokenizer",
-           "GoldDecompositionLLM"]
+__all__ = ["ScriptedLLM", "OutageLLM", "FakeRetriever", "HashEmbedder", "ScriptItem", "StubOpenAIServer",
+           "chatml_byte_tokenizer", "GoldDecompositionLLM"]

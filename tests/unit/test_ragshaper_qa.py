@@ -9,10 +9,23 @@ from agentrag.records import Trajectory
 from agentrag.synth.ragshaper.config import QAConfig
 from agentrag.synth.ragshaper.filter import filter_trajectory
 from agentrag.synth.ragshaper.qa import answer_in_question, check_qa, sentence_count, synthesize_qa
-from agentrag.synth.ragshaper.schema import PathRecord, TreeNode
+from agentrag.synth.ragshaper.schema import DocRef, PathRecord, TreeNode
 from agentrag.testing import ScriptedLLM
 
-STEPS = [{"hop": i, "fact": f"f{i}", "evidence": f"e{i}", "output": f"o{i}"} for i in range(1, 4)]
+DOCS = [DocRef(id="p2", title="Lysa", text="Lysa is a town founded in 1820 by the merchant Ott Brem."),
+        DocRef(id="p3", title="Ott Brem", text="Ott Brem was a merchant whose company Brem & Sons opened in 1845."),
+        DocRef(id="p4", title="Brem & Sons", text="Brem & Sons built the Orn bridge, finished in 1901."),
+        DocRef(id="d1", title="Draft", text="In the 1900 draft, Brem & Sons built the Orn bridge, finished in 1899.",
+               kb="distractor", distractor_type="doppelganger")]
+STEPS = [{"hop": 1, "fact": "Lysa's founder", "evidence": "founded in 1820 by the merchant Ott Brem", "output": "Ott Brem"},
+         {"hop": 2, "fact": "his company", "evidence": "Ott Brem was a merchant whose company Brem & Sons opened",
+          "output": "Brem & Sons"},
+         {"hop": 3, "fact": "their bridge", "evidence": "Brem & Sons built the Orn bridge, finished in 1901",
+          "output": "1901"}]
+
+
+def check(obj: dict[str, Any] | None, cfg: QAConfig | None = None) -> str | None:
+    return check_qa(obj, cfg or QAConfig(), DOCS)[0]
 
 
 def _qa(**kw: Any) -> dict[str, Any]:
@@ -23,8 +36,11 @@ def _qa(**kw: Any) -> dict[str, Any]:
 
 
 def test_a_good_pair_is_accepted() -> None:
-    assert check_qa(_qa(), QAConfig()) is None
-    assert check_qa(_qa(answer="The U.S. Army Corps of Engineers"), QAConfig()) is None
+    assert check(_qa()) is None
+    assert check(_qa(answer="The U.S. Army Corps of Engineers")) is None
+    # a fuzzy quotation (a word changed, >= 80% of the tokens in order) still grounds its hop
+    fuzzy = [*STEPS[:2], {**STEPS[2], "evidence": "Brem & Sons built the Orn bridge, completed in 1901"}]
+    assert check(_qa(reasoning_steps=fuzzy)) is None
 
 
 @pytest.mark.parametrize("obj,reason", [
@@ -40,7 +56,7 @@ def test_a_good_pair_is_accepted() -> None:
     (_qa(answer=" ".join(["word"] * 25)), "answer_too_long"),
 ])
 def test_rejection_reasons(obj: dict[str, Any] | None, reason: str) -> None:
-    got = check_qa(obj, QAConfig())
+    got = check(obj)
     assert got is not None and got.startswith(reason), got
 
 
@@ -52,7 +68,7 @@ def test_helpers() -> None:
 
 
 def _path() -> tuple[PathRecord, list[TreeNode]]:
-    nodes = [TreeNode(id="n0", observation="Ada"), TreeNode(id="n1", parent="n0", depth=1, intent="hop")]
+    nodes = [TreeNode(id="n0", observation="Ada"), TreeNode(id="n1", parent="n0", depth=1, intent="hop", docs=DOCS)]
     return PathRecord(id="s-n1", seed_id="s", seed="Ada", node_ids=["n0", "n1"], score=0, rank=0), nodes
 
 
@@ -102,3 +118,60 @@ def test_f1_filter_threshold_is_strict() -> None:
     traj2 = Trajectory(id="t", question="q", answer="w1 w2 w3 w4 w5 w6 w7 w8 w9 x")
     assert filter_trajectory(traj2, "w1 w2 w3 w4 w5 w6 w7 w8 w9 y", 0.9).f1 == 0.9
     assert not filter_trajectory(traj2, "w1 w2 w3 w4 w5 w6 w7 w8 w9 y", 0.9).kept
+
+
+INVENTED = [
+    # the model claims three hops but the evidence is not in any document of the path
+    ("invented evidence", [{**s, "evidence": f"the archives say fact number {i} holds"} for i, s in enumerate(STEPS)]),
+    # three steps quoting the same document are one hop
+    ("one document three times", [{**STEPS[2], "hop": i} for i in range(1, 4)]),
+    # two real hops and one quoted from a distractor (K~ supports no hop)
+    ("distractor quote", [*STEPS[:2], {**STEPS[2], "evidence": "In the 1900 draft, Brem & Sons built the Orn bridge"}]),
+    # one-word evidence is not a quotation
+    ("one-word evidence", [*STEPS[:2], {**STEPS[2], "evidence": "1901"}]),
+    # a hop whose evidence is only half in the document (below the 0.8 containment)
+    ("half quote", [*STEPS[:2], {**STEPS[2], "evidence": "Brem & Sons built a tower of glass in Kell long ago"}]),
+    # more steps than documents, as small models write: the distinct-document count is what counts
+    ("padded", [STEPS[0], STEPS[0], STEPS[1], STEPS[1]]),
+]
+
+
+@pytest.mark.parametrize("label,steps", INVENTED, ids=[i[0] for i in INVENTED])
+def test_invented_hops_are_rejected(label: str, steps: list[dict[str, Any]]) -> None:
+    reason, grounding = check_qa(_qa(reasoning_steps=steps), QAConfig(), DOCS)
+    assert reason is not None and reason.startswith("too_few_hops"), (label, reason)
+    assert len(grounding) == len(steps) and sum(g["doc_id"] is not None for g in grounding) < len(steps) or \
+        len({g["doc_id"] for g in grounding if g["doc_id"]}) < 3
+
+
+def test_no_documents_grounds_nothing() -> None:
+    reason, grounding = check_qa(_qa(), QAConfig(), [])
+    assert reason is not None and reason.startswith("too_few_hops: 0 grounded") and grounding
+
+
+@pytest.mark.parametrize("question,answer,reason", [
+    # a span of >= 3 answer words inside the question
+    ("Which firm, later Brem & Sons Holdings, built the bridge?", "Brem & Sons Holdings Ltd", "answer_in_question"),
+    ("Who, according to the Orn river survey, founded Lysa?", "the Orn river survey team", "answer_in_question"),
+    # why / how explanations
+    ("Why was the Orn bridge finished late?", "floods", "explanation_answer"),
+    ("How did Ott Brem found Lysa?", "by trading furs", "explanation_answer"),
+    ("In which year was the Orn bridge finished?", "because the floods delayed it", "explanation_answer"),
+    # more than one sentence
+    ("In which year was the Orn bridge finished?", "1901. It opened in 1902.", "answer_too_long"),
+])
+def test_answer_rules(question: str, answer: str, reason: str) -> None:
+    got = check(_qa(question=question, answer=answer))
+    assert got is not None and got.startswith(reason), got
+
+
+def test_value_questions_with_how_are_fine() -> None:
+    assert check(_qa(question="How many years after Lysa's founding was the founder's bridge finished?",
+                     answer="81")) is None
+
+
+def test_synthesize_qa_records_the_grounding() -> None:
+    path, nodes = _path()
+    rec = synthesize_qa(ScriptedLLM([json.dumps(_qa())]), path, nodes, QAConfig())
+    assert [g["doc_id"] for g in rec.grounding] == ["p2", "p3", "p4"]
+    assert all(g["containment"] >= 0.8 for g in rec.grounding)

@@ -56,8 +56,9 @@ def curator_reply(messages: list[Message], **kw: Any) -> str:
         return json.dumps({
             "question": f"Starting from {seed} (case {variant}): in which year was the bridge of the founder's company finished?",
             "answer": ANSWER,
-            "reasoning_steps": [{"hop": i, "fact": f"fact {i}", "evidence": f"snippet {i}", "output": f"o{i}"}
-                                for i in range(1, 4)],
+            # evidence quoted from the path's evidence documents (the grounded-hop check reads them)
+            "reasoning_steps": [{"hop": i, "fact": f"fact {i}", "evidence": ev, "output": f"o{i}"}
+                                for i, ev in enumerate(_evidence(user)[:3], start=1)],
             "negative_aspect": [{"dimension": "doppelganger", "misleading_claim": "1900 draft",
                                  "disambiguation": "it is a draft", "distraction_text": "In the 1900 draft"}]})
     if name == "behaviour_tag":
@@ -65,10 +66,17 @@ def curator_reply(messages: list[Message], **kw: Any) -> str:
     raise AssertionError(f"unexpected request {name!r}")
 
 
+def _evidence(rendered: str) -> list[str]:
+    """Distinct evidence texts of a rendered path (``- evidence: [title] text`` lines)."""
+    texts = [m.group(1) for m in re.finditer(r"^- evidence: \[[^\]]*\] (.+)$", rendered, flags=re.M)]
+    return list(dict.fromkeys(texts)) + [f"snippet {i}" for i in range(3)]
+
+
 def teacher_reply(messages: list[Message], **kw: Any) -> Any:
     if any(m.role == "tool" for m in messages):
         return f"The bridge was finished in {ANSWER}. <answer>{ANSWER}</answer>"
-    return ToolCall(name="dense_search", arguments={"query": messages[-1].content or ""})
+    tool = (kw.get("tools") or [{"function": {"name": "dense_search"}}])[0]["function"]["name"]
+    return ToolCall(name=tool, arguments={"query": messages[-1].content or ""})
 
 
 def curator_llm() -> ScriptedLLM:

@@ -27,6 +27,9 @@ class ReactConfig(AgentConfig):
     """Function calling with one dense-search tool; the answer comes inside <answer> tags."""
 
     tool_name: str = "dense_search"
+    system_prompt: str | None = Field(
+        default=None, description="replaces the default system prompt; '{tool}' in it becomes the tool name "
+        "(e.g. RAGShaper's rollout prompt, agentrag.agents.rollout)")
     untagged_answer: Literal["accept", "reject"] = Field(
         "accept", description="a text reply with no tool call and no <answer> tags: 'accept' takes the "
         "text as the final answer (OpenAI convention: a turn without tool calls ends the run); 'reject' "

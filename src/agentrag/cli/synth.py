@@ -27,6 +27,9 @@ def ragshaper(
                                             "embedded | openai:MODEL | openai:MODEL@URL | YAML.")] = None,
     teacher: Annotated[str | None, typer.Option("--teacher", help="Teacher LLM for behavior elicitation "
                                                 "(default: --llm).")] = None,
+    preset: Annotated[str, typer.Option("--preset", help="Starting settings: 'paper' (the paper's §4.1 values: "
+                                        "depth 30, tau 0.8, m 2, p_e 0.5, 50 teacher turns) or 'demo' (small "
+                                        "sizes for a laptop CPU). --config and --set apply on top.")] = "demo",
     no_distractors: Annotated[bool, typer.Option("--no-distractors", help="Ablation RAGShaper-Dis: no "
                                                  "distractor tool and no K~ in navigation.")] = False,
     config: ConfigOpt = None,
@@ -38,22 +41,28 @@ def ragshaper(
     Writes OUT/{seeds,trees,distractors,paths,qa,trajectories,filter,tags}.jsonl, OUT/distractor_kb
     (K~), OUT/sft/ (TRL conversational + LLaMA-Factory sharegpt with dataset_info.json),
     OUT/metrics.json and OUT/report.md (funnel, tool calls, distractor types, behaviour tags).
-    Rerunning the same command resumes; LLM calls are cached in OUT/llm_cache.sqlite.
+    Rerunning the same command resumes; LLM calls are cached in OUT/llm_cache.sqlite. Items hit
+    by an outage (LLM or retrieval unreachable after retries) stay unfinished: the command then
+    exits with status 3 and a rerun redoes them.
 
     Example: agentrag synth ragshaper --kb runs/kb --seeds 2 --llm embedded --out runs/ragshaper
-    --set curator.max_depth=3
+    --set curator.max_depth=3   (or --preset paper for the paper's settings)
     """
     with user_errors():
-        from agentrag.synth.ragshaper.config import RagShaperRunConfig
+        from agentrag.synth.ragshaper.config import RagShaperRunConfig, preset_base
         from agentrag.synth.ragshaper.run import run_ragshaper
 
         base: dict[str, Any] = {"kb": kb, "seeds": seeds, "llm": llm, "teacher": teacher}
         if no_distractors:
             base["distractors"] = {"enabled": False}
-        cfg = resolve_config(RagShaperRunConfig, config, sets, base=base)
+        cfg = resolve_config(RagShaperRunConfig, config, sets, base=preset_base(preset, base))
         with _progress_bar() as progress:
             metrics = run_ragshaper(cfg, out, progress=progress)
         _summary(metrics, out)
+    if metrics.get("unfinished"):
+        err_console.print(f"unfinished after an outage: {metrics['unfinished']}; rerun the same command to redo "
+                          "them", style="yellow", markup=False)
+        raise typer.Exit(3)
 
 
 @contextmanager

@@ -144,7 +144,7 @@ class OpenAIBackend:
         except (LLMError, ParseError) as exc:
             tries = f"{self.config.max_retries + 1} attempt(s)" if exc.is_retryable else "a non-retryable error"
             raise LLMError(f"LLM call to {self.base_url} (model {self.model!r}) failed after {tries}; "
-                           f"last status: {exc}", is_retryable=False) from exc
+                           f"last status: {exc}", is_retryable=exc.is_retryable) from exc
 
     def chat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
              response_format: dict[str, Any] | None = None, n: int = 1, **sampling: Any) -> list[Completion]:

@@ -54,7 +54,8 @@ def distractor_schema(n: int) -> dict[str, Any]:
 
 def write_distractors(llm: LLM, *, original_fact: str, seed: str, distractor_type: str, guideline: str,
                       seed_id: str, node_id: str, source_passage_id: str | None,
-                      cfg: DistractorConfig) -> tuple[list[DistractorDoc], Provenance, str | None]:
+                      cfg: DistractorConfig,
+                      seed_value: int = 0) -> tuple[list[DistractorDoc], Provenance, str | None]:
     """Run the tool once. Returns (documents, provenance, error); an error leaves no documents."""
     if distractor_type not in DISTRACTOR_TYPES:
         distractor_type = "doppelganger"
@@ -66,7 +67,8 @@ def write_distractors(llm: LLM, *, original_fact: str, seed: str, distractor_typ
             '{"documents": [{"title": "...", "text": "..."}]}.')
     messages = [Message(role="system", content=SYSTEM), Message(role="user", content=user)]
     obj, prov, err = call_json(llm, messages, distractor_schema(n), name="distractor_documents",
-                               stage="distractor", max_tokens=cfg.max_tokens, temperature=cfg.temperature)
+                               stage="distractor", max_tokens=cfg.max_tokens, temperature=cfg.temperature,
+                               seed=seed_value, raise_retryable=True)
     if err is not None or obj is None:
         return [], prov, err or "no output"
     raw_docs = obj.get("documents")

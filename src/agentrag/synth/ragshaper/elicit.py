@@ -10,12 +10,14 @@ from __future__ import annotations
 import inspect
 import logging
 import random
+import threading
 from collections.abc import Callable
 from typing import Any
 
+from agentrag.errors import LLMError, RetrievalError, RunError
 from agentrag.kb.base import Retriever
-from agentrag.llm.base import LLM
-from agentrag.records import Hit, QAItem, Trajectory
+from agentrag.llm.base import LLM, Completion
+from agentrag.records import Hit, Message, QAItem, Trajectory
 from agentrag.synth.common import prompt_hash
 from agentrag.synth.ragshaper.config import ElicitConfig
 from agentrag.synth.ragshaper.schema import QARecord
@@ -25,37 +27,88 @@ log = logging.getLogger(__name__)
 AgentFactory = Callable[[LLM, Any, ElicitConfig], Any]
 
 
-def default_agent_factory(llm: LLM, policy: Any, cfg: ElicitConfig) -> Any:
-    """``build_agent(cfg.agent, llm, policy, ...)`` from the agents area."""
+def teacher_settings(cfg: ElicitConfig, seed: int | None = None) -> dict[str, Any]:
+    """The agent settings of the teacher: budget, sampling and, for ``react``, the rollout
+    prompt and the paper's tool name (Figs. 10 and 13) unless ``cfg.prompt`` is 'evaluation'."""
+    out: dict[str, Any] = {"max_steps": cfg.max_steps, "top_k": cfg.top_k, "max_tokens": cfg.max_tokens,
+                           "temperature": cfg.temperature, "seed": seed}
+    if cfg.agent == "react" and cfg.prompt == "rollout":
+        from agentrag.agents.rollout import ROLLOUT_SYSTEM, ROLLOUT_TOOL
+
+        out.update(tool_name=ROLLOUT_TOOL, system_prompt=ROLLOUT_SYSTEM)
+    return out
+
+
+def default_agent_factory(llm: LLM, policy: Any, cfg: ElicitConfig, seed: int | None = None) -> Any:
+    """``build_agent(cfg.agent, llm, policy, ...)`` from the agents area, with :func:`teacher_settings`."""
     from agentrag.agents import build_agent
 
-    return build_agent(cfg.agent, llm, policy, max_steps=cfg.max_steps, top_k=cfg.top_k,
-                       max_tokens=cfg.max_tokens, temperature=cfg.temperature)
+    return build_agent(cfg.agent, llm, policy, **teacher_settings(cfg, seed))
+
+
+class OutageWatch:
+    """Remembers the first outage (retryable LLMError / RetrievalError) that passed through the
+    teacher's LLM or retrievers. The agent turns such errors into a ``llm_error`` ending or an
+    error observation; :func:`elicit` re-raises it instead, so the question stays unfinished."""
+
+    def __init__(self) -> None:
+        self.error: RunError | None = None
+        self._lock = threading.Lock()
+
+    def note(self, exc: RunError) -> None:
+        if exc.is_retryable:
+            with self._lock:
+                self.error = self.error or exc
+
+
+class _WatchedLLM:
+    def __init__(self, inner: LLM, watch: OutageWatch) -> None:
+        self.inner, self.watch = inner, watch
+        self.model = getattr(inner, "model", "")
+
+    def chat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+             response_format: dict[str, Any] | None = None, n: int = 1, **sampling: Any) -> list[Completion]:
+        try:
+            return self.inner.chat(messages, tools=tools, response_format=response_format, n=n, **sampling)
+        except LLMError as exc:
+            self.watch.note(exc)
+            raise
+
+    async def achat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                    response_format: dict[str, Any] | None = None, n: int = 1, **sampling: Any) -> list[Completion]:
+        return self.chat(messages, tools=tools, response_format=response_format, n=n, **sampling)
 
 
 class MethodRetriever:
     """A retriever whose searches use one method (e.g. ``dense``, as the paper's tool) when the
-    underlying retriever takes a ``method`` argument (a KnowledgeBase); otherwise passes through."""
+    underlying retriever takes a ``method`` argument (a KnowledgeBase); otherwise passes through.
+    With a ``watch``, a retryable RetrievalError is noted there before it propagates."""
 
-    def __init__(self, inner: Retriever, method: str | None) -> None:
+    def __init__(self, inner: Retriever, method: str | None, watch: OutageWatch | None = None) -> None:
         self.inner = inner
         self.method = method if method and "method" in inspect.signature(inner.search).parameters else None
+        self.watch = watch
 
     def search(self, queries: list[str], k: int, threshold: float | None = None) -> list[list[Hit]]:
-        if self.method is None:
-            return self.inner.search(queries, k, threshold=threshold)
-        return self.inner.search(queries, k, threshold=threshold, method=self.method)  # type: ignore[call-arg]
+        try:
+            if self.method is None:
+                return self.inner.search(queries, k, threshold=threshold)
+            return self.inner.search(queries, k, threshold=threshold, method=self.method)  # type: ignore[call-arg]
+        except RetrievalError as exc:
+            if self.watch is not None:
+                self.watch.note(exc)
+            raise
 
 
 def navigation_policy(main: Retriever, distractor: Retriever | None, cfg: ElicitConfig,
-                      rng: random.Random) -> Any:
+                      rng: random.Random, watch: OutageWatch | None = None) -> Any:
     """Eq. 8 constrained navigation, or plain R(K, k) when there is no K~ (the ablation).
     Both KBs are read with ``cfg.method`` so that merged scores are comparable."""
     from agentrag.agents.navigation import ConstrainedNavigation, PlainNavigation
 
-    main = MethodRetriever(main, cfg.method)
+    main = MethodRetriever(main, cfg.method, watch)
     if distractor is not None:
-        distractor = MethodRetriever(distractor, cfg.method)
+        distractor = MethodRetriever(distractor, cfg.method, watch)
 
     if distractor is None:
         return PlainNavigation(main, threshold=cfg.threshold)
@@ -78,12 +131,18 @@ def distractor_hits(traj: Trajectory, types_by_id: dict[str, str]) -> list[dict[
 
 def elicit(qa: QARecord, teacher: LLM, main: Retriever, distractor: Retriever | None, cfg: ElicitConfig,
            *, seed: int, types_by_id: dict[str, str], agent_factory: AgentFactory | None = None) -> Trajectory:
-    """Run the teacher on ``qa``; the returned trajectory carries the K~ documents it met."""
+    """Run the teacher on ``qa``; the returned trajectory carries the K~ documents it met.
+    Raises the outage (retryable LLMError / RetrievalError) if one hit the teacher's LLM or
+    retrieval, so the question is redone on rerun instead of yielding a broken trajectory."""
     rng = random.Random(f"{seed}:{qa.id}")
-    policy = navigation_policy(main, distractor, cfg, rng)
-    agent = (agent_factory or default_agent_factory)(teacher, policy, cfg)
+    watch = OutageWatch()
+    policy = navigation_policy(main, distractor, cfg, rng, watch)
+    llm: Any = _WatchedLLM(teacher, watch)
+    agent = agent_factory(llm, policy, cfg) if agent_factory else default_agent_factory(llm, policy, cfg, seed)
     item = QAItem(id=qa.id, question=qa.question, golden_answers=[qa.answer])
     traj: Trajectory = agent.run(item)
+    if watch.error is not None:
+        raise watch.error
     met = distractor_hits(traj, types_by_id)
     meta = dict(traj.metadata)
     meta.update({
@@ -99,4 +158,5 @@ def elicit(qa: QARecord, teacher: LLM, main: Retriever, distractor: Retriever | 
     return traj.model_copy(update={"id": f"{qa.id}-t", "metadata": meta})
 
 
-__all__ = ["elicit", "MethodRetriever", "navigation_policy", "distractor_hits", "default_agent_factory", "AgentFactory"]
+__all__ = ["elicit", "MethodRetriever", "navigation_policy", "distractor_hits", "default_agent_factory", "AgentFactory",
+           "OutageWatch", "teacher_settings"]

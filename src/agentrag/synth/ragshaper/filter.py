@@ -23,6 +23,13 @@ def filter_trajectory(traj: Trajectory, answer: str, threshold: float = 0.9) -> 
                         answer=answer, f1=round(score, 4), kept=kept, reason=reason)
 
 
+def malformed_turns(traj: Trajectory) -> int:
+    """Assistant turns the agent flagged as malformed: an error on the step that is not a failed
+    search (bad tool JSON or arguments, an unknown tool, extra parallel calls, an empty reply,
+    text without answer tags). Such turns would teach the student the wrong format."""
+    return sum(1 for s in traj.steps if s.error and not s.error.startswith("the search failed"))
+
+
 def export_sft(trajs: list[Trajectory], out_dir: Path, tools: list[dict[str, Any]],
                system_prompt: str) -> dict[str, Any]:
     """Write TRL conversational + LLaMA-Factory sharegpt files (and ``dataset_info.json``) into
@@ -32,4 +39,4 @@ def export_sft(trajs: list[Trajectory], out_dir: Path, tools: list[dict[str, Any
     return write_sft_export(out_dir, trajs, system_prompt, tools)
 
 
-__all__ = ["filter_trajectory", "export_sft"]
+__all__ = ["filter_trajectory", "malformed_turns", "export_sft"]

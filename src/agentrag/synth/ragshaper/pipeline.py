@@ -2,7 +2,9 @@
 -> SFT export and report, every stage an append-only JSONL of the run directory keyed by stable
 ids. Rerunning resumes: finished seeds, paths, questions and trajectories are skipped, and
 with a cached LLM (``<run>/llm_cache.sqlite``) the calls of an interrupted item are not paid
-twice. A failure of one item becomes a flagged record; the run goes on.
+twice. A model failure of one item becomes a flagged record; the run goes on. An outage (a
+retryable LLMError / RetrievalError, after the backend's retries) is not data: the item is not
+written, it is counted as unfinished in the funnel, and the next run redoes it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentrag.errors import UserError
+from agentrag.errors import LLMError, RetrievalError, UserError
 from agentrag.exec import Executor, ThreadExecutor, run_items
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
@@ -26,7 +28,7 @@ from agentrag.runs import RunDir
 from agentrag.synth.ragshaper import analysis
 from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.synth.ragshaper.elicit import AgentFactory, elicit
-from agentrag.synth.ragshaper.filter import export_sft, filter_trajectory
+from agentrag.synth.ragshaper.filter import export_sft, filter_trajectory, malformed_turns
 from agentrag.synth.ragshaper.paths import select_paths
 from agentrag.synth.ragshaper.qa import synthesize_qa
 from agentrag.synth.ragshaper.schema import (
@@ -82,10 +84,24 @@ class RagShaperComponents:
     agent_factory: AgentFactory | None = None
 
 
-def _raise_failures(stage: str, failed: list[Any]) -> None:  # noqa: ARG001
-    """Per-item functions record model failures themselves; anything else escaping is a bug."""
-    if failed:
-        raise failed[0].error
+def _writer(store: Any) -> Callable[[Any, Any], None]:
+    """``on_result`` that appends the result to a JsonlStore (the driver is the only writer)."""
+    def write(_item: Any, record: Any) -> None:
+        store.append(record)
+
+    return write
+
+
+def is_outage(exc: BaseException | None) -> bool:
+    """An LLM or retrieval failure worth retrying later (a 5xx, a timeout, a lost connection after
+    the backend's own retries): the item stays unfinished, it is not data."""
+    return isinstance(exc, (LLMError, RetrievalError)) and exc.is_retryable
+
+
+def _is_outage_or_raise(exc: BaseException) -> None:
+    """Inside a per-item function: re-raise an outage (the item stays unfinished)."""
+    if is_outage(exc):
+        raise exc
 
 
 class RagShaperPipeline:
@@ -104,6 +120,17 @@ class RagShaperPipeline:
         self.trajs = run.stage("trajectories", Trajectory)
         self.filters = run.stage("filter", FilterRecord)
         self.tags = run.stage("tags", TagRecord)
+        self.unfinished: dict[str, list[str]] = {}
+
+    def _check(self, stage: str, failed: list[Any]) -> None:
+        """Outages leave their items unfinished (noted for the report); anything else is a bug."""
+        for out in failed:
+            if not is_outage(out.error):
+                raise out.error
+            self.unfinished.setdefault(stage, []).append(f"{type(out.error).__name__}: {out.error}")
+        if failed:
+            log.warning("%s: %d item(s) unfinished after an outage (e.g. %s); rerun the same command to redo them",
+                        stage, len(failed), failed[0].error)
 
     # --- stages -------------------------------------------------------------------------------
     def explore(self, entities: list[str]) -> None:
@@ -117,6 +144,7 @@ class RagShaperPipeline:
             try:
                 tree, docs = curator.explore(seed.id, seed.entity)
             except Exception as exc:  # noqa: BLE001 - one seed's failure is recorded, the run goes on
+                _is_outage_or_raise(exc)
                 log.exception("seed %r: exploration failed", seed.entity)
                 tree, docs = InfoTree(id=seed.id, seed=seed.entity, status="failed",
                                       error=f"{type(exc).__name__}: {exc}", elapsed=time.monotonic() - start), []
@@ -128,7 +156,7 @@ class RagShaperPipeline:
                 self.distractors.append(d)
             self.trees.append(tree)
 
-        _raise_failures("explore", run_items(self.executor, one, todo, stage="explore", progress=self.progress,
+        self._check("explore", run_items(self.executor, one, todo, stage="explore", progress=self.progress,
                                              on_result=write))
 
     def select(self) -> None:
@@ -144,15 +172,17 @@ class RagShaperPipeline:
         def one(path: PathRecord) -> QARecord:
             by_id = {n.id: n for n in trees[path.seed_id].nodes}
             try:
-                rec = synthesize_qa(self.c.curator, path, [by_id[i] for i in path.node_ids], self.cfg.qa)
+                rec = synthesize_qa(self.c.curator, path, [by_id[i] for i in path.node_ids], self.cfg.qa,
+                                    seed=self.cfg.seed)
             except Exception as exc:  # noqa: BLE001
+                _is_outage_or_raise(exc)
                 log.exception("path %s: QA synthesis failed", path.id)
                 rec = QARecord(id=f"{path.id}-qa", path_id=path.id, seed_id=path.seed_id, status="rejected",
                                reason=f"error: {type(exc).__name__}: {exc}", provenance=Provenance(stage="qa"))
             return rec
 
-        _raise_failures("qa", run_items(self.executor, one, todo, stage="qa", progress=self.progress,
-                                        on_result=lambda _p, rec: self.qas.append(rec)))
+        self._check("qa", run_items(self.executor, one, todo, stage="qa", progress=self.progress,
+                                        on_result=_writer(self.qas)))
 
     def build_distractor_kb(self) -> tuple[Retriever | None, dict[str, str]]:
         docs = self.distractors.read()
@@ -178,6 +208,7 @@ class RagShaperPipeline:
                 traj = elicit(qa, self.c.teacher, self.c.main_kb, kb_tilde, self.cfg.elicit, seed=self.cfg.seed,
                               types_by_id=types, agent_factory=self.c.agent_factory)
             except Exception as exc:  # noqa: BLE001
+                _is_outage_or_raise(exc)
                 log.exception("question %s: elicitation failed", qa.id)
                 traj = Trajectory(id=f"{qa.id}-t", question=qa.question, finish_reason="llm_error",
                                   metadata={"qa_id": qa.id, "seed_id": qa.seed_id, "gold_answer": qa.answer,
@@ -185,8 +216,8 @@ class RagShaperPipeline:
                                             "distractor_types_met": [], "tool_calls": 0})
             return traj
 
-        _raise_failures("elicit", run_items(self.executor, one, todo, stage="elicit", progress=self.progress,
-                                            on_result=lambda _q, traj: self.trajs.append(traj)))
+        self._check("elicit", run_items(self.executor, one, todo, stage="elicit", progress=self.progress,
+                                            on_result=_writer(self.trajs)))
 
     def filter_and_tag(self) -> None:
         answers = {q.id: q.answer for q in self.qas}
@@ -198,26 +229,36 @@ class RagShaperPipeline:
             return
         filters = {f.id: f for f in self.filters}
         todo = [t for t in self.trajs if t.id not in self.tags]
-        _raise_failures("tag", run_items(self.executor, lambda t: analysis.tag_behaviour(self.c.tagger, t, filters[t.id]),
+        self._check("tag", run_items(self.executor, lambda t: analysis.tag_behaviour(self.c.tagger, t, filters[t.id],
+                                                                                      seed=self.cfg.seed),
                                          todo, stage="tag", progress=self.progress,
-                                         on_result=lambda _t, tag: self.tags.append(tag)))
+                                         on_result=_writer(self.tags)))
 
     def export(self) -> dict[str, Any]:
+        """SFT export of the kept trajectories, with the teacher's system prompt and tool schema.
+        With ``malformed_turns="reject"`` a trajectory with a malformed assistant turn (bad tool
+        JSON, unknown tool, extra parallel calls, an empty or untagged reply) is left out."""
         kept_ids = {f.id for f in self.filters if f.kept}
         kept = [t for t in self.trajs if t.id in kept_ids]
+        dirty = [t.id for t in kept if malformed_turns(t)]
+        if self.cfg.malformed_turns == "reject":
+            kept = [t for t in kept if t.id not in set(dirty)]
+        summary: dict[str, Any] = {"malformed_turns": self.cfg.malformed_turns,
+                                   "with_malformed_turns": len(dirty)}
         if not self.cfg.export:
-            return {"skipped": "export disabled in config"}
+            return {**summary, "skipped": "export disabled in config"}
         if not kept:
-            return {"skipped": "no trajectory passed the filter", "records": 0}
+            return {**summary, "skipped": "no clean trajectory passed the filter", "records": 0}
+        from agentrag.agents.prompts import REACT_SYSTEM
+        from agentrag.agents.tools import search_tool_schema
+        from agentrag.synth.ragshaper.elicit import teacher_settings
+
+        settings = teacher_settings(self.cfg.elicit)
+        name = settings.get("tool_name", "dense_search")
+        tools = [search_tool_schema(name, self.cfg.elicit.top_k)]
+        system = str(settings.get("system_prompt") or REACT_SYSTEM).format(tool=name)
         try:
-            from agentrag.agents.prompts import REACT_SYSTEM
-            from agentrag.agents.tools import search_tool_schema
-        except ImportError as exc:
-            return {"skipped": f"agents area unavailable: {exc}"}
-        tools = [search_tool_schema()]
-        system = REACT_SYSTEM.format(tool=tools[0]["function"]["name"])
-        try:
-            return export_sft(kept, self.run_dir.path / "sft", tools, system)
+            return {**summary, **export_sft(kept, self.run_dir.path / "sft", tools, system)}
         except ImportError as exc:
             log.warning("SFT export skipped: %s", exc)
             return {"skipped": f"export area unavailable: {exc}", "records": 0}
@@ -254,13 +295,18 @@ class RagShaperPipeline:
                 per_seed[s] = round(per_seed[s] + t.elapsed, 1)
         metrics = {
             "name": name, "ablation_no_distractors": not self.cfg.distractors.enabled,
-            "funnel": analysis.funnel(len(self.seeds), trees, distractors, self.paths.read(), qas, trajs, filters),
+            "funnel": analysis.funnel(len(self.seeds), trees, distractors, self.paths.read(), qas, trajs, filters,
+                                      unfinished={k: len(v) for k, v in self.unfinished.items()},
+                                      export=exported, tags=self.tags.read()),
+            "unfinished": {k: len(v) for k, v in self.unfinished.items()},
+            "repaired": analysis.repairs(trees),
             "tool_calls": analysis.tool_calls_distribution(trajs),
             "distractors": analysis.distractor_stats(distractors, trajs, filters),
             "seeds_meeting_distractor_quota": sum(
                 1 for t in trees if t.distractor_calls >= self.cfg.distractors.min_calls
                 and sum(d.seed_id == t.id for d in distractors) >= self.cfg.distractors.min_docs),
             "tags": dict(Counter(t.tag for t in self.tags)),
+            "tags_rule": dict(Counter(t.rule_tag for t in self.tags)),
             "seconds_per_seed": per_seed, "elapsed": round(elapsed, 1), "export": exported,
             "llm_calls": self.llm_calls(),
         }

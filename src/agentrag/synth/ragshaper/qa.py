@@ -2,8 +2,9 @@
 
 The generator sees the path's observations, actions and intents (negative documents marked as
 such) and reverse-engineers a question that needs the whole chain. A result is rejected, with
-the reason recorded, for: schema failure, the answer text inside the question, fewer than
-``min_hops`` dependent hops with evidence, or an answer longer than one sentence.
+the reason recorded, for: schema failure, the answer (or any 3-word span of it) inside the
+question, a why/how explanation as the answer, an answer longer than one sentence, or fewer
+than ``min_hops`` hops grounded in the path's documents (see :mod:`.grounding`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from agentrag.llm.base import LLM
 from agentrag.records import Message
 from agentrag.synth.common import call_json
 from agentrag.synth.ragshaper.config import DISTRACTOR_TYPES, QAConfig
-from agentrag.synth.ragshaper.schema import PathRecord, QARecord, TreeNode
+from agentrag.synth.ragshaper.grounding import (
+    answer_span_in_question,
+    ground_steps,
+    grounded_hops,
+    is_explanation,
+)
+from agentrag.synth.ragshaper.schema import DocRef, PathRecord, QARecord, TreeNode
 
 SYSTEM = (
     "You turn an exploration record into one hard but fair question-answer pair.\n"
@@ -31,8 +38,8 @@ SYSTEM = (
     "careless reader could be misled by at least one of them, while the true answer stays "
     "supported by the positive evidence.\n"
     "Answer: a short phrase naming one entity or value, at most one sentence, no filler.\n"
-    "Also give reasoning_steps (one per hop: the fact, a quoted evidence snippet, the output of "
-    "the hop) and negative_aspect (for each negative document used: its dimension, the "
+    "Also give reasoning_steps (one per hop: the fact, the evidence copied word for word from one "
+    "evidence document of the record, the output of the hop) and negative_aspect (for each negative document used: its dimension, the "
     "misleading claim, how to disambiguate it, and the distracting text). Reply with JSON only.")
 
 
@@ -91,38 +98,53 @@ def sentence_count(text: str) -> int:
     return len([s for s in _SENTENCE_END.split(text.strip()) if s.strip()])
 
 
-def check_qa(obj: dict[str, Any] | None, cfg: QAConfig) -> str | None:
-    """The rejection reason for a generated QA object, or None when it is accepted."""
+def check_qa(obj: dict[str, Any] | None, cfg: QAConfig,
+             docs: list[DocRef] | None = None) -> tuple[str | None, list[dict[str, Any]]]:
+    """(rejection reason or None, per-step grounding) for a generated QA object. The hops are
+    counted against ``docs``, the documents of the path (none given: no hop is grounded)."""
     if obj is None:
-        return "schema_failure: no JSON object"
+        return "schema_failure: no JSON object", []
     q, a, steps = obj.get("question"), obj.get("answer"), obj.get("reasoning_steps")
     if not isinstance(q, str) or not q.strip():
-        return "schema_failure: 'question' missing or empty"
+        return "schema_failure: 'question' missing or empty", []
     if not isinstance(a, str) or not a.strip():
-        return "schema_failure: 'answer' missing or empty"
+        return "schema_failure: 'answer' missing or empty", []
     if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
-        return "schema_failure: 'reasoning_steps' is not a list of objects"
+        return "schema_failure: 'reasoning_steps' is not a list of objects", []
     if not isinstance(obj.get("negative_aspect", []), list):
-        return "schema_failure: 'negative_aspect' is not a list"
+        return "schema_failure: 'negative_aspect' is not a list", []
     if answer_in_question(q, a):
-        return "answer_in_question"
-    hops = [s for s in steps if str(s.get("fact") or "").strip() and str(s.get("evidence") or "").strip()]
-    if len(hops) < cfg.min_hops:
-        return f"too_few_hops: {len(hops)} hop(s) with evidence < {cfg.min_hops}"
+        return "answer_in_question", []
+    span = answer_span_in_question(q, a)
+    if span is not None:
+        return f"answer_in_question: the span {span!r} of the answer is in the question", []
+    if is_explanation(q, a):
+        return "explanation_answer: a why/how question or an explanation as the answer", []
     if sentence_count(a) > 1 or len(a.split()) > cfg.max_answer_words:
-        return "answer_too_long"
-    return None
+        return "answer_too_long", []
+    grounding = ground_steps(steps, docs or [], cfg.evidence_match)
+    hops = grounded_hops(grounding)
+    if hops < cfg.min_hops:
+        return (f"too_few_hops: {hops} grounded hop(s) (distinct path documents quoted with containment "
+                f">= {cfg.evidence_match}) < {cfg.min_hops}; the model claimed {len(steps)}"), grounding
+    return None, grounding
 
 
-def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConfig) -> QARecord:
-    """One QA record for ``path``: accepted, or rejected with the reason (never raises)."""
+def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConfig,
+                  seed: int = 0) -> QARecord:
+    """One QA record for ``path``: accepted, or rejected with the reason. Model failures never
+    raise; an outage (retryable LLMError) does, so the path stays unfinished."""
     start = time.monotonic()
     messages = [Message(role="system", content=SYSTEM),
                 Message(role="user", content=render_for_qa(path.seed, nodes) +
                         "\n\nWrite the question-answer pair as JSON.")]
     obj, prov, err = call_json(llm, messages, qa_schema(), name="qa_pair", stage="qa",
-                               max_tokens=cfg.max_tokens, temperature=cfg.temperature)
-    reason = err if err is not None else check_qa(obj, cfg)
+                               max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=seed,
+                               raise_retryable=True)
+    grounding: list[dict[str, Any]] = []
+    reason = err
+    if err is None:
+        reason, grounding = check_qa(obj, cfg, [d for n in nodes for d in n.docs])
     if err is not None and err.startswith("parse_error"):
         reason = f"schema_failure: {err}"
     o = obj or {}
@@ -132,6 +154,7 @@ def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConf
         question=str(o.get("question") or "").strip(), answer=str(o.get("answer") or "").strip(),
         reasoning_steps=[s for s in o.get("reasoning_steps") or [] if isinstance(s, dict)],
         negative_aspect=[s for s in o.get("negative_aspect") or [] if isinstance(s, dict)],
+        grounding=grounding,
         elapsed=time.monotonic() - start, provenance=prov)
 
 

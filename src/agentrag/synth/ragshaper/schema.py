@@ -40,6 +40,8 @@ class TreeNode(Record):
     observation: str = ""
     docs: list[DocRef] = Field(default_factory=list)
     error: str | None = None
+    repaired: list[str] = Field(default_factory=list,
+                                description="what the curator left out or got wrong and a rule filled in")
     provenance: Provenance | None = None
 
 
@@ -98,6 +100,9 @@ class QARecord(Record):
     answer: str = ""
     reasoning_steps: list[dict[str, Any]] = Field(default_factory=list)
     negative_aspect: list[dict[str, Any]] = Field(default_factory=list)
+    grounding: list[dict[str, Any]] = Field(default_factory=list,
+                                            description="per reasoning step: the path document quoting its "
+                                            "evidence (None: an invented hop) and the token containment")
     elapsed: float = 0.0
     provenance: Provenance
 
@@ -116,10 +121,11 @@ class FilterRecord(Record):
 
 
 class TagRecord(Record):
-    """A behaviour tag by the LLM tagger (Fig. 4 left)."""
+    """A behaviour tag by the LLM tagger (Fig. 4 left), beside the rule-based view."""
 
     id: str
     tag: str
+    rule_tag: str = ""
     rationale: str = ""
     error: str | None = None
     provenance: Provenance

@@ -154,13 +154,16 @@ class InfoCurator:
                     Message(role="user", content="\n\n".join(user))]
         obj, prov, err = call_json(self.llm, messages, action_schema(cfg), name="curator_action",
                                    stage="explore", max_tokens=cfg.curator.max_tokens,
-                                   temperature=cfg.curator.temperature)
+                                   temperature=cfg.curator.temperature, seed=cfg.seed,
+                                   raise_retryable=True)
         node = TreeNode(id=node_id, parent=path[-1].id, depth=path[-1].depth + 1, provenance=prov)
         if obj is None:
             node.error = err
             return node
         node.intent = str(obj.get("intent") or "")
         tool = obj.get("tool")
+        if tool not in (RETRIEVE, DISTRACT) or (tool == DISTRACT and not cfg.distractors.enabled):
+            node.repaired.append(f"invalid tool {tool!r} -> {RETRIEVE}")
         if tool == DISTRACT and cfg.distractors.enabled:
             self._run_distractor(tree, path, node, obj, distractors)
         else:
@@ -169,12 +172,21 @@ class InfoCurator:
 
     def _run_retrieval(self, path: list[TreeNode], node: TreeNode, obj: dict[str, Any], seed: str) -> None:
         c = self.cfg.curator
-        # an empty query falls back to the stated intent (or the seed entity on the first step)
-        query = str(obj.get("query") or "").strip() or node.intent.strip() or (seed if len(path) == 1 else "")
+        # an empty query falls back to the stated intent (or the seed entity on the first step),
+        # recorded on the node as a repair
+        query = str(obj.get("query") or "").strip()
+        if not query:
+            if node.intent.strip():
+                query = node.intent.strip()
+                node.repaired.append("empty query -> intent")
+            elif len(path) == 1:
+                query = seed
+                node.repaired.append("empty query -> seed entity")
         try:
             top_k = max(1, min(int(obj.get("top_k") or c.top_k), c.max_top_k))
         except (TypeError, ValueError):
             top_k = c.top_k
+            node.repaired.append(f"invalid top_k {obj.get('top_k')!r} -> {c.top_k}")
         node.action = ToolCall(id=f"call_{node.id}", name=RETRIEVE, arguments={"query": query, "top_k": top_k})
         if not query:
             node.error = "empty query"
@@ -186,6 +198,8 @@ class InfoCurator:
         try:
             hits = self.retriever.search([query], top_k, **kwargs)[0]
         except RetrievalError as exc:
+            if exc.is_retryable:
+                raise  # an outage: the tree stays unfinished and is redone on rerun
             node.error = f"retrieval_error: {exc}"
             node.observation = f"error: {exc}"
             return
@@ -197,10 +211,14 @@ class InfoCurator:
         dtype = str(obj.get("distractor_type") or "")
         if dtype not in DISTRACTOR_TYPES:
             unused = [t for t in DISTRACTOR_TYPES if t not in {d.distractor_type for d in distractors}]
-            dtype = (unused or list(DISTRACTOR_TYPES))[0]
+            new = (unused or list(DISTRACTOR_TYPES))[0]
+            node.repaired.append(f"invalid distractor_type {dtype!r} -> {new}")
+            dtype = new
         source = next((d for n in reversed(path) for d in n.docs if d.distractor_type is None), None)
-        fact = str(obj.get("original_fact") or "").strip() or (
-            f"{source.title}: {source.text[:400]}" if source else tree.seed)
+        fact = str(obj.get("original_fact") or "").strip()
+        if not fact:
+            fact = f"{source.title}: {source.text[:400]}" if source else tree.seed
+            node.repaired.append("empty original_fact -> " + ("latest document" if source else "seed entity"))
         guideline = str(obj.get("guideline") or "")
         node.action = ToolCall(id=f"call_{node.id}", name=DISTRACT,
                                arguments={"original_fact": fact, "distractor_type": dtype, "guideline": guideline})
@@ -208,7 +226,7 @@ class InfoCurator:
         docs, prov, err = write_distractors(
             self.distractor_llm, original_fact=fact, seed=tree.seed, distractor_type=dtype, guideline=guideline,
             seed_id=tree.id, node_id=node.id, source_passage_id=source.id if source else None,
-            cfg=self.cfg.distractors)
+            cfg=self.cfg.distractors, seed_value=self.cfg.seed)
         if node.provenance is not None:
             node.provenance.usage = node.provenance.usage + prov.usage
         if err:

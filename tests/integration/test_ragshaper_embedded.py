@@ -9,6 +9,7 @@ a rerun resumes without paying any LLM call again.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -86,20 +87,45 @@ def _scripted_curator(messages: list, **kw: object) -> str:  # type: ignore[type
             return json.dumps({"intent": "confuse", "tool": "write_distractor", "distractor_type": "doppelganger",
                                "original_fact": "", "guideline": "change the year"})
         return json.dumps({"intent": "look up the seed", "tool": "dense_retrieval",
-                           "query": user.split("\n")[0].removeprefix("Seed entity: "), "top_k": 2})
+                           "query": user.split("\n")[0].removeprefix("Seed entity: "), "top_k": 3})
     if name == "distractor_documents":
         fact = user.split("\n")[1][:200]
         return json.dumps({"documents": [{"title": "Revised edition (2031)", "text": f"In the 2031 revision: {fact}"}]})
     if name == "qa_pair":
         seed = user.split("\n")[0].removeprefix("Seed entity: ")
+        # evidence quoted from the path's documents, so the grounded-hop check accepts the pair
+        quotes = re.findall(r"^- evidence: \[[^\]]*\] (.+)$", user, flags=re.M)
         return json.dumps({"question": f"What is {seed} best known for?", "answer": "unknown fact",
-                           "reasoning_steps": [{"hop": i, "fact": "f", "evidence": "e", "output": "o"}
-                                               for i in range(3)], "negative_aspect": []})
+                           "reasoning_steps": [{"hop": i, "fact": "f", "evidence": q[:200], "output": "o"}
+                                               for i, q in enumerate(quotes[:3])], "negative_aspect": []})
     return json.dumps({"tag": "direct_answer", "rationale": "r"})
 
 
+class FirstSearchForced:
+    """The embedded teacher, except that its first turn is a search for the question itself, so
+    every trajectory has at least one retrieval step under Eq. 8 (the 135M model may otherwise
+    answer at once). Later turns are the model's own."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.model = getattr(inner, "model", "")
+
+    def chat(self, messages: list, tools: list | None = None, **kw: object) -> list:  # type: ignore[type-arg]
+        from agentrag.llm.base import Completion
+        from agentrag.records import ToolCall
+
+        if tools and not any(m.role == "tool" for m in messages):
+            question = next(m.content for m in messages if m.role == "user")
+            call = ToolCall(id="call_0", name=tools[0]["function"]["name"], arguments={"query": question})
+            return [Completion(text=None, tool_calls=[call], finish_reason="tool_calls")]
+        return self.inner.chat(messages, tools=tools, **kw)  # type: ignore[attr-defined]
+
+
 def test_embedded_teacher_under_constrained_navigation(small_kb: Path, tmp_path: Path) -> None:
+    from agentrag.agents.navigation import is_distractor
+    from agentrag.agents.rollout import ROLLOUT_TOOL
     from agentrag.llm import resolve_llm
+    from agentrag.records import Trajectory
     from agentrag.runs import RunDir
     from agentrag.synth.ragshaper import RagShaperComponents, RagShaperConfig, RagShaperPipeline
     from agentrag.synth.ragshaper.run import distractor_kb_factory
@@ -109,18 +135,30 @@ def test_embedded_teacher_under_constrained_navigation(small_kb: Path, tmp_path:
     run = RunDir(tmp_path / "run")
     cfg = RagShaperConfig(concurrency=1)
     cfg.curator.max_depth, cfg.curator.p_branch, cfg.paths_per_tree = 2, 0.0, 1
-    cfg.elicit.max_steps, cfg.elicit.max_tokens = 2, 96
+    cfg.elicit.max_steps, cfg.elicit.max_tokens = 3, 96
+    teacher = FirstSearchForced(resolve_llm("embedded", cache=run.file("llm_cache.sqlite")))
     comps = RagShaperComponents(curator=ScriptedLLM(default=_scripted_curator), tagger=None, main_kb=kb,
-                                teacher=resolve_llm("embedded", cache=run.file("llm_cache.sqlite")),
+                                teacher=teacher,  # type: ignore[arg-type]
                                 distractor_kb=distractor_kb_factory(kb, run.path / "distractor_kb"))
     metrics = RagShaperPipeline(run, cfg, comps).run(kb.sample_titles(1, seed=3))
     funnel = {row["stage"]: row["out"] for row in metrics["funnel"]}
     assert funnel["QA (Eq. 6)"] == 1 and funnel["trajectories (Eq. 7-8)"] == 1
     assert (run.path / "distractor_kb" / "params.json").exists()
-    traj = json.loads((run.path / "trajectories.jsonl").read_text().splitlines()[0])
-    searches = [s for s in traj["steps"] if s["action"] and s["action"]["name"] == "dense_search"]
-    if searches:  # Eq. 8: the first search always mixes in K~ documents, recorded with their type
-        assert any(h["kb"] == "distractor" for h in searches[0]["hits"])
-        assert traj["metadata"]["distractors_met"][0]["step"] == 1
-        assert traj["metadata"]["distractor_types_met"] == ["doppelganger"]
-    assert traj["metadata"]["provenance"]["model"]
+    n_tilde = len((run.path / "distractors.jsonl").read_text().splitlines())
+    assert n_tilde >= 1
+    trajs = [Trajectory.model_validate_json(line) for line in (run.path / "trajectories.jsonl").read_text().splitlines()]
+    assert trajs
+    for traj in trajs:
+        searches = [s for s in traj.steps if s.action is not None and s.action.name == ROLLOUT_TOOL and not s.error]
+        assert searches, "the first turn is a forced search"
+        # Eq. 8 on every search step of every trajectory
+        per_step = [sum(is_distractor(h) for h in s.hits) for s in searches]
+        assert per_step[0] == min(2, n_tilde)  # t = 1: R(K, k-2) U R(K~, 2)
+        for prev, cur in zip(per_step, per_step[1:]):
+            assert not (prev and cur), per_step  # never K~ right after K~
+            assert cur in (0, min(2, n_tilde))
+        assert all(h.kb == "distractor" for s in searches for h in s.hits if is_distractor(h))
+        met = traj.metadata["distractors_met"]
+        assert len(met) == sum(per_step) and met[0]["step"] == 1
+        assert traj.metadata["distractor_types_met"] == ["doppelganger"]
+        assert traj.metadata["provenance"]["model"]

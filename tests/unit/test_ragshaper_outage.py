@@ -76,8 +76,9 @@ def test_qa_and_teacher_outages_redo_exactly_the_unfinished_items(tmp_path: Path
 
 
 def test_retrieval_outage_during_elicitation_is_unfinished(tmp_path: Path) -> None:
-    from agentrag.errors import RetrievalError
     from test_ragshaper_support import main_retriever
+
+    from agentrag.errors import RetrievalError
 
     class Flaky:
         def __init__(self) -> None:

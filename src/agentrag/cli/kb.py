@@ -127,18 +127,47 @@ def serve(
                                               help="Require 'Authorization: Bearer TOKEN' on /retrieve.")] = None,
     method: MethodOpt = None,
     topk: Annotated[int, typer.Option(help="Hits per query when a request gives no topk.")] = 3,
+    navigation: Annotated[str, typer.Option(help="plain (every query reads KB) or constrained (RAGShaper Eq. 8: "
+                                            "queries are steps of trajectories named by the request's "
+                                            "trajectory_id / trajectory_ids; needs --distractors).")] = "plain",
+    distractors: Annotated[Path | None, typer.Option(help="Distractor KB K~ for --navigation constrained (e.g. "
+                                                     "the distractor_kb/ of a `synth ragshaper` run).")] = None,
+    p_e: Annotated[float, typer.Option("--p-e", help="Eq. 8 probability of mixing in K~ documents.")] = 0.5,
+    k_distractor: Annotated[int, typer.Option(help="K~ documents per mixed step (Eq. 8: 2).")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed of the Eq. 8 draws.")] = 0,
     set_: SetOpt = None,
 ) -> None:
-    """Serve a KB over HTTP with the Search-R1 API: POST /retrieve, GET /health."""
+    """Serve a KB over HTTP with the Search-R1 API: POST /retrieve, GET /health.
+
+    With --navigation constrained --distractors K~_DIR, RL rollouts meet distractors as
+    RAGShaper's teacher does: add "trajectory_id" to each /retrieve request (one process keeps
+    the per-trajectory state, so serve it from a single worker).
+    """
     from agentrag.kb.server import serve as run_server
     from agentrag.kb.store import KnowledgeBase
 
     with user_errors():
+        from agentrag.errors import UserError
+
+        if navigation not in ("plain", "constrained"):
+            raise UserError(f"--navigation {navigation!r}: use 'plain' or 'constrained'")
+        if (navigation == "constrained") != (distractors is not None):
+            raise UserError("--navigation constrained and --distractors K~_DIR go together")
         store = KnowledgeBase.load(kb, overrides=set_ or [])
         if method in (None, "dense", "hybrid"):
             store.embedder  # load the embedder before the first request  # noqa: B018
+        nav = None
+        if distractors is not None:
+            from agentrag.kb.nav_state import TrajectoryNavigation
+            from agentrag.synth.ragshaper.elicit import MethodRetriever
+
+            tilde = KnowledgeBase.load(distractors)
+            nav = TrajectoryNavigation(MethodRetriever(store, method or "dense"),
+                                       MethodRetriever(tilde, method or "dense"),
+                                       k_distractor=k_distractor, p_e=p_e, seed=seed)
+            err_console.print(f"constrained navigation (Eq. 8, p_e={p_e}) with K~ {distractors} ({len(tilde)} passages)")
         err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port}")
-        run_server(store, host=host, port=port, token=token, method=method, default_topk=topk)
+        run_server(store, host=host, port=port, token=token, method=method, default_topk=topk, navigation=nav)
 
 
 @kb_app.command()

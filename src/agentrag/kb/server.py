@@ -4,22 +4,34 @@
 ``{"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}`` (with
 ``return_scores`` false, each inner list holds the documents themselves). ``GET /health``
 reports the KB. Bad requests get a 4xx with a reason; the server keeps serving.
+
+With ``navigation`` (a :class:`~agentrag.kb.nav_state.TrajectoryNavigation`, ``agentrag kb serve
+--navigation constrained --distractors K~_DIR``) every query is one step of a trajectory under
+RAGShaper's constrained navigation (Eq. 8): the request names it with ``trajectory_id`` (one id
+for all its queries, taken as consecutive steps) or ``trajectory_ids`` (one id per query, for a
+batch of rollouts). Distractor documents come back like any other document.
+``DELETE /trajectories/{id}`` forgets a finished trajectory.
 """
 
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentrag._extras import require
 from agentrag.errors import AgentRagError, UserError
 from agentrag.kb.base import Retriever
 
+if TYPE_CHECKING:
+    from agentrag.kb.nav_state import TrajectoryNavigation
+
 log = logging.getLogger(__name__)
 
 
 def create_app(retriever: Retriever, *, token: str | None = None, default_topk: int = 3, max_topk: int = 100,
-               max_queries: int = 512, max_query_chars: int = 4096, method: str | None = None) -> Any:
-    """The FastAPI app serving ``retriever`` (a KnowledgeBase or any Retriever)."""
+               max_queries: int = 512, max_query_chars: int = 4096, method: str | None = None,
+               navigation: "TrajectoryNavigation | None" = None) -> Any:
+    """The FastAPI app serving ``retriever`` (a KnowledgeBase or any Retriever); with
+    ``navigation``, queries are steps of trajectories under Eq. 8 (see the module docstring)."""
     require("fastapi", "kb", purpose="the retrieval server")
     from fastapi import FastAPI, HTTPException, Request
     from fastapi.responses import JSONResponse
@@ -30,6 +42,8 @@ def create_app(retriever: Retriever, *, token: str | None = None, default_topk: 
         queries: list[StrictStr]
         topk: StrictInt | None = None
         return_scores: StrictBool = False
+        trajectory_id: StrictStr | None = None
+        trajectory_ids: list[StrictStr] | None = None
 
     app = FastAPI(title="agentrag retrieval server", version="1")
 
@@ -46,7 +60,30 @@ def create_app(retriever: Retriever, *, token: str | None = None, default_topk: 
         if hasattr(retriever, "__len__"):
             info["passages"] = len(retriever)  # type: ignore[arg-type]
         info["method"] = method or getattr(getattr(retriever, "config", None), "method", None)
+        if navigation is not None:
+            info.update(navigation.info())
         return info
+
+    @app.delete("/trajectories/{trajectory_id}")
+    def end_trajectory(trajectory_id: str, request: Request) -> dict[str, Any]:
+        _check_auth(request)
+        if navigation is None:
+            raise HTTPException(status_code=404, detail="this server does not run constrained navigation")
+        return {"trajectory_id": trajectory_id, "forgotten": navigation.end(trajectory_id)}
+
+    def _navigate(req: RetrieveRequest, k: int) -> list[Any]:
+        assert navigation is not None
+        if req.trajectory_ids is not None:
+            if len(req.trajectory_ids) != len(req.queries):
+                raise HTTPException(status_code=422, detail=f"trajectory_ids has {len(req.trajectory_ids)} ids for "
+                                    f"{len(req.queries)} queries; give one id per query")
+            ids = req.trajectory_ids
+        elif req.trajectory_id is not None:
+            ids = [req.trajectory_id] * len(req.queries)
+        else:
+            raise HTTPException(status_code=422, detail="constrained navigation needs the trajectory of each query: "
+                                "add \"trajectory_id\": \"...\" (or \"trajectory_ids\": [one per query])")
+        return [navigation.search(tid, q, k) for tid, q in zip(ids, req.queries, strict=True)]
 
     @app.post("/retrieve")
     def retrieve(req: RetrieveRequest, request: Request) -> Any:
@@ -66,7 +103,9 @@ def create_app(retriever: Retriever, *, token: str | None = None, default_topk: 
                 raise HTTPException(status_code=413, detail=f"queries[{i}] is longer than {max_query_chars} "
                                     "characters")
         try:
-            if method is not None:
+            if navigation is not None:
+                hits = _navigate(req, k)
+            elif method is not None:
                 hits = retriever.search(req.queries, k, method=method)  # type: ignore[call-arg]
             else:
                 hits = retriever.search(req.queries, k)
@@ -86,10 +125,10 @@ def create_app(retriever: Retriever, *, token: str | None = None, default_topk: 
 
 
 def serve(retriever: Retriever, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
-          method: str | None = None, default_topk: int = 3) -> None:
+          method: str | None = None, default_topk: int = 3, navigation: "TrajectoryNavigation | None" = None) -> None:
     """Run the server with uvicorn until interrupted."""
     uvicorn = require("uvicorn", "kb", purpose="the retrieval server")
-    app = create_app(retriever, token=token, method=method, default_topk=default_topk)
+    app = create_app(retriever, token=token, method=method, default_topk=default_topk, navigation=navigation)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

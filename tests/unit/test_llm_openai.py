@@ -45,6 +45,7 @@ def test_budget_spent_raises_llmerror_naming_endpoint_model_status() -> None:
         msg = str(info.value)
         assert srv.base_url in msg and "stub-model" in msg and "500" in msg
         assert llm.attempts == 3 and srv.requests == 3
+        assert info.value.is_retryable  # still an outage after the budget: callers leave the item unfinished
 
 
 def test_stall_budget_spent_does_not_hang() -> None:

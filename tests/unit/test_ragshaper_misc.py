@@ -91,3 +91,18 @@ def test_cli_reports_missing_inputs_as_user_errors(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "did you mean 'max_depth'" in res.output
     res = runner.invoke(app, ["synth", "ragshaper", "--out", str(tmp_path / "r"), "--kb", str(tmp_path)])
     assert res.exit_code == 2 and "no seeds" in res.output
+
+
+def test_cli_preset_option(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentrag.cli.main import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["synth", "ragshaper", "--out", str(tmp_path / "r"), "--kb", str(tmp_path),
+                              "--seeds", "2", "--preset", "huge"])
+    assert res.exit_code == 2 and "unknown preset 'huge'" in res.output
+    # the preset is the base; --set overrides it (validated before the KB is opened)
+    res = runner.invoke(app, ["synth", "ragshaper", "--out", str(tmp_path / "r"), "--preset", "paper",
+                              "--set", "curator.max_depth=abc"])
+    assert res.exit_code == 2 and "max_depth" in res.output

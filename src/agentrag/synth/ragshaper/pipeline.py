@@ -240,9 +240,9 @@ class RagShaperPipeline:
         JSON, unknown tool, extra parallel calls, an empty or untagged reply) is left out."""
         kept_ids = {f.id for f in self.filters if f.kept}
         kept = [t for t in self.trajs if t.id in kept_ids]
-        dirty = [t.id for t in kept if malformed_turns(t)]
+        dirty = {t.id for t in kept if malformed_turns(t)}
         if self.cfg.malformed_turns == "reject":
-            kept = [t for t in kept if t.id not in set(dirty)]
+            kept = [t for t in kept if t.id not in dirty]
         summary: dict[str, Any] = {"malformed_turns": self.cfg.malformed_turns,
                                    "with_malformed_turns": len(dirty)}
         if not self.cfg.export:

@@ -1,0 +1,179 @@
+"""The Ray executor: per-item work on a pool of Ray actors, results streamed back as they finish.
+
+Each actor is one worker process holding the (cloud)pickled per-item function; a
+:class:`~agentrag.exec.WorkerTask` therefore builds its LLM, KB and agent once per worker
+process, on its first item. An actor runs up to ``threads`` items at a time (threaded actor), so
+I/O-bound items (an OpenAI-compatible endpoint) overlap inside one process as in the thread
+executor, while CPU-bound items (the embedded model) use ``threads=1`` and one actor per core.
+
+Failures: an exception raised by the function comes back as the item's ``Outcome.error`` (the
+original exception, as in the thread executor). A worker process that dies (killed, OOM,
+segfault) is restarted by Ray (without limit) and its in-flight items are retried there
+(``retries`` times each);
+after that budget the item comes back with a retryable :class:`~agentrag.errors.RunError`, so the
+driver leaves it unfinished and the next run redoes it. The driver stays the only writer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+from agentrag.errors import RunError, UserError
+from agentrag.exec.base import Outcome
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise UserError("--executor ray needs Ray: pip install 'agentrag[ray]'") from exc
+    return ray
+
+
+class WorkerLost(RunError):
+    """A Ray worker died while running the item, more often than the retry budget allows."""
+
+
+def _item_worker_class(ray: Any) -> Any:
+    class ItemWorker:
+        """One worker process: holds the per-item function and runs items on it."""
+
+        def __init__(self, fn_blob: bytes) -> None:
+            import cloudpickle
+
+            self.fn = cloudpickle.loads(fn_blob)
+
+        def pid(self) -> int:
+            return os.getpid()
+
+        def run(self, item: Any) -> tuple[bool, Any]:
+            try:
+                return True, self.fn(item)
+            except Exception as exc:  # noqa: BLE001 - shipped back to the driver as the Outcome's error
+                return False, exc
+
+    return ray.remote(ItemWorker)
+
+
+class RayExecutor:
+    """``workers`` Ray actors (worker processes), each running up to ``threads`` items at a time.
+
+    ``address=None`` starts a local Ray instance with ``num_cpus=workers`` (shut down by
+    :meth:`close`); an address (``auto``, ``ray://host:10001``, ``host:6379``) attaches to a running
+    cluster. ``retries`` is how often an item whose worker died is retried; ``max_in_flight``
+    (default ``2 * workers * threads``) bounds the items submitted at a time.
+    """
+
+    name = "ray"
+
+    def __init__(self, workers: int = 2, address: str | None = None, *, threads: int = 1, retries: int = 2,
+                 max_in_flight: int | None = None, num_cpus_per_worker: float | None = None) -> None:
+        if workers < 1 or threads < 1:
+            raise UserError(f"ray executor: workers={workers!r} and threads={threads!r} must be at least 1")
+        self.workers, self.threads, self.retries, self.address = workers, threads, retries, address
+        self.max_in_flight = max_in_flight or 2 * workers * threads
+        self.num_cpus_per_worker = num_cpus_per_worker
+        self._ray = _ray()
+        self._started = False
+        self.worker_pids: list[int] = []
+
+    def __repr__(self) -> str:
+        return f"RayExecutor(workers={self.workers}, threads={self.threads}, address={self.address!r})"
+
+    # --- cluster ------------------------------------------------------------------------------
+    def _connect(self) -> None:
+        ray = self._ray
+        if ray.is_initialized():
+            return
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                  "configure_logging": False}
+        if self.address:
+            ray.init(address=self.address, **kwargs)
+            log.info("attached to the Ray cluster at %s", self.address)
+        else:
+            ray.init(num_cpus=self.workers, **kwargs)
+            log.info("started a local Ray instance with %d CPUs", self.workers)
+        self._started = True
+
+    def close(self) -> None:
+        """Shut down the Ray instance this executor started (an attached cluster keeps running)."""
+        if self._started and self._ray.is_initialized():
+            self._ray.shutdown()
+        self._started = False
+
+    def __enter__(self) -> RayExecutor:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _actors(self, fn: Callable[..., Any]) -> list[Any]:
+        import cloudpickle
+
+        ray = self._ray
+        blob = cloudpickle.dumps(fn)
+        if self.num_cpus_per_worker is not None:
+            cpus = self.num_cpus_per_worker
+        else:  # one CPU per worker on a local instance; on a cluster let them pack anywhere
+            cpus = 1 if not self.address else 0.001
+        cls = _item_worker_class(ray).options(
+            num_cpus=cpus, max_restarts=-1, max_task_retries=self.retries,
+            max_concurrency=self.threads)
+        actors = [cls.remote(blob) for _ in range(self.workers)]
+        self.worker_pids = list(ray.get([a.pid.remote() for a in actors]))
+        return actors
+
+    # --- map ----------------------------------------------------------------------------------
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[Outcome[T, R]]:
+        self._connect()
+        ray = self._ray
+        actors = self._actors(fn)
+        load = dict.fromkeys(range(len(actors)), 0)
+        queue = iter(items)
+        running: dict[Any, tuple[T, int]] = {}
+        try:
+            while True:
+                while len(running) < self.max_in_flight:
+                    nxt = next(queue, _END)
+                    if nxt is _END:
+                        break
+                    slot = min(load, key=load.__getitem__)  # least-loaded worker
+                    load[slot] += 1
+                    running[actors[slot].run.remote(nxt)] = (nxt, slot)  # type: ignore[assignment]
+                if not running:
+                    break
+                done, _ = ray.wait(list(running), num_returns=1)
+                for ref in done:
+                    item, slot = running.pop(ref)
+                    load[slot] -= 1
+                    yield self._outcome(ref, item)
+        finally:
+            for ref in running:
+                ray.cancel(ref)
+            for a in actors:
+                ray.kill(a, no_restart=True)
+
+    def _outcome(self, ref: Any, item: T) -> Outcome[T, R]:
+        ray = self._ray
+        try:
+            ok, value = ray.get(ref)
+        except ray.exceptions.RayActorError as exc:
+            log.warning("a Ray worker died running an item %d+1 times; left unfinished for the next run: %s",
+                        self.retries, exc)
+            return Outcome(item, error=WorkerLost(f"Ray worker lost: {exc}", is_retryable=True))
+        except ray.exceptions.RayError as exc:
+            return Outcome(item, error=WorkerLost(f"Ray task failed: {exc}", is_retryable=True))
+        return Outcome(item, result=value) if ok else Outcome(item, error=value)
+
+
+_END = object()
+
+__all__ = ["RayExecutor", "WorkerLost"]

@@ -10,7 +10,19 @@ from typing import Annotated, Any
 import typer
 
 from agentrag.cli import synth_evipath
-from agentrag.cli.common import ConfigOpt, OutOpt, SetOpt, console, err_console, resolve_config, user_errors
+from agentrag.cli.common import (
+    ConfigOpt,
+    ExecutorOpt,
+    OutOpt,
+    RayAddressOpt,
+    SetOpt,
+    WorkersOpt,
+    console,
+    err_console,
+    executor_from_options,
+    resolve_config,
+    user_errors,
+)
 
 synth_app = typer.Typer(help="Synthesize agentic-RAG training data (tasks, trajectories, SFT exports); "
                         "one command per synthesizer, listed below.", no_args_is_help=True)
@@ -29,6 +41,9 @@ def ragshaper(
                                                 "(default: --llm).")] = None,
     no_distractors: Annotated[bool, typer.Option("--no-distractors", help="Ablation RAGShaper-Dis: no "
                                                  "distractor tool and no K~ in navigation.")] = False,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddressOpt = None,
+    workers: WorkersOpt = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
 ) -> None:
@@ -38,7 +53,9 @@ def ragshaper(
     Writes OUT/{seeds,trees,distractors,paths,qa,trajectories,filter,tags}.jsonl, OUT/distractor_kb
     (K~), OUT/sft/ (TRL conversational + LLaMA-Factory sharegpt with dataset_info.json),
     OUT/metrics.json and OUT/report.md (funnel, tool calls, distractor types, behaviour tags).
-    Rerunning the same command resumes; LLM calls are cached in OUT/llm_cache.sqlite.
+    Rerunning the same command resumes; LLM calls are cached in OUT/llm_cache.sqlite. With
+    --executor ray, seeds, paths, questions and trajectories run on Ray worker processes that
+    rebuild the LLMs and load K from this config; this process writes every record.
 
     Example: agentrag synth ragshaper --kb runs/kb --seeds 2 --llm embedded --out runs/ragshaper
     --set curator.max_depth=3
@@ -51,8 +68,9 @@ def ragshaper(
         if no_distractors:
             base["distractors"] = {"enabled": False}
         cfg = resolve_config(RagShaperRunConfig, config, sets, base=base)
-        with _progress_bar() as progress:
-            metrics = run_ragshaper(cfg, out, progress=progress)
+        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+                _progress_bar() as progress:
+            metrics = run_ragshaper(cfg, out, progress=progress, executor=ex)
         _summary(metrics, out)
 
 

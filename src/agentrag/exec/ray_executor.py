@@ -166,8 +166,8 @@ class RayExecutor:
         try:
             ok, value = ray.get(ref)
         except ray.exceptions.RayActorError as exc:
-            log.warning("a Ray worker died running an item %d+1 times; left unfinished for the next run: %s",
-                        self.retries, exc)
+            log.warning("a Ray worker died running an item (retried %d times); left unfinished for the "
+                        "next run: %s", self.retries, exc)
             return Outcome(item, error=WorkerLost(f"Ray worker lost: {exc}", is_retryable=True))
         except ray.exceptions.RayError as exc:
             return Outcome(item, error=WorkerLost(f"Ray task failed: {exc}", is_retryable=True))

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 import agentrag
 from agentrag.cli.main import app
+from agentrag.testing import HashEmbedder
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -25,7 +26,8 @@ def test_eval_embedded_on_two_ray_workers(data_dir, tmp_path):
     sub = tmp_path / "sub.jsonl"
     with src.open(encoding="utf-8") as fh:
         sub.write_text("".join(next(fh) for _ in range(2)), encoding="utf-8")
-    KnowledgeBase.build(pooled_passages([sub]), tmp_path / "kb", KBConfig(method="bm25"), progress=False)
+    KnowledgeBase.build(pooled_passages([sub]), tmp_path / "kb", KBConfig(method="bm25"),
+                        embedder=HashEmbedder(), progress=False)  # BM25 only: no embedder model needed
     os.environ["PYTHONPATH"] = os.pathsep.join([str(Path(agentrag.__file__).parents[1]),
                                                 os.environ.get("PYTHONPATH", "")])
     out = tmp_path / "run"

@@ -127,14 +127,25 @@ def serve(
                                               help="Require 'Authorization: Bearer TOKEN' on /retrieve.")] = None,
     method: MethodOpt = None,
     topk: Annotated[int, typer.Option(help="Hits per query when a request gives no topk.")] = 3,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Server processes on the port, each "
+                                         "loading the KB directory read-only (one server per node at RL "
+                                         "scale: docs/scale.md).")] = 1,
     set_: SetOpt = None,
 ) -> None:
     """Serve a KB over HTTP with the Search-R1 API: POST /retrieve, GET /health."""
     from agentrag.kb.server import serve as run_server
+    from agentrag.kb.server import serve_workers
     from agentrag.kb.store import KnowledgeBase
 
     with user_errors():
-        store = KnowledgeBase.load(kb, overrides=set_ or [])
+        store = KnowledgeBase.load(kb, overrides=set_ or [])  # validates the directory and overrides
+        if workers > 1:
+            err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port} "
+                              f"with {workers} worker processes")
+            del store
+            serve_workers(str(kb), workers, host=host, port=port, token=token, method=method, default_topk=topk,
+                          overrides=set_)
+            return
         if method in (None, "dense", "hybrid"):
             store.embedder  # load the embedder before the first request  # noqa: B018
         err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port}")

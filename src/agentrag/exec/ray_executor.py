@@ -43,20 +43,30 @@ class WorkerLost(RunError):
 
 
 def _item_worker_class(ray: Any) -> Any:
+    import threading
+
     class ItemWorker:
-        """One worker process: holds the per-item function and runs items on it."""
+        """One worker process, kept for the executor's life: loads each map's function once (from
+        the object store) and runs items on it."""
 
-        def __init__(self, fn_blob: bytes) -> None:
-            import cloudpickle
-
-            self.fn = cloudpickle.loads(fn_blob)
+        def __init__(self) -> None:
+            self.fns: dict[int, Any] = {}
+            self.lock = threading.Lock()
 
         def pid(self) -> int:
             return os.getpid()
 
-        def run(self, item: Any) -> tuple[bool, Any]:
+        def _fn(self, key: int, blob_ref: list[Any]) -> Any:
+            with self.lock:
+                if key not in self.fns:
+                    import cloudpickle
+
+                    self.fns = {key: cloudpickle.loads(ray.get(blob_ref[0]))}  # only the current map's
+                return self.fns[key]
+
+        def run(self, key: int, blob_ref: list[Any], item: Any) -> tuple[bool, Any]:
             try:
-                return True, self.fn(item)
+                return True, self._fn(key, blob_ref)(item)
             except Exception as exc:  # noqa: BLE001 - shipped back to the driver as the Outcome's error
                 return False, exc
 
@@ -81,8 +91,11 @@ class RayExecutor:
         self.workers, self.threads, self.retries, self.address = workers, threads, retries, address
         self.max_in_flight = max_in_flight or 2 * workers * threads
         self.num_cpus_per_worker = num_cpus_per_worker
+        self.gather_s = 0.02
         self._ray = _ray()
         self._started = False
+        self._pool: list[Any] = []
+        self._maps = 0
         self.worker_pids: list[int] = []
 
     def __repr__(self) -> str:
@@ -104,7 +117,12 @@ class RayExecutor:
         self._started = True
 
     def close(self) -> None:
-        """Shut down the Ray instance this executor started (an attached cluster keeps running)."""
+        """Stop the workers, and the Ray instance this executor started (an attached cluster keeps
+        running)."""
+        if self._pool and self._ray.is_initialized():
+            for a in self._pool:
+                self._ray.kill(a, no_restart=True)
+        self._pool = []
         if self._started and self._ray.is_initialized():
             self._ray.shutdown()
         self._started = False
@@ -115,11 +133,11 @@ class RayExecutor:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _actors(self, fn: Callable[..., Any]) -> list[Any]:
-        import cloudpickle
-
+    def _actors(self) -> list[Any]:
+        """The worker pool, started on the first map and kept (a process start costs seconds)."""
+        if self._pool:
+            return self._pool
         ray = self._ray
-        blob = cloudpickle.dumps(fn)
         if self.num_cpus_per_worker is not None:
             cpus = self.num_cpus_per_worker
         else:  # one CPU per worker on a local instance; on a cluster let them pack anywhere
@@ -127,15 +145,19 @@ class RayExecutor:
         cls = _item_worker_class(ray).options(
             num_cpus=cpus, max_restarts=-1, max_task_retries=self.retries,
             max_concurrency=self.threads)
-        actors = [cls.remote(blob) for _ in range(self.workers)]
-        self.worker_pids = list(ray.get([a.pid.remote() for a in actors]))
-        return actors
+        self._pool = [cls.remote() for _ in range(self.workers)]
+        self.worker_pids = list(ray.get([a.pid.remote() for a in self._pool]))
+        return self._pool
 
     # --- map ----------------------------------------------------------------------------------
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[Outcome[T, R]]:
         self._connect()
         ray = self._ray
-        actors = self._actors(fn)
+        import cloudpickle
+
+        actors = self._actors()
+        self._maps += 1
+        key, blob = self._maps, [ray.put(cloudpickle.dumps(fn))]  # in a list: Ray passes the ref as is
         load = dict.fromkeys(range(len(actors)), 0)
         queue = iter(items)
         running: dict[Any, tuple[T, int]] = {}
@@ -147,19 +169,36 @@ class RayExecutor:
                         break
                     slot = min(load, key=load.__getitem__)  # least-loaded worker
                     load[slot] += 1
-                    running[actors[slot].run.remote(nxt)] = (nxt, slot)  # type: ignore[assignment]
+                    running[actors[slot].run.remote(key, blob, nxt)] = (nxt, slot)  # type: ignore[assignment]
                 if not running:
                     break
-                done, _ = ray.wait(list(running), num_returns=1)
-                for ref in done:
+                refs = list(running)
+                # every round trip to Ray costs milliseconds (tens on a loaded machine): collect all
+                # items finished within a short window at once, and fetch them in one call
+                done, _ = ray.wait(refs, num_returns=len(refs), timeout=self.gather_s)
+                if not done:
+                    done, _ = ray.wait(refs, num_returns=1)
+                values = self._get_many(done)  # one round trip for every finished item
+                for ref, value in zip(done, values, strict=True):
                     item, slot = running.pop(ref)
                     load[slot] -= 1
-                    yield self._outcome(ref, item)
+                    yield self._outcome(ref, item) if value is _FAILED else self._unpack(item, value)
         finally:
             for ref in running:
                 ray.cancel(ref)
-            for a in actors:
-                ray.kill(a, no_restart=True)
+
+    def _get_many(self, refs: list[Any]) -> list[Any]:
+        """The values of finished ``refs``; ``_FAILED`` marks those to fetch one by one (a lost worker)."""
+        ray = self._ray
+        try:
+            return list(ray.get(refs))
+        except ray.exceptions.RayError:
+            return [_FAILED] * len(refs)
+
+    @staticmethod
+    def _unpack(item: T, value: tuple[bool, Any]) -> Outcome[T, R]:
+        ok, res = value
+        return Outcome(item, result=res) if ok else Outcome(item, error=res)
 
     def _outcome(self, ref: Any, item: T) -> Outcome[T, R]:
         ray = self._ray
@@ -171,9 +210,10 @@ class RayExecutor:
             return Outcome(item, error=WorkerLost(f"Ray worker lost: {exc}", is_retryable=True))
         except ray.exceptions.RayError as exc:
             return Outcome(item, error=WorkerLost(f"Ray task failed: {exc}", is_retryable=True))
-        return Outcome(item, result=value) if ok else Outcome(item, error=value)
+        return self._unpack(item, (ok, value))
 
 
 _END = object()
+_FAILED = object()
 
 __all__ = ["RayExecutor", "WorkerLost"]

@@ -9,6 +9,7 @@ to write; the pipeline (the driver) writes them.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
     from agentrag.synth.ragshaper.pipeline import RagShaperComponents
 
 log = logging.getLogger(__name__)
+
+_BUILT: dict[str, RagShaperComponents] = {}  # per worker process: components by their recipe
+_BUILT_LOCK = threading.Lock()
 
 
 def _explore_one(state: Any, seed: SeedRecord) -> tuple[InfoTree, list[DistractorDoc]]:
@@ -110,7 +114,11 @@ class StageTask(WorkerTask):
         if self.rebuild is None:
             raise UserError("RAGShaper components cannot be rebuilt in a worker process: pass "
                             "RagShaperComponents(rebuild=...) to run on a distributed executor")
-        comps = self.rebuild()
+        key = repr(self.rebuild)  # one build per worker process for all stages of a run
+        with _BUILT_LOCK:
+            comps = _BUILT.get(key)
+            if comps is None:
+                comps = _BUILT[key] = self.rebuild()
         kb_tilde = None
         if self.tilde_passages:
             kb_tilde = (comps.open_distractor_kb or comps.distractor_kb)(self.tilde_passages)

@@ -2,8 +2,9 @@
 
 KB: the pooled context paragraphs of the first N HotpotQA dev questions (shared data), served
 with BM25 (--method bm25; dense adds the query embedding, which scales the same way). Load:
-``--clients`` threads each sending single-query ``/retrieve`` requests for ``--seconds``. Prints
-requests/s per worker count and the ratio to 1 worker (measured in one process, back to back).
+``--clients`` threads each sending ``/retrieve`` requests of ``--batch`` queries for ``--seconds``
+(the client is one Python process: on a small machine it competes with the servers for the CPU).
+Prints queries/s per worker count and the ratio to 1 worker (measured in one process, back to back).
 
     .venv/bin/python benchmarks/kb_serve.py [--workers 1,2] [--clients 16] [--seconds 8]
 """
@@ -49,7 +50,7 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 120) ->
     raise SystemExit("server did not start")
 
 
-def load(url: str, queries: list[str], clients: int, seconds: float) -> float:
+def load(url: str, queries: list[str], clients: int, seconds: float, per_request: int) -> float:
     done = [0] * clients
     stop = time.monotonic() + seconds
 
@@ -57,9 +58,10 @@ def load(url: str, queries: list[str], clients: int, seconds: float) -> float:
         with httpx.Client(timeout=30) as c:
             j = i
             while time.monotonic() < stop:
-                r = c.post(url + "/retrieve", json={"queries": [queries[j % len(queries)]], "topk": 5})
+                batch = [queries[(j + b) % len(queries)] for b in range(per_request)]
+                r = c.post(url + "/retrieve", json={"queries": batch, "topk": 5})
                 r.raise_for_status()
-                done[i] += 1
+                done[i] += per_request
                 j += clients
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
@@ -78,6 +80,7 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=8, help="Queries per request (RL rollouts batch them).")
     args = ap.parse_args()
     src = DATA / "hotpotqa" / "dev_distractor_200.jsonl"
     tmp = Path(tempfile.mkdtemp(prefix="kbserve_"))
@@ -87,7 +90,7 @@ def main() -> None:
     kb = KnowledgeBase.build(pooled_passages([sub]), tmp / "kb", KBConfig(method="bm25"), embedder=HashEmbedder(),
                              progress=False)
     qs = [q for _, q, _ in questions(sub)]
-    print(f"KB: {len(kb)} passages (BM25), {len(qs)} queries, {args.clients} clients, {os.cpu_count()} CPUs")
+    print(f"KB: {len(kb)} passages (BM25), {len(qs)} queries, {args.clients} clients x {args.batch} queries/request, {os.cpu_count()} CPUs")
     rates: dict[int, list[float]] = {}
     for _ in range(args.repeat):
         for n in [int(x) for x in args.workers.split(",")]:
@@ -98,14 +101,14 @@ def main() -> None:
             try:
                 url = f"http://127.0.0.1:{port}"
                 wait_ready(url, proc)
-                load(url, qs, args.clients, 1.0)  # warm every worker
-                rates.setdefault(n, []).append(load(url, qs, args.clients, args.seconds))
+                load(url, qs, args.clients, 1.0, args.batch)  # warm every worker
+                rates.setdefault(n, []).append(load(url, qs, args.clients, args.seconds, args.batch))
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
     base = max(rates[min(rates)])
     for n, rs in sorted(rates.items()):
-        print(f"workers={n}: {max(rs):7.1f} req/s (runs: {', '.join(f'{r:.1f}' for r in rs)})  "
+        print(f"workers={n}: {max(rs):7.1f} queries/s (runs: {', '.join(f'{r:.1f}' for r in rs)})  "
               f"ratio vs {min(rates)} worker: {max(rs) / base:.2f}x")
 
 

@@ -187,3 +187,32 @@ def test_ragshaper_on_ray_equals_threads_despite_a_killed_worker(ray_session, tm
         assert rays == threads, stage
         if stage in ("trees", "qa", "trajectories", "tags"):
             assert threads, stage
+
+
+def test_components_builder_pickles_and_rebuilds_from_the_config(bm25_kb, tmp_path):
+    import pickle
+
+    from agentrag.synth.ragshaper.build import ComponentsBuilder
+    from agentrag.synth.ragshaper.config import RagShaperRunConfig
+
+    _, kb = bm25_kb
+    cfg = RagShaperRunConfig(kb=str(kb), seeds="2", llm="openai:m@http://127.0.0.1:9/v1",
+                             tagger="openai:t@http://127.0.0.1:9/v1")
+    builder = pickle.loads(pickle.dumps(ComponentsBuilder.from_config(cfg, tmp_path / "run")))
+    comps = builder()
+    assert comps.rebuild == builder and comps.curator is comps.teacher and comps.tagger is not comps.curator
+    assert comps.tagger.model == "t" and len(comps.main_kb) > 0
+    assert str(comps.curator.cache.path) == str(tmp_path / "run" / "llm_cache.sqlite")  # the run's cache
+    assert comps.open_distractor_kb.directory == str(tmp_path / "run" / "distractor_kb")
+
+
+def test_worker_cache_is_the_runs_unless_a_node_local_dir_is_set(tmp_path, monkeypatch):
+    import socket
+
+    from agentrag.eval.worker import worker_cache_path
+
+    run_cache = tmp_path / "run1" / "llm_cache.sqlite"
+    monkeypatch.delenv("AGENTRAG_WORKER_CACHE_DIR", raising=False)
+    assert worker_cache_path(run_cache) == str(run_cache) and worker_cache_path(None) is None
+    monkeypatch.setenv("AGENTRAG_WORKER_CACHE_DIR", str(tmp_path / "local"))
+    assert worker_cache_path(run_cache) == str(tmp_path / "local" / f"run1-{socket.gethostname()}.sqlite")

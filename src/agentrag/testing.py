@@ -121,6 +121,39 @@ class OutageLLM:
 _TOKEN = re.compile(r"\w+")
 
 
+class CrashOnceLLM:
+    """Wraps an LLM; its ``at_call``-th call in a process kills that process (``os._exit``) if
+    ``marker`` does not exist yet (it is created first), so exactly one worker dies in a run."""
+
+    def __init__(self, inner: Any, marker: str, at_call: int = 1) -> None:
+        self.inner, self.marker, self.at_call = inner, str(marker), at_call
+        self.model = getattr(inner, "model", "crash-once")
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def _maybe_die(self) -> None:
+        import os
+
+        with self._lock:
+            self.calls += 1
+            if self.calls != self.at_call:
+                return
+        try:
+            fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        os._exit(17)
+
+    def chat(self, messages: list[Message], **kwargs: Any) -> list[Completion]:
+        self._maybe_die()
+        return list(self.inner.chat(messages, **kwargs))
+
+    async def achat(self, messages: list[Message], **kwargs: Any) -> list[Completion]:
+        return self.chat(messages, **kwargs)
+
+
 class HashEmbedder:
     """Deterministic bag-of-words embeddings by feature hashing (no model)."""
 
@@ -192,16 +225,21 @@ class StubOpenAIServer:
     ``faults`` is consumed one per request: ``"500"`` / ``"429"`` (that status), ``"stall"``
     (sleep ``stall_s`` before answering, to trip client timeouts), ``"malformed"`` (200 with a
     body that is not JSON), ``"ok"``. Once ``faults`` runs out every request is answered with
-    ``reply`` (a text, or a dict used as the assistant message) after ``latency`` seconds.
+    ``reply`` (a text, a dict used as the assistant message, or a function of the request body
+    returning either) after ``latency`` seconds. ``kill_client_at=N`` SIGKILLs the process that
+    sent the N-th request (found by its TCP port), once, to kill a worker mid-call.
     ``requests`` counts requests; ``bodies`` keeps their JSON. Use as a context manager.
     """
 
-    def __init__(self, faults: Sequence[str] = (), *, reply: str | dict[str, Any] = "ok",
-                 latency: float = 0.0, stall_s: float = 5.0) -> None:
+    def __init__(self, faults: Sequence[str] = (), *,
+                 reply: str | dict[str, Any] | Callable[[dict[str, Any]], str | dict[str, Any]] = "ok",
+                 latency: float = 0.0, stall_s: float = 5.0, kill_client_at: int | None = None) -> None:
         self.faults = list(faults)
         self.reply = reply
         self.latency = latency
         self.stall_s = stall_s
+        self.kill_client_at = kill_client_at
+        self.killed: list[int] = []
         self.requests = 0
         self.bodies: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -217,10 +255,27 @@ class StubOpenAIServer:
         with self._lock:
             self.requests += 1
             self.bodies.append(body)
+            if self.requests == self.kill_client_at:
+                return "kill"
             return self.faults.pop(0) if self.faults else "ok"
 
+    def _kill_client(self, port: int) -> bool:
+        """SIGKILL the local process whose TCP connection has source port ``port``."""
+        import os
+        import signal
+
+        import psutil
+
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.laddr and conn.laddr.port == port and conn.pid and conn.pid != os.getpid():
+                os.kill(conn.pid, signal.SIGKILL)
+                self.killed.append(conn.pid)
+                return True
+        return False
+
     def _response(self, body: dict[str, Any]) -> dict[str, Any]:
-        msg: dict[str, Any] = dict(self.reply) if isinstance(self.reply, dict) else {"content": self.reply}
+        reply = self.reply(body) if callable(self.reply) else self.reply
+        msg: dict[str, Any] = dict(reply) if isinstance(reply, dict) else {"content": reply}
         msg.setdefault("role", "assistant")
         msg.setdefault("content", None)
         n = int(body.get("n") or 1)
@@ -254,6 +309,8 @@ class StubOpenAIServer:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 body = json.loads(raw or b"{}")
                 fault = stub._fault(body)
+                if fault == "kill" and stub._kill_client(self.client_address[1]):
+                    return
                 if fault in ("500", "429", "503", "400"):
                     self._send(int(fault), json.dumps({"error": {"message": f"stub {fault}"}}).encode())
                     return
@@ -397,5 +454,5 @@ class GoldDecompositionLLM:
         return self.chat(messages, tools=tools, response_format=response_format, n=n, **sampling)
 
 
-__all__ = ["ScriptedLLM", "OutageLLM", "FakeRetriever", "HashEmbedder", "ScriptItem", "StubOpenAIServer",
-           "chatml_byte_tokenizer", "GoldDecompositionLLM"]
+__all__ = ["CrashOnceLLM", "ScriptedLLM", "OutageLLM", "FakeRetriever", "HashEmbedder", "ScriptItem",
+           "StubOpenAIServer", "chatml_byte_tokenizer", "GoldDecompositionLLM"]

@@ -117,3 +117,50 @@ def test_rerun_of_a_finished_run_reproduces_its_records(tmp_path: Path) -> None:
         assert strip == [{k: v for k, v in r.items() if k not in ("elapsed", "provenance", "nodes")}
                          for r in _lines(b / f"{stage}.jsonl")], stage
     assert json.loads((a / "metrics.json").read_text())["funnel"] == json.loads((b / "metrics.json").read_text())["funnel"]
+
+
+class _LosesFirstItem:
+    """An executor (threads underneath) that reports its first item of each stage lost, as the
+    Ray executor does after its retries (a retryable RunError), without running it."""
+
+    def __init__(self) -> None:
+        from agentrag.exec import ThreadExecutor
+
+        self.inner, self.lost = ThreadExecutor(1), 0
+
+    def map(self, fn, items):  # type: ignore[no-untyped-def]
+        from agentrag.errors import RunError
+        from agentrag.exec.base import Outcome
+
+        items = list(items)
+        if items:
+            self.lost += 1
+            yield Outcome(items[0], error=RunError("worker lost", is_retryable=True))
+        yield from self.inner.map(fn, items[1:])
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_lost_worker_leaves_the_item_unfinished_and_a_rerun_redoes_it(tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    lossy = _LosesFirstItem()
+    m1 = RagShaperPipeline(RunDir(run), _cfg(), _components(), executor=lossy).run(["Ada Varn", "Ott Brem"])
+    assert m1["unfinished"]["explore"] == 1 and len(_stage_ids(run, "trees")) == 1
+    m2 = RagShaperPipeline(RunDir(run), _cfg(), _components()).run(["Ada Varn", "Ott Brem"])
+    assert m2["unfinished"] == {} and len(_stage_ids(run, "trees")) == 2
+
+
+def test_a_non_retryable_escape_is_a_bug_not_an_unfinished_item(tmp_path: Path) -> None:
+    import pytest
+
+    from agentrag.errors import LLMError, ParseError, RunError
+    from agentrag.exec.base import Outcome
+    from agentrag.synth.ragshaper.stages import is_outage, is_unfinished
+
+    assert is_outage(LLMError("503", is_retryable=True)) and not is_outage(RunError("lost", is_retryable=True))
+    assert is_unfinished(RunError("lost", is_retryable=True)) and not is_unfinished(ParseError("bad json"))
+    pipe = RagShaperPipeline(RunDir(tmp_path / "r"), _cfg(), _components())
+
+    with pytest.raises(ValueError):
+        pipe._check("qa", [Outcome("x", error=ValueError("bug"))])

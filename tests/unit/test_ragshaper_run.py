@@ -62,3 +62,33 @@ def test_cli_and_python_api_write_the_same_metrics(tmp_path: Path, fakes) -> Non
     # one backend per distinct reference, each behind the run's own response cache
     assert sorted(ref for ref, _ in fakes["made"]) == ["curator", "curator", "teacher", "teacher"]
     assert {str(c) for _, c in fakes["made"]} == {str(cli_out / "llm_cache.sqlite"), str(api_out / "llm_cache.sqlite")}
+
+
+def test_cli_preset_with_executor_options_exits_3_on_an_outage_and_a_rerun_finishes(tmp_path: Path, fakes,
+                                                                                   monkeypatch) -> None:
+    """--preset and --executor/--workers together; an outage leaves items unfinished (exit 3), the
+    same command against a healthy backend redoes them (exit 0)."""
+    from agentrag.testing import OutageLLM
+
+    down = {"teacher": True}
+
+    def resolve_llm(ref: str = "embedded", *, cache=None, **overrides):
+        inner = teacher_llm() if ref == "teacher" else curator_llm()
+        return CachedLLM(OutageLLM(inner, down=down["teacher"]) if ref == "teacher" else inner, cache)
+
+    monkeypatch.setattr(agentrag.llm, "resolve_llm", resolve_llm)
+    out = tmp_path / "r"
+    argv = ["synth", "ragshaper", "--kb", str(fakes["kb"]), "--seeds", str(fakes["seeds"]), "--llm", "curator",
+            "--teacher", "teacher", "--out", str(out), "--preset", "demo", "--executor", "thread",
+            "--workers", "2", "--set", "curator.max_depth=4"]
+    res = runner.invoke(app, argv)
+    assert res.exit_code == 3, res.output
+    first = json.loads((out / "metrics.json").read_text())
+    assert first["unfinished"].get("elicit", 0) > 0
+    assert not (out / "trajectories.jsonl").exists() or not (out / "trajectories.jsonl").read_text().strip()
+    down["teacher"] = False
+    res = runner.invoke(app, argv)
+    assert res.exit_code == 0, res.output
+    again = json.loads((out / "metrics.json").read_text())
+    assert again["unfinished"] == {}
+    assert len((out / "trajectories.jsonl").read_text().splitlines()) == first["unfinished"]["elicit"]

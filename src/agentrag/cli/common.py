@@ -33,6 +33,23 @@ SetOpt = Annotated[
     typer.Option("--set", "-s", help="Override one config key, e.g. --set retrieval.top_k=5 (repeatable; "
                  "values are parsed as YAML, so 3 is an int and true a bool)."),
 ]
+ExecutorOpt = Annotated[
+    str | None,
+    typer.Option("--executor", help="Where per-item work runs: thread (a thread pool in this process, the "
+                 "default) or ray (Ray worker processes; pip install 'agentrag[ray]'). The run directory, "
+                 "resume and outputs are the same."),
+]
+RayAddressOpt = Annotated[
+    str | None,
+    typer.Option("--ray-address", help="With --executor ray: address of a running Ray cluster (auto, "
+                 "host:6379, ray://host:10001); omitted: start a local Ray instance."),
+]
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option("--workers", help="Worker processes with --executor ray (default: 2); threads with "
+                 "--executor thread (default: the command's concurrency). Items in flight stay "
+                 "--concurrency in both cases.", min=1),
+]
 OutOpt = Annotated[
     Path,
     typer.Option("--out", "-o", help="Run directory; rerunning the same command with it resumes."),
@@ -78,6 +95,32 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
+@contextmanager
+def executor_from_options(executor: str | None, workers: int | None, ray_address: str | None,
+                          concurrency: int) -> Iterator[Any]:
+    """The executor of ``--executor/--workers/--ray-address`` (closed at the end of the block).
+
+    ``thread``: ``workers`` threads (default ``concurrency``). ``ray``: ``workers`` worker
+    processes (default 2) each running ``ceil(concurrency / workers)`` items at a time.
+    """
+    from agentrag.exec import resolve_executor
+
+    name = executor or "thread"
+    if ray_address and name != "ray":
+        raise UserError("--ray-address needs --executor ray")
+    if name == "ray":
+        n = workers or 2
+        ex: Any = resolve_executor("ray", n, ray_address, threads=max(1, -(-concurrency // n)))
+    else:
+        ex = resolve_executor(name, workers or concurrency)
+    try:
+        yield ex
+    finally:
+        close = getattr(ex, "close", None)
+        if close is not None:
+            close()
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -85,5 +128,5 @@ def is_tty() -> bool:
     return sys.stderr.isatty()
 
 
-__all__ = ["console", "err_console", "ConfigOpt", "SetOpt", "OutOpt", "setup_logging", "resolve_config",
-           "user_errors", "styled", "is_tty"]
+__all__ = ["console", "err_console", "ConfigOpt", "SetOpt", "OutOpt", "ExecutorOpt", "RayAddressOpt", "WorkersOpt",
+           "executor_from_options", "setup_logging", "resolve_config", "user_errors", "styled", "is_tty"]

@@ -11,10 +11,14 @@ import typer
 
 from agentrag.cli.common import (
     ConfigOpt,
+    ExecutorOpt,
     OutOpt,
+    RayAddressOpt,
     SetOpt,
+    WorkersOpt,
     console,
     err_console,
+    executor_from_options,
     is_tty,
     resolve_config,
     styled,
@@ -38,6 +42,9 @@ def eval_command(
     concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions in flight.")] = None,
     maxd: Annotated[bool | None, typer.Option("--maxd/--no-maxd", help="Also run the lower-hop questions "
                                               "(MuSiQue decompositions, Tracer data) to measure MaxD.")] = None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddressOpt = None,
+    workers: WorkersOpt = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
 ) -> None:
@@ -47,7 +54,8 @@ def eval_command(
     LLM judge, gold-passage recall, hop-aware diagnosis) and OUT/report.md + OUT/report.html.
 
     Rerunning the same command resumes: finished questions are skipped and cached LLM calls are
-    not paid again.
+    not paid again. With --executor ray the questions run on Ray worker processes, each building
+    its own LLM, retriever and agent from this config; this process still writes every result.
 
     Example: agentrag eval --dataset ../shared/data/hotpotqa/dev_distractor_200.jsonl --kb runs/kb
     --agent react --llm embedded --limit 10 --out runs/eval_react
@@ -87,18 +95,26 @@ def eval_command(
         run = RunDir(out)
         run.write_config(cfg)
         cache = run.file("llm_cache.sqlite")
-        agent_llm = resolve_llm(cfg.llm, cache=cache)
-        the_judge = LLMJudge(resolve_llm(cfg.judge, cache=cache)) if cfg.judge else None
-        the_agent = build_agent(cfg.agent, agent_llm, retriever, **cfg.agent_config)
+        the_judge: Any = None
+        the_agent: Any
+        if (executor or "thread") == "thread":
+            agent_llm = resolve_llm(cfg.llm, cache=cache)
+            the_judge = LLMJudge(resolve_llm(cfg.judge, cache=cache)) if cfg.judge else None
+            the_agent = build_agent(cfg.agent, agent_llm, retriever, **cfg.agent_config)
+        else:  # each worker process builds LLM, retriever, agent and judge from the config
+            from agentrag.eval.worker import EvalTask
+
+            the_agent = EvalTask(cfg.model_dump(), cache)
 
         started = time.perf_counter()
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        with Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err_console, disable=not is_tty()) as bar:
+        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+                Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                         console=err_console, disable=not is_tty()) as bar:
             task = bar.add_task("eval", total=None)
             results = evaluate(the_agent, items, run, judge=the_judge, concurrency=cfg.concurrency,
-                               maxd=cfg.maxd, correct_by=cfg.correct_by,
+                               maxd=cfg.maxd, correct_by=cfg.correct_by, executor=ex,
                                on_start=lambda done, total: bar.update(task, completed=done, total=total),
                                on_result=lambda _r: bar.advance(task))
         metrics = summarize(results, n_requested=len(items))

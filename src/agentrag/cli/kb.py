@@ -135,6 +135,9 @@ def serve(
     p_e: Annotated[float, typer.Option("--p-e", help="Eq. 8 probability of mixing in K~ documents.")] = 0.5,
     k_distractor: Annotated[int, typer.Option(help="K~ documents per mixed step (Eq. 8: 2).")] = 2,
     seed: Annotated[int, typer.Option(help="Seed of the Eq. 8 draws.")] = 0,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Server processes on the port, each "
+                                         "loading the KB directory read-only (one server per node at RL "
+                                         "scale: docs/scale.md). Plain navigation only.")] = 1,
     set_: SetOpt = None,
 ) -> None:
     """Serve a KB over HTTP with the Search-R1 API: POST /retrieve, GET /health.
@@ -144,6 +147,7 @@ def serve(
     the per-trajectory state, so serve it from a single worker).
     """
     from agentrag.kb.server import serve as run_server
+    from agentrag.kb.server import serve_workers
     from agentrag.kb.store import KnowledgeBase
 
     with user_errors():
@@ -153,7 +157,17 @@ def serve(
             raise UserError(f"--navigation {navigation!r}: use 'plain' or 'constrained'")
         if (navigation == "constrained") != (distractors is not None):
             raise UserError("--navigation constrained and --distractors K~_DIR go together")
-        store = KnowledgeBase.load(kb, overrides=set_ or [])
+        if workers > 1 and navigation == "constrained":
+            raise UserError(f"--workers {workers} with --navigation constrained: the per-trajectory state "
+                            "lives in one process; serve constrained navigation with --workers 1")
+        store = KnowledgeBase.load(kb, overrides=set_ or [])  # validates the directory and overrides
+        if workers > 1:
+            err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port} "
+                              f"with {workers} worker processes")
+            del store
+            serve_workers(str(kb), workers, host=host, port=port, token=token, method=method, default_topk=topk,
+                          overrides=set_)
+            return
         if method in (None, "dense", "hybrid"):
             store.embedder  # load the embedder before the first request  # noqa: B018
         nav = None

@@ -10,7 +10,19 @@ from typing import Annotated, Any
 import typer
 
 from agentrag.cli import synth_evipath
-from agentrag.cli.common import ConfigOpt, OutOpt, SetOpt, console, err_console, resolve_config, user_errors
+from agentrag.cli.common import (
+    ConfigOpt,
+    ExecutorOpt,
+    OutOpt,
+    RayAddressOpt,
+    SetOpt,
+    WorkersOpt,
+    console,
+    err_console,
+    executor_from_options,
+    resolve_config,
+    user_errors,
+)
 
 synth_app = typer.Typer(help="Synthesize agentic-RAG training data (tasks, trajectories, SFT exports); "
                         "one command per synthesizer, listed below.", no_args_is_help=True)
@@ -32,6 +44,9 @@ def ragshaper(
                                         "sizes for a laptop CPU). --config and --set apply on top.")] = "demo",
     no_distractors: Annotated[bool, typer.Option("--no-distractors", help="Ablation RAGShaper-Dis: no "
                                                  "distractor tool and no K~ in navigation.")] = False,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddressOpt = None,
+    workers: WorkersOpt = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
 ) -> None:
@@ -42,8 +57,10 @@ def ragshaper(
     (K~), OUT/sft/ (TRL conversational + LLaMA-Factory sharegpt with dataset_info.json),
     OUT/metrics.json and OUT/report.md (funnel, tool calls, distractor types, behaviour tags).
     Rerunning the same command resumes; LLM calls are cached in OUT/llm_cache.sqlite. Items hit
-    by an outage (LLM or retrieval unreachable after retries) stay unfinished: the command then
-    exits with status 3 and a rerun redoes them.
+    by an outage (LLM or retrieval unreachable after retries) or a lost Ray worker stay
+    unfinished: the command then exits with status 3 and a rerun redoes them. With
+    --executor ray, seeds, paths, questions and trajectories run on Ray worker processes that
+    rebuild the LLMs and load K from this config; this process writes every record.
 
     Example: agentrag synth ragshaper --kb runs/kb --seeds 2 --llm embedded --out runs/ragshaper
     --set curator.max_depth=3   (or --preset paper for the paper's settings)
@@ -56,8 +73,9 @@ def ragshaper(
         if no_distractors:
             base["distractors"] = {"enabled": False}
         cfg = resolve_config(RagShaperRunConfig, config, sets, base=preset_base(preset, base))
-        with _progress_bar() as progress:
-            metrics = run_ragshaper(cfg, out, progress=progress)
+        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+                _progress_bar() as progress:
+            metrics = run_ragshaper(cfg, out, progress=progress, executor=ex)
         _summary(metrics, out)
     if metrics.get("unfinished"):
         err_console.print(f"unfinished after an outage: {metrics['unfinished']}; rerun the same command to redo "

@@ -22,7 +22,7 @@ from agentrag.eval import metrics
 from agentrag.eval.hops import diagnose, lower_hop_items
 from agentrag.eval.judge import LLMJudge
 from agentrag.eval.result import EvalResult
-from agentrag.exec import Executor, ThreadExecutor
+from agentrag.exec import Executor, Outcome, ThreadExecutor, WorkerTask
 from agentrag.records import QAItem, Trajectory
 from agentrag.runs import RunDir
 
@@ -90,13 +90,29 @@ def expand_items(items: Sequence[QAItem], maxd: bool) -> list[QAItem]:
     return out
 
 
-def evaluate(agent: RunsItems, items: Sequence[QAItem], run_dir: str | os.PathLike[str] | RunDir, *,
+def run_and_score(agent: RunsItems, item: QAItem, judge: LLMJudge | None = None,
+                  correct_by: CorrectBy = "auto") -> EvalResult | None:
+    """Run ``agent`` on ``item`` and score it; ``None`` (logged) when the run fails with a
+    :class:`RunError`, so the item is left unfinished and redone on the next run."""
+    try:
+        traj = agent.run(item)
+    except RunError as exc:
+        log.warning("item %s failed (%s: %s); rerun to retry it", item.id, type(exc).__name__, exc)
+        return None
+    return score_item(item, traj, judge, correct_by)
+
+
+def evaluate(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_dir: str | os.PathLike[str] | RunDir, *,
              judge: LLMJudge | None = None, concurrency: int = 4, maxd: bool = False,
              correct_by: CorrectBy = "auto",
              on_start: Callable[[int, int], None] | None = None,
              on_result: Callable[[EvalResult | None], None] | None = None,
              executor: Executor | None = None) -> list[EvalResult]:
     """Evaluate ``agent`` on ``items`` (resuming from ``results.jsonl``); returns all results.
+
+    ``agent`` is an agent object (run on threads of this process), or a picklable
+    :class:`~agentrag.eval.worker.EvalTask` that builds the agent and judge from the config once per
+    worker process (needed for a distributed executor such as Ray; ``judge`` is then its own).
 
     ``on_start(already_done, total)`` is called once before work starts; ``on_result`` once per
     processed item (``None`` for an item that failed). Items run on ``executor`` (default: a thread
@@ -114,16 +130,15 @@ def evaluate(agent: RunsItems, items: Sequence[QAItem], run_dir: str | os.PathLi
     log.info("%d items to evaluate (%d already done in %s)", len(todo), len(wanted) - len(todo), store.path)
 
     def work(item: QAItem) -> EvalResult | None:
-        try:
-            traj = agent.run(item)
-        except RunError as exc:
-            log.warning("item %s failed (%s: %s); rerun to retry it", item.id, type(exc).__name__, exc)
-            return None
-        return score_item(item, traj, judge, correct_by)
+        return run_and_score(agent, item, judge, correct_by)  # type: ignore[arg-type]
 
+    fn = agent if isinstance(agent, WorkerTask) else work  # a WorkerTask rebuilds agent + judge per worker
     failed = 0
-    for out in (executor or ThreadExecutor(concurrency)).map(work, todo):
-        if out.error is not None:
+    for out in (executor or ThreadExecutor(concurrency)).map(fn, todo):
+        if isinstance(out.error, RunError) and out.error.is_retryable:  # e.g. a lost Ray worker
+            log.warning("item %s failed (%s); rerun to retry it", out.item.id, out.error)
+            out = Outcome(out.item, result=None)
+        elif out.error is not None:
             raise out.error
         res = out.result
         if res is not None:
@@ -166,4 +181,4 @@ def summarize(results: Sequence[EvalResult], *, n_requested: int | None = None) 
     return out
 
 
-__all__ = ["EvalConfig", "evaluate", "score_item", "summarize", "expand_items"]
+__all__ = ["EvalConfig", "evaluate", "run_and_score", "score_item", "summarize", "expand_items"]

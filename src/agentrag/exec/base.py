@@ -150,8 +150,10 @@ def run_items(executor: Executor, fn: Callable[[T], R], items: Iterable[T], *, s
     return failed
 
 
-def resolve_executor(name: str = "thread", workers: int = 4, address: str | None = None) -> Executor:
-    """``thread`` (default) or ``ray`` (``agentrag[ray]``; ``address`` of a running cluster)."""
+def resolve_executor(name: str = "thread", workers: int = 4, address: str | None = None, *,
+                     threads: int = 1) -> Executor:
+    """``thread`` (default) or ``ray`` (``agentrag[ray]``; ``address`` of a running cluster;
+    ``workers`` processes running ``threads`` items each)."""
     if name == "thread":
         return ThreadExecutor(workers)
     if name == "ray":
@@ -159,5 +161,5 @@ def resolve_executor(name: str = "thread", workers: int = 4, address: str | None
             from agentrag.exec.ray_executor import RayExecutor
         except ImportError as exc:  # the module itself, or ray missing inside it
             raise UserError("--executor ray needs Ray: pip install 'agentrag[ray]'") from exc
-        return RayExecutor(workers=workers, address=address)
+        return RayExecutor(workers=workers, address=address, threads=threads)
     raise UserError(f"unknown executor {name!r}; use 'thread' or 'ray'")

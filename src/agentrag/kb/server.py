@@ -132,4 +132,40 @@ def serve(retriever: Retriever, *, host: str = "127.0.0.1", port: int = 8000, to
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
-__all__ = ["create_app", "serve"]
+SERVE_ENV = "AGENTRAG_SERVE"
+
+
+def app_from_env() -> Any:
+    """App factory of a worker process of :func:`serve_workers`: loads the KB directory named in
+    ``$AGENTRAG_SERVE`` (JSON: kb, overrides, method, topk) read-only and serves it."""
+    import json
+    import os
+
+    from agentrag.kb.store import KnowledgeBase
+
+    spec = json.loads(os.environ[SERVE_ENV])
+    store = KnowledgeBase.load(spec["kb"], overrides=spec.get("overrides") or [])
+    if spec.get("method") in (None, "dense", "hybrid"):
+        store.embedder  # load the embedder before the first request  # noqa: B018
+    return create_app(store, token=os.environ.get("AGENTRAG_KB_TOKEN") or None, method=spec.get("method"),
+                      default_topk=int(spec.get("topk", 3)))
+
+
+def serve_workers(kb: str, workers: int, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
+                  method: str | None = None, default_topk: int = 3, overrides: list[str] | None = None) -> None:
+    """Serve the KB directory ``kb`` from ``workers`` uvicorn worker processes on one port; each
+    loads the on-disk KB read-only (the OS shares its pages), the kernel balances connections."""
+    import json
+    import os
+
+    import uvicorn
+
+    os.environ[SERVE_ENV] = json.dumps({"kb": str(kb), "overrides": overrides or [], "method": method,
+                                        "topk": default_topk})
+    if token:
+        os.environ["AGENTRAG_KB_TOKEN"] = token
+    uvicorn.run("agentrag.kb.server:app_from_env", factory=True, workers=workers, host=host, port=port,
+                log_level="warning")
+
+
+__all__ = ["create_app", "serve", "serve_workers", "app_from_env"]

@@ -18,19 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentrag.errors import LLMError, RetrievalError, UserError
+from agentrag.errors import UserError
 from agentrag.exec import Executor, ThreadExecutor, run_items
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.paths import check_input_file
-from agentrag.records import Passage, Provenance, Trajectory, iter_json_objects
+from agentrag.records import Passage, Trajectory, iter_json_objects
 from agentrag.runs import RunDir
 from agentrag.synth.ragshaper import analysis
 from agentrag.synth.ragshaper.config import RagShaperConfig
-from agentrag.synth.ragshaper.elicit import AgentFactory, elicit
+from agentrag.synth.ragshaper.elicit import AgentFactory
 from agentrag.synth.ragshaper.filter import export_sft, filter_trajectory, malformed_turns
 from agentrag.synth.ragshaper.paths import select_paths
-from agentrag.synth.ragshaper.qa import synthesize_qa
 from agentrag.synth.ragshaper.schema import (
     DistractorDoc,
     FilterRecord,
@@ -40,7 +39,7 @@ from agentrag.synth.ragshaper.schema import (
     SeedRecord,
     TagRecord,
 )
-from agentrag.synth.ragshaper.tree import InfoCurator
+from agentrag.synth.ragshaper.stages import StageTask, is_outage, is_unfinished
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +81,11 @@ class RagShaperComponents:
     distractor_kb: Callable[[list[Passage]], Retriever]
     tagger: LLM | None = None
     agent_factory: AgentFactory | None = None
+    #: For executors running items in other processes (Ray): a picklable zero-argument callable
+    #: that builds these components there (once per worker process), and how a worker opens the
+    #: K~ the driver built (default: ``distractor_kb`` on the same passages).
+    rebuild: Callable[[], RagShaperComponents] | None = None
+    open_distractor_kb: Callable[[list[Passage]], Retriever] | None = None
 
 
 def _writer(store: Any) -> Callable[[Any, Any], None]:
@@ -90,18 +94,6 @@ def _writer(store: Any) -> Callable[[Any, Any], None]:
         store.append(record)
 
     return write
-
-
-def is_outage(exc: BaseException | None) -> bool:
-    """An LLM or retrieval failure worth retrying later (a 5xx, a timeout, a lost connection after
-    the backend's own retries): the item stays unfinished, it is not data."""
-    return isinstance(exc, (LLMError, RetrievalError)) and exc.is_retryable
-
-
-def _is_outage_or_raise(exc: BaseException) -> None:
-    """Inside a per-item function: re-raise an outage (the item stays unfinished)."""
-    if is_outage(exc):
-        raise exc
 
 
 class RagShaperPipeline:
@@ -123,32 +115,23 @@ class RagShaperPipeline:
         self.unfinished: dict[str, list[str]] = {}
 
     def _check(self, stage: str, failed: list[Any]) -> None:
-        """Outages leave their items unfinished (noted for the report); anything else is a bug."""
+        """Outages (a retryable LLM / retrieval error after the backend's retries) and lost workers
+        (the executor's retryable RunError) leave their items unfinished, noted for the report and
+        redone by the next run; anything else escaping a per-item function is a bug."""
         for out in failed:
-            if not is_outage(out.error):
+            if not is_unfinished(out.error):
                 raise out.error
             self.unfinished.setdefault(stage, []).append(f"{type(out.error).__name__}: {out.error}")
         if failed:
-            log.warning("%s: %d item(s) unfinished after an outage (e.g. %s); rerun the same command to redo them",
-                        stage, len(failed), failed[0].error)
+            log.warning("%s: %d item(s) unfinished after an outage or a lost worker (e.g. %s); rerun the same "
+                        "command to redo them", stage, len(failed), failed[0].error)
 
     # --- stages -------------------------------------------------------------------------------
     def explore(self, entities: list[str]) -> None:
         for e in entities:
             self.seeds.append(SeedRecord(id=seed_id(e), entity=e.strip(), source=self.seed_source))
-        curator = InfoCurator(self.c.curator, self.c.main_kb, self.cfg)
         todo = [s for s in self.seeds.read() if s.id not in self.trees]
-
-        def one(seed: SeedRecord) -> tuple[InfoTree, list[DistractorDoc]]:
-            start = time.monotonic()
-            try:
-                tree, docs = curator.explore(seed.id, seed.entity)
-            except Exception as exc:  # noqa: BLE001 - one seed's failure is recorded, the run goes on
-                _is_outage_or_raise(exc)
-                log.exception("seed %r: exploration failed", seed.entity)
-                tree, docs = InfoTree(id=seed.id, seed=seed.entity, status="failed",
-                                      error=f"{type(exc).__name__}: {exc}", elapsed=time.monotonic() - start), []
-            return tree, docs
+        one = StageTask("explore", self.cfg, self.c)
 
         def write(seed: SeedRecord, out: tuple[InfoTree, list[DistractorDoc]]) -> None:
             tree, docs = out
@@ -166,55 +149,36 @@ class RagShaperPipeline:
                     self.paths.append(p)
 
     def synthesize(self) -> None:
-        trees = {t.id: t for t in self.trees}
         todo = [p for p in self.paths if f"{p.id}-qa" not in self.qas]
-
-        def one(path: PathRecord) -> QARecord:
-            by_id = {n.id: n for n in trees[path.seed_id].nodes}
-            try:
-                rec = synthesize_qa(self.c.curator, path, [by_id[i] for i in path.node_ids], self.cfg.qa,
-                                    seed=self.cfg.seed)
-            except Exception as exc:  # noqa: BLE001
-                _is_outage_or_raise(exc)
-                log.exception("path %s: QA synthesis failed", path.id)
-                rec = QARecord(id=f"{path.id}-qa", path_id=path.id, seed_id=path.seed_id, status="rejected",
-                               reason=f"error: {type(exc).__name__}: {exc}", provenance=Provenance(stage="qa"))
-            return rec
+        seeds = {p.seed_id for p in todo}
+        one = StageTask("qa", self.cfg, self.c, data={t.id: t for t in self.trees if t.id in seeds})
 
         self._check("qa", run_items(self.executor, one, todo, stage="qa", progress=self.progress,
                                         on_result=_writer(self.qas)))
 
     def build_distractor_kb(self) -> tuple[Retriever | None, dict[str, str]]:
+        kb, _passages, types = self._distractor_kb()
+        return kb, types
+
+    def _distractor_kb(self) -> tuple[Retriever | None, list[Passage], dict[str, str]]:
         docs = self.distractors.read()
         types = {d.id: d.distractor_type for d in docs}
         if not self.cfg.distractors.enabled or not docs:
             if self.cfg.distractors.enabled:
                 log.warning("no distractor documents were created: the teacher reads K only")
-            return None, types
+            return None, [], types
         passages = [Passage(id=d.id, title=d.title, text=d.text,
                             metadata={"distractor_type": d.distractor_type, "seed_id": d.seed_id,
                                       "node_id": d.node_id, "source_passage_id": d.source_passage_id})
                     for d in docs]
-        return self.c.distractor_kb(passages), types
+        return self.c.distractor_kb(passages), passages, types
 
     def elicit(self) -> None:
         todo = [q for q in self.qas if q.status == "accepted" and f"{q.id}-t" not in self.trajs]
         if not todo:
             return
-        kb_tilde, types = self.build_distractor_kb()
-
-        def one(qa: QARecord) -> Trajectory:
-            try:
-                traj = elicit(qa, self.c.teacher, self.c.main_kb, kb_tilde, self.cfg.elicit, seed=self.cfg.seed,
-                              types_by_id=types, agent_factory=self.c.agent_factory)
-            except Exception as exc:  # noqa: BLE001
-                _is_outage_or_raise(exc)
-                log.exception("question %s: elicitation failed", qa.id)
-                traj = Trajectory(id=f"{qa.id}-t", question=qa.question, finish_reason="llm_error",
-                                  metadata={"qa_id": qa.id, "seed_id": qa.seed_id, "gold_answer": qa.answer,
-                                            "error": f"{type(exc).__name__}: {exc}", "distractors_met": [],
-                                            "distractor_types_met": [], "tool_calls": 0})
-            return traj
+        kb_tilde, passages, types = self._distractor_kb()
+        one = StageTask("elicit", self.cfg, self.c, data=types, tilde=(passages, kb_tilde))
 
         self._check("elicit", run_items(self.executor, one, todo, stage="elicit", progress=self.progress,
                                             on_result=_writer(self.trajs)))
@@ -229,10 +193,9 @@ class RagShaperPipeline:
             return
         filters = {f.id: f for f in self.filters}
         todo = [t for t in self.trajs if t.id not in self.tags]
-        self._check("tag", run_items(self.executor, lambda t: analysis.tag_behaviour(self.c.tagger, t, filters[t.id],
-                                                                                      seed=self.cfg.seed),
-                                         todo, stage="tag", progress=self.progress,
-                                         on_result=_writer(self.tags)))
+        one = StageTask("tag", self.cfg, self.c, data={t.id: filters[t.id] for t in todo})
+        self._check("tag", run_items(self.executor, one, todo, stage="tag", progress=self.progress,
+                                     on_result=_writer(self.tags)))
 
     def export(self) -> dict[str, Any]:
         """SFT export of the kept trajectories, with the teacher's system prompt and tool schema.
@@ -318,4 +281,4 @@ class RagShaperPipeline:
         return metrics
 
 
-__all__ = ["RagShaperPipeline", "RagShaperComponents", "seed_id", "read_seeds"]
+__all__ = ["RagShaperPipeline", "RagShaperComponents", "seed_id", "read_seeds", "is_outage"]

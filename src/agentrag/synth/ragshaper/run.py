@@ -71,6 +71,10 @@ def run_ragshaper(cfg: RagShaperRunConfig, out: str | os.PathLike[str], *, progr
     comps = RagShaperComponents(curator=llms["curator"], teacher=llms["teacher"], main_kb=main_kb,
                                 tagger=llms["tagger"],
                                 distractor_kb=distractor_kb_factory(main_kb, run.path / "distractor_kb"))
+    from agentrag.synth.ragshaper.build import ComponentsBuilder
+
+    comps.rebuild = ComponentsBuilder.from_config(cfg, run.path)  # how Ray workers rebuild them
+    comps.open_distractor_kb = comps.rebuild.open_distractor_kb()
     pipeline = RagShaperPipeline(run, cfg, comps, progress=progress, seed_source=source, executor=executor)
     return pipeline.run(entities)
 

@@ -13,12 +13,13 @@ from typer.testing import CliRunner
 import agentrag
 from agentrag.cli.main import app
 from agentrag.testing import HashEmbedder
+from extras_check import require_module
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 
 def test_eval_embedded_on_two_ray_workers(data_dir, tmp_path):
-    ray = pytest.importorskip("ray") if not os.environ.get("CI") else __import__("ray")
+    ray = require_module("ray", "ray")
     from agentrag.kb import KBConfig, KnowledgeBase
     from agentrag.kb.ingest import pooled_passages
 

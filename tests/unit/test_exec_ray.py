@@ -27,6 +27,7 @@ from agentrag.runs import RunDir
 from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.synth.ragshaper.pipeline import RagShaperComponents, RagShaperPipeline
 from agentrag.testing import CrashOnceLLM, FakeRetriever, HashEmbedder, StubOpenAIServer
+from extras_check import require_module
 
 pytestmark = pytest.mark.slow
 HERE = Path(__file__).parent
@@ -35,9 +36,9 @@ TIMING = ("elapsed", "latency", "latency_s", "backend_latency_s", "created")
 
 @pytest.fixture(scope="module")
 def ray_session():
-    ray = pytest.importorskip("ray") if not os.environ.get("CI") else __import__("ray")
+    ray = require_module("ray", "ray")
     # workers import this checkout's agentrag and the test helpers
-    paths = [str(Path(agentrag.__file__).parents[1]), str(HERE)]
+    paths = [str(Path(agentrag.__file__).parents[1]), str(HERE), str(HERE.parent)]  # + tests/ (extras_check)
     os.environ["PYTHONPATH"] = os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")])
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield ray

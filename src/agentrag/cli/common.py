@@ -128,5 +128,23 @@ def is_tty() -> bool:
     return sys.stderr.isatty()
 
 
+@contextmanager
+def stage_progress() -> Iterator[Callable[[str, int, int], None]]:
+    """A rich progress bar on stderr, one row per stage; yields the pipeline's progress callback."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description:<8}", markup=False), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=False) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield progress
+
+
 __all__ = ["console", "err_console", "ConfigOpt", "SetOpt", "OutOpt", "ExecutorOpt", "RayAddressOpt", "WorkersOpt",
-           "executor_from_options", "setup_logging", "resolve_config", "user_errors", "styled", "is_tty"]
+           "executor_from_options", "setup_logging", "resolve_config", "user_errors", "styled", "is_tty",
+           "stage_progress"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,6 +19,7 @@ from agentrag.cli.common import (
     err_console,
     executor_from_options,
     resolve_config,
+    stage_progress,
     user_errors,
 )
 
@@ -74,30 +73,13 @@ def ragshaper(
             base["distractors"] = {"enabled": False}
         cfg = resolve_config(RagShaperRunConfig, config, sets, base=preset_base(preset, base))
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
-                _progress_bar() as progress:
+                stage_progress() as progress:
             metrics = run_ragshaper(cfg, out, progress=progress, executor=ex)
         _summary(metrics, out)
     if metrics.get("unfinished"):
         err_console.print(f"unfinished after an outage: {metrics['unfinished']}; rerun the same command to redo "
                           "them", style="yellow", markup=False)
         raise typer.Exit(3)
-
-
-@contextmanager
-def _progress_bar() -> Iterator[Callable[[str, int, int], None]]:
-    """A rich progress bar on stderr, one row per stage; yields the pipeline's progress callback."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description:<8}", markup=False), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err_console, transient=False) as bar:
-        tasks: dict[str, Any] = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        yield progress
 
 
 def _summary(metrics: dict[str, Any], path: Path) -> None:

@@ -7,7 +7,15 @@ from typing import Annotated, Any
 
 import typer
 
-from agentrag.cli.common import ConfigOpt, OutOpt, SetOpt, console, err_console, resolve_config, user_errors
+from agentrag.cli.common import (
+    ConfigOpt,
+    OutOpt,
+    SetOpt,
+    console,
+    resolve_config,
+    stage_progress,
+    user_errors,
+)
 
 
 def evipath(
@@ -52,19 +60,9 @@ def evipath(
 
 
 def _with_progress(cfg: Any, out: Path) -> dict[str, Any]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from agentrag.synth.evipath import run_evipath
 
-    with Progress(TextColumn("{task.description:<8}", markup=False), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err_console, transient=False) as bar:
-        tasks: dict[str, Any] = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
+    with stage_progress() as progress:
         return run_evipath(cfg, out, progress=progress)
 
 

@@ -8,7 +8,15 @@ from typing import Annotated, Any
 
 import typer
 
-from agentrag.cli.common import ConfigOpt, OutOpt, SetOpt, console, resolve_config, user_errors
+from agentrag.cli.common import (
+    ConfigOpt,
+    OutOpt,
+    SetOpt,
+    console,
+    resolve_config,
+    stage_progress,
+    user_errors,
+)
 
 
 def reasonrag(
@@ -44,7 +52,6 @@ def reasonrag(
     --kb runs/kb --llm embedded --value spre --limit 2 --out runs/reasonrag --set mcts.iterations=4
     """
     with user_errors():
-        from agentrag.cli.synth import _progress_bar
         from agentrag.synth.reasonrag.config import ReasonRagRunConfig
         from agentrag.synth.reasonrag.run import run_reasonrag
 
@@ -54,7 +61,7 @@ def reasonrag(
             base["value"] = {"kind": value}
         cfg = resolve_config(ReasonRagRunConfig, config, sets, base=base)
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        with _progress_bar() as progress:
+        with stage_progress() as progress:
             metrics = run_reasonrag(cfg, out, progress=progress)
         _summary(metrics, out)
         if metrics["unfinished"]:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from agentrag.cli.common import ConfigOpt, SetOpt, console, err_console, resolve_config, user_errors
+from agentrag.cli.common import (
+    ConfigOpt,
+    SetOpt,
+    console,
+    err_console,
+    resolve_config,
+    stage_progress,
+    user_errors,
+)
 
 tracer_app = typer.Typer(help="AgenticRAGTracer builder: verified 2-4 hop benchmarks from atomic questions "
                          "(run with --kb/--out to build; `review` for the human-review sheet).")
@@ -74,7 +80,7 @@ def build(
         judge_llm = gen if (cfg.judge or cfg.llm) == cfg.llm else resolve_llm(cfg.judge or cfg.llm, cache=cache)
         comps = TracerComponents(llm=gen, judge=judge_llm, kb=main_kb, passages=list(main_kb.passages()),
                                  excluded_titles=excluded)
-        with _progress_bars() as progress:
+        with stage_progress() as progress:
             metrics = TracerPipeline(run, cfg, comps, progress=progress).run()
         metrics["llm_stats"] = {"llm": gen.stats() if hasattr(gen, "stats") else None,
                                 "judge": judge_llm.stats() if judge_llm is not gen and hasattr(judge_llm, "stats")
@@ -85,22 +91,6 @@ def build(
             console.print(f"  {row['stage']:<32} {row['in']:>5} -> {row['out']:<5} {rej}")
         console.print(f"  exported: {metrics['export']['files']}")
         console.print(f"report: {run.path / 'report.md'}   benchmark: {run.path / 'benchmark.jsonl'}")
-
-
-@contextmanager
-def _progress_bars() -> Iterator[Callable[[str, int, int], None]]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=False) as bar:
-        tasks: dict[str, Any] = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        yield progress
 
 
 @tracer_app.command("review")

@@ -22,6 +22,7 @@ from agentrag.exec import Executor, ThreadExecutor, run_items
 from agentrag.kb.base import Embedder, Retriever
 from agentrag.llm.base import LLM
 from agentrag.runs import RunDir
+from agentrag.synth.common import Progress
 from agentrag.synth.evipath.answering import synthesize_selection
 from agentrag.synth.evipath.config import EviPathConfig
 from agentrag.synth.evipath.conversations import executor_messages, planner_messages
@@ -41,7 +42,7 @@ from agentrag.synth.evipath.schema import (
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str, int, int], None]
+
 PathOut = tuple[PlanRecord, list[IterationRecord], list[SubAnswerRecord], list[SelectionRecord]]
 
 

@@ -25,6 +25,7 @@ from agentrag.llm.base import LLM
 from agentrag.paths import check_input_file
 from agentrag.records import Passage, Trajectory, iter_json_objects
 from agentrag.runs import RunDir
+from agentrag.synth.common import Progress
 from agentrag.synth.ragshaper import analysis
 from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.synth.ragshaper.elicit import AgentFactory
@@ -43,7 +44,6 @@ from agentrag.synth.ragshaper.stages import StageTask, is_outage, is_unfinished
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str, int, int], None]
 
 
 def seed_id(entity: str) -> str:

@@ -8,10 +8,10 @@ from agentrag.agents import build_agent
 from agentrag.agents.prompts import (
     FORCE_ANSWER,
     GROUNDING_SYSTEM,
-    STEP_USER,
     REACT_FORCE_ANSWER,
     REASONING_SYSTEM,
     SEARCH_R1_INVALID,
+    STEP_USER,
 )
 from agentrag.errors import LLMError, ParseError
 from agentrag.llm.base import Completion

@@ -179,7 +179,7 @@ def evaluate(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_dir: st
         if isinstance(res, Unfinished):
             log.warning("item %s unfinished (%s); rerun to retry it", res.id, res.reason)
             unfinished[res.id] = res.reason
-        else:
+        elif res is not None:
             store.append(res)
         if on_result is not None:
             on_result(None if isinstance(res, Unfinished) else res)

@@ -81,7 +81,7 @@ def test_eval_command_health_checks_a_kb_url_and_reports_unfinished(tmp_path, mo
     data = tmp_path / "qa.jsonl"
     data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"who drums {i}?", "golden_answers": ["Rush"]})
                             + "\n" for i in range(3)))
-    res = runner.invoke(app, ["eval", "--dataset", str(data), "--kb", "http://127.0.0.1:9", "--out",
+    res = runner.invoke(app, ["eval", "--dataset", str(data), "--kb", "http://127.0.0.1:9", "--llm", "openai:m@http://127.0.0.1:9/v1", "--out",
                               str(tmp_path / "r0")])
     assert res.exit_code == 2 and "GET /health" in " ".join(res.output.split())
     assert not (tmp_path / "r0" / "results.jsonl").exists()
@@ -95,7 +95,8 @@ def test_eval_command_health_checks_a_kb_url_and_reports_unfinished(tmp_path, mo
     monkeypatch.setattr(agentrag.kb, "resolve_retriever", lambda ref: FakeRetriever(
         [Passage(id="p1", title="Neil Peart", text="Neil Peart was the drummer of Rush.")]), raising=False)
     out = tmp_path / "r1"
-    res = runner.invoke(app, ["eval", "--dataset", str(data), "--kb", "kbdir", "--agent", "react", "--out", str(out)])
+    res = runner.invoke(app, ["eval", "--dataset", str(data), "--kb", "kbdir", "--agent", "react", "--llm", "openai:m",
+                              "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "1 items unfinished (LLMError: 1)" in " ".join(res.output.split())
     metrics = json.loads((out / "metrics.json").read_text())

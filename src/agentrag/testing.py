@@ -224,16 +224,29 @@ class StubOpenAIServer:
 
     ``faults`` is consumed one per request: ``"500"`` / ``"429"`` (that status), ``"stall"``
     (sleep ``stall_s`` before answering, to trip client timeouts), ``"malformed"`` (200 with a
-    body that is not JSON), ``"ok"``. Once ``faults`` runs out every request is answered with
-    ``reply`` (a text, a dict used as the assistant message, or a function of the request body
-    returning either) after ``latency`` seconds. ``kill_client_at=N`` SIGKILLs the process that
-    sent the N-th request (found by its TCP port), once, to kill a worker mid-call.
-    ``requests`` counts requests; ``bodies`` keeps their JSON. Use as a context manager.
+    body that is not JSON), ``"garbage"`` (200 with random bytes), ``"null_choice"`` (200 with
+    ``"choices": [null]``), ``"bad_message"`` (a choice whose message is a string), ``"ok"``.
+    Once ``faults`` runs out, a request is answered with a random fault of ``fault_kinds`` with
+    probability ``fault_rate`` (seeded by ``seed``, so a run at concurrency 1 is reproducible),
+    else with ``reply`` (a text, a dict used as the assistant message, or a function of the
+    request body returning either) after ``latency`` seconds. ``kill_client_at=N`` SIGKILLs the
+    process that sent the N-th request (found by its TCP port), once, to kill a worker mid-call.
+    ``requests`` counts requests; ``bodies`` keeps their JSON; ``injected`` lists the faults
+    served. Use as a context manager.
     """
+
+    FAULT_KINDS = ("500", "stall", "malformed", "garbage", "null_choice", "bad_message")
 
     def __init__(self, faults: Sequence[str] = (), *,
                  reply: str | dict[str, Any] | Callable[[dict[str, Any]], str | dict[str, Any]] = "ok",
-                 latency: float = 0.0, stall_s: float = 5.0, kill_client_at: int | None = None) -> None:
+                 latency: float = 0.0, stall_s: float = 5.0, kill_client_at: int | None = None,
+                 fault_rate: float = 0.0, fault_kinds: Sequence[str] = FAULT_KINDS, seed: int = 0) -> None:
+        import random
+
+        self.fault_rate = fault_rate
+        self.fault_kinds = list(fault_kinds)
+        self._rng = random.Random(seed)
+        self.injected: list[str] = []
         self.faults = list(faults)
         self.reply = reply
         self.latency = latency
@@ -257,7 +270,15 @@ class StubOpenAIServer:
             self.bodies.append(body)
             if self.requests == self.kill_client_at:
                 return "kill"
-            return self.faults.pop(0) if self.faults else "ok"
+            if self.faults:
+                fault = self.faults.pop(0)
+            elif self.fault_rate and self._rng.random() < self.fault_rate:
+                fault = self._rng.choice(self.fault_kinds)
+            else:
+                fault = "ok"
+            if fault != "ok":
+                self.injected.append(fault)
+            return fault
 
     def _kill_client(self, port: int) -> bool:
         """SIGKILL the local process whose TCP connection has source port ``port``."""
@@ -318,6 +339,15 @@ class StubOpenAIServer:
                     time.sleep(stub.stall_s)
                 if fault == "malformed":
                     self._send(200, b'{"choices": [ this is not json')
+                    return
+                if fault == "garbage":
+                    self._send(200, bytes(range(256)) * 2)
+                    return
+                if fault == "null_choice":
+                    self._send(200, b'{"id": "x", "choices": [null]}')
+                    return
+                if fault == "bad_message":
+                    self._send(200, b'{"id": "x", "choices": [{"index": 0, "message": "oops"}]}')
                     return
                 if stub.latency:
                     time.sleep(stub.latency)

@@ -8,10 +8,10 @@ from agentrag.agents import build_agent
 from agentrag.agents.prompts import (
     FORCE_ANSWER,
     GROUNDING_SYSTEM,
-    PLAN_NO_TOOL,
     REACT_FORCE_ANSWER,
     REASONING_SYSTEM,
     SEARCH_R1_INVALID,
+    STEP_USER,
 )
 from agentrag.errors import LLMError, ParseError
 from agentrag.llm.base import Completion
@@ -178,7 +178,11 @@ def test_plan_step_turns_without_tool_end_with_parse_error(retriever):
     llm = ScriptedLLM(["plan", rag()], default="I am still thinking.")
     traj = build_agent("plan_step", llm, retriever).run(ITEM)
     assert traj.finish_reason == "parse_error"
-    assert len(traj.steps) == 2 + 5 and all(s.observation == PLAN_NO_TOOL for s in traj.steps[2:])
+    assert len(traj.steps) == 2 + 5 and all(s.observation is None and s.action is None for s in traj.steps[2:])
+    # each re-ask is the step prompt alone, right after the reply without a tool call
+    for req in llm.requests[3:]:
+        assert [m.role for m in req["messages"][-2:]] == ["assistant", "user"]
+        assert req["messages"][-1].content == STEP_USER
 
 
 def test_plan_step_malformed_and_bad_arguments(retriever):
@@ -198,8 +202,9 @@ def test_plan_step_no_answer_max_steps_llm_error(retriever):
     assert (traj.finish_reason, traj.answer) == ("no_answer", None)
     llm = ScriptedLLM(["plan"], default=rag())
     traj = build_agent("plan_step", llm, retriever, max_steps=2).run(ITEM)
-    assert traj.finish_reason == "max_steps" and retriever.calls == 2 and len(traj.steps) == 4
-    assert "tool step limit" in (traj.steps[-1].error or "")
+    # the run ends right after the 2nd search: no 3rd request is made
+    assert traj.finish_reason == "max_steps" and retriever.calls == 2 and len(traj.steps) == 3
+    assert llm.calls == 3 and traj.steps[-1].error is None
     traj = build_agent("plan_step", ScriptedLLM(["plan", rag(), LLMError("boom")]), retriever).run(ITEM)
     assert traj.finish_reason == "llm_error" and len(traj.steps) == 2
 
@@ -217,6 +222,7 @@ def test_reason_ground_happy_path(retriever):
     assert len(traj.steps[0].hits) == 2
     grounding = llm.requests[1]["messages"]
     assert grounding[0].content == GROUNDING_SYSTEM and "Doc 1 (Title: Paris)" in grounding[1].content
+    assert "So the next query is <query>capital of France</query>" in grounding[1].content  # y<i
     reasoning = llm.requests[2]["messages"]
     assert reasoning[0].content == REASONING_SYSTEM and "<evidence>Paris is the capital" in reasoning[1].content
 
@@ -225,8 +231,8 @@ def test_reason_ground_missing_tags_keep_the_stage(retriever):
     llm = ScriptedLLM(["hmm", QUERY, "no tags here", EVIDENCE, "<answer>Paris</answer>"])
     traj = build_agent("reason_ground", llm, retriever).run(ITEM)
     assert traj.finish_reason == "answered"
-    assert traj.steps[0].error == "no <query> or <answer> in reasoning output"
-    assert traj.steps[2].error == "no <evidence> in grounding output"
+    assert traj.steps[0].error == "no <query>, <answer> or <evidence> in the output"
+    assert traj.steps[2].error == "no <query>, <answer> or <evidence> in the output"
     systems = [r["messages"][0].content for r in llm.requests]
     assert systems == [REASONING_SYSTEM, REASONING_SYSTEM, GROUNDING_SYSTEM, GROUNDING_SYSTEM, REASONING_SYSTEM]
 
@@ -237,13 +243,14 @@ def reason_ground_policy(messages, **_):
 
 def test_reason_ground_forced_answer_and_limits(retriever):
     llm = ScriptedLLM([QUERY, EVIDENCE, "So the answer is <answer>Paris</answer>"])
-    traj = build_agent("reason_ground", llm, retriever, max_steps=3).run(ITEM)
+    traj = build_agent("reason_ground", llm, retriever, max_steps=2).run(ITEM)
     assert traj.finish_reason == "answered" and FORCE_ANSWER in llm.requests[2]["messages"][1].content
     before = retriever.calls
     traj = build_agent("reason_ground", ScriptedLLM(default=reason_ground_policy), retriever, max_steps=4).run(ITEM)
-    assert traj.finish_reason == "max_steps" and len(traj.steps) == 4 and retriever.calls - before == 2
+    # 4 rounds of Algorithm 1 + the forced round (which asked another query)
+    assert traj.finish_reason == "max_steps" and len(traj.steps) == 5 and retriever.calls - before == 2
     traj = build_agent("reason_ground", ScriptedLLM([QUERY, EVIDENCE, "I am unsure."]), retriever,
-                       max_steps=3).run(ITEM)
+                       max_steps=2).run(ITEM)
     assert (traj.finish_reason, traj.answer) == ("no_answer", None)
 
 
@@ -262,8 +269,11 @@ def test_search_r1_happy_path(retriever):
     assert (traj.finish_reason, traj.answer) == ("answered", "Paris")
     assert llm.requests[0]["stop"] == ["</search>"]
     assert traj.steps[0].thought.endswith("<search>capital of France</search>")
-    info = llm.requests[1]["messages"][-1].content
-    assert info.startswith("<information>Doc 1 (Title: Paris)") and info.endswith("</information>")
+    info = llm.requests[1]["messages"][-1]
+    assert info.role == "assistant" and info.content.startswith("<think>I need the capital.</think>")
+    assert info.content.endswith("</search>\n\n<information>Doc 1(Title: Paris) Paris is the capital and largest "
+                                 "city of France.\nDoc 2(Title: Berlin) Berlin is the capital of Germany."
+                                 "</information>\n\n")
     stream = traj.metadata["stream"]
     assert stream.index("<search>") < stream.index("<information>") < stream.index("<answer>")
 
@@ -279,7 +289,7 @@ def test_search_r1_invalid_actions(retriever):
     traj = build_agent("search_r1", llm, retriever).run(ITEM)
     assert traj.finish_reason == "answered"
     assert traj.steps[0].error == "no <search> or <answer>"
-    assert llm.requests[1]["messages"][-1].content == SEARCH_R1_INVALID
+    assert llm.requests[1]["messages"][-1].content == f"I think it is Paris.\n{SEARCH_R1_INVALID}\n"
     assert "non-empty" in (traj.steps[1].error or "") and retriever.calls == 0
     traj = build_agent("search_r1", ScriptedLLM(default="nothing"), retriever).run(ITEM)
     assert traj.finish_reason == "parse_error" and len(traj.steps) == 3

@@ -73,3 +73,31 @@ def test_eval_command_user_errors(tmp_path, fakes):
     res = runner.invoke(app, ["eval", "--dataset", str(bad), "--kb", "x", "--out", str(tmp_path / "r"),
                               "--set", "concurency=3"])
     assert res.exit_code == 2 and "concurrency" in res.output
+
+
+def test_eval_command_health_checks_a_kb_url_and_reports_unfinished(tmp_path, monkeypatch):
+    from agentrag.errors import LLMError
+
+    data = tmp_path / "qa.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"who drums {i}?", "golden_answers": ["Rush"]})
+                            + "\n" for i in range(3)))
+    res = runner.invoke(app, ["eval", "--dataset", str(data), "--kb", "http://127.0.0.1:9", "--llm", "openai:m@http://127.0.0.1:9/v1", "--out",
+                              str(tmp_path / "r0")])
+    assert res.exit_code == 2 and "GET /health" in " ".join(res.output.split())
+    assert not (tmp_path / "r0" / "results.jsonl").exists()
+
+    def flaky(messages, **kwargs):  # the 2nd question's first call hits an LLM outage
+        if "who drums 1?" in (messages[-1].content or "") and not any(m.role == "tool" for m in messages):
+            raise LLMError("backend unreachable after 5 attempts")
+        return _reply(messages, **kwargs)
+
+    monkeypatch.setattr(agentrag.llm, "resolve_llm", lambda ref="embedded", **kw: ScriptedLLM(default=flaky))
+    monkeypatch.setattr(agentrag.kb, "resolve_retriever", lambda ref: FakeRetriever(
+        [Passage(id="p1", title="Neil Peart", text="Neil Peart was the drummer of Rush.")]), raising=False)
+    out = tmp_path / "r1"
+    res = runner.invoke(app, ["eval", "--dataset", str(data), "--kb", "kbdir", "--agent", "react", "--llm", "openai:m",
+                              "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "1 items unfinished (LLMError: 1)" in " ".join(res.output.split())
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["n"] == 2 and metrics["unfinished"] == 1 and metrics["unfinished_reasons"] == {"LLMError": 1}

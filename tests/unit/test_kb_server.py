@@ -103,10 +103,10 @@ def test_remote_retriever_round_trip(kb, client):
 
 
 def test_remote_retriever_unreachable():
-    r = RemoteRetriever("http://127.0.0.1:9", timeout=2)
+    r = RemoteRetriever("http://127.0.0.1:9", timeout=2, max_retries=2, backoff_initial=0.01)
     with pytest.raises(RetrievalError) as e:
         r.search(["q"], 1)
-    assert e.value.is_retryable
+    assert e.value.is_retryable and r.attempts == 3 and "gave up after 3 attempts" in str(e.value)
 
 
 def test_resolve_retriever(kb):

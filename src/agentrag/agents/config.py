@@ -14,7 +14,9 @@ class AgentConfig(Config):
 
     max_steps: int = Field(default=8, ge=1, description="most model turns (each a tool call, an answer or a malformed reply)")
     top_k: int = Field(default=5, ge=1, description="documents per search when the model does not say")
-    max_top_k: int = Field(default=20, ge=1, description="upper bound on a top_k the model asks for")
+    max_top_k: int | None = Field(default=20, ge=1, description="upper bound on a top_k the model asks for "
+                                  "(a larger request is capped and the observation says so); None: no cap, "
+                                  "the knowledge base serves what it can")
     threshold: float | None = Field(default=None, description="keep hits scoring above this (RAGShaper Eq. 4)")
     temperature: float = Field(default=0.0, ge=0.0)
     max_tokens: int = Field(default=512, ge=1, description="completion budget per LLM call")
@@ -46,17 +48,25 @@ class ReactConfig(AgentConfig):
 class PlanStepConfig(AgentConfig):
     """AgenticRAGTracer's plan-then-step protocol."""
 
-    max_steps: int = Field(default=10, ge=1, description="most RAG_search steps")
+    max_steps: int = Field(default=10, ge=1, description="most RAG_search steps; the run ends right after "
+                           "the last one (Tracer's evaluation)")
     max_turns_without_tool: int = Field(default=5, ge=1, description="consecutive step turns with no tool call "
                                         "before giving up")
-    top_k: int = Field(default=3, ge=1)
+    top_k: int = Field(default=5, ge=1, description="topk of RAG_search when the model leaves it out "
+                       "(the schema requires it)")
+    max_top_k: int | None = Field(default=None, ge=1, description="cap on the topk the model asks for; None "
+                                  "(default): no cap, the KB serves what it can (Tracer Fig. 3 studies the "
+                                  "model's own choice)")
 
 
 class ReasonGroundConfig(AgentConfig):
-    """ReasonRAG Algorithm 1: N rounds of Reasoning / Grounding, a forced answer in the last."""
+    """ReasonRAG Algorithm 1: N rounds of Reasoning / Grounding (+ an optional forced answer)."""
 
-    max_steps: int = Field(default=10, ge=2, description="N, the most LLM rounds (reasoning and grounding)")
+    max_steps: int = Field(default=10, ge=1, description="N, the most LLM rounds (reasoning and grounding)")
     top_k: int = Field(default=3, ge=1)
+    forced_answer: bool = Field(
+        default=True, description="after N rounds without an answer, run a pending Grounding step and then "
+        "one extra Reasoning round that must answer (not in the paper: Algorithm 1 returns y unanswered)")
 
 
 class SearchR1Config(AgentConfig):

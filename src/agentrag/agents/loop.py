@@ -2,8 +2,10 @@
 
 Each protocol (react, plan_step, reason_ground, search_r1) subclasses :class:`BaseAgent` and
 writes its turn logic in ``_run``; ``run`` wraps it so an :class:`~agentrag.errors.LLMError`
-ends the trajectory with ``finish_reason="llm_error"`` keeping the steps so far, and token and
-time accounting are filled in the same way for every protocol.
+ends the trajectory with ``finish_reason="llm_error"`` keeping the steps so far (the eval runner
+leaves such an item unfinished: an outage is not an answer), and token and time accounting are
+filled in the same way for every protocol. A retrieval outage (``RetrievalError`` with
+``is_retryable``, raised by the retrieval tool) propagates out of ``run``.
 """
 
 from __future__ import annotations
@@ -97,10 +99,17 @@ class BaseAgent:
         traj.elapsed = time.perf_counter() - start
         return traj
 
-    def new_tool(self, name: str, query_arg: str = "query", k_arg: str = "top_k") -> RetrievalTool:
-        """A fresh retrieval tool (its step counter starts at 1) for one trajectory."""
+    def new_tool(self, name: str, query_arg: str = "query", k_arg: str = "top_k", *,
+                 traj: Trajectory | None = None, neutralize: bool = False) -> RetrievalTool:
+        """A fresh retrieval tool (its step counter starts at 1) for one trajectory; with ``traj``
+        the top-k of every retrieval it runs is recorded in ``traj.metadata["topk_per_step"]``
+        (its length is the trajectory's retrieval step count)."""
+        record: list[int] | None = None
+        if traj is not None:
+            record = traj.metadata.setdefault("topk_per_step", [])
         return RetrievalTool(self.navigation, name=name, default_k=self.config.top_k,
-                             max_k=self.config.max_top_k, query_arg=query_arg, k_arg=k_arg)
+                             max_k=self.config.max_top_k, query_arg=query_arg, k_arg=k_arg,
+                             neutralize=neutralize, topk_per_step=record)
 
     def sampling(self) -> dict[str, Any]:
         out: dict[str, Any] = {"temperature": self.config.temperature, "max_tokens": self.config.max_tokens}

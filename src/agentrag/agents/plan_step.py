@@ -1,11 +1,15 @@
-"""``plan_step``: AgenticRAGTracer's plan-then-step protocol (§4).
+"""``plan_step``: AgenticRAGTracer's plan-then-step protocol (§4, Appendix B/D).
 
-Turn 0 writes a plan with no tools offered. Every later turn is asked to assess progress and take
-exactly one step: ``RAG_search(query, topk)`` or ``Final_Answer(answer)`` (a text reply
-``Final_Answer: X`` is accepted too). Limits: ``max_steps`` (10) RAG_search steps, a search call
-beyond them ends the run with ``max_steps``; ``max_turns_without_tool`` (5) consecutive turns
-without a tool call end it with ``parse_error``. Bad arguments and unknown tools come back as a
-tool error observation; a turn without a tool call gets a reminder of the protocol.
+Turn 0 writes a plan with no tools offered. Every later turn gets the step prompt and takes one
+step: ``RAG_search(query, topk)`` or ``Final_Answer(answer)``. A reply without a tool call is a
+turn without a tool call: if its text says ``Final_Answer: X`` (as in the paper's transcripts)
+the run ends with answer ``X`` (the rest of that line; explanations on later lines are not part
+of it), otherwise the next turn re-asks with the step prompt alone (no extra instructions).
+Only retrieval calls are steps: the run ends right after the ``max_steps``-th (10th) search, as
+Tracer's evaluation does, with ``max_steps``; ``max_turns_without_tool`` (5) consecutive turns
+without a valid tool call end it with ``parse_error``. Several tool calls in one reply are all
+recorded and run in order (each search is a step). Bad arguments and unknown tools come back as
+a tool error observation. ``traj.metadata["topk_per_step"]`` lists the top-k of each search.
 """
 
 from __future__ import annotations
@@ -16,19 +20,34 @@ from typing import Any
 
 from agentrag.agents.base import ToolResult
 from agentrag.agents.config import PlanStepConfig
-from agentrag.agents.loop import BaseAgent, strip_tool_call_text
+from agentrag.agents.loop import BaseAgent, Turn, strip_tool_call_text
 from agentrag.agents.messages import step_to_messages
-from agentrag.agents.prompts import PLAN_NO_TOOL, PLAN_SYSTEM, PLAN_USER, STEP_USER
+from agentrag.agents.prompts import PLAN_SYSTEM, PLAN_USER, STEP_USER
 from agentrag.agents.tools import QUERY_MAX_CHARS, tool_calls_from_text
-from agentrag.records import Message, QAItem, Trajectory
+from agentrag.records import Message, QAItem, Step, ToolCall, Trajectory, Usage
 
 RAG_SEARCH = "RAG_search"
 FINAL_ANSWER = "Final_Answer"
-_TEXT_ANSWER = re.compile(r"Final[_ ]Answer\s*[:：]\s*(.*)", re.IGNORECASE | re.DOTALL)
+_TEXT_ANSWER = re.compile(r"Final[_ ]Answer\**\s*[:：]", re.IGNORECASE)
 
 
-def plan_step_tools(max_k: int = 20) -> list[dict[str, Any]]:
-    """The two function schemas of the protocol: RAG_search(query, topk) and Final_Answer(answer)."""
+def text_final_answer(text: str) -> str | None:
+    """The answer of a text reply ``... Final_Answer: X``: the first non-empty line after the
+    last marker, without surrounding markdown emphasis or quotes; ``None`` without a marker."""
+    matches = list(_TEXT_ANSWER.finditer(text))
+    if not matches:
+        return None
+    rest = text[matches[-1].end():]
+    line = next((ln for ln in rest.splitlines() if ln.strip()), "")
+    return line.strip().strip("*").strip().strip('"').strip()
+
+
+def plan_step_tools(max_k: int | None = None) -> list[dict[str, Any]]:
+    """The two function schemas of the protocol: RAG_search(query, topk) (both required) and
+    Final_Answer(answer); ``max_k`` bounds topk in the schema (None: no bound)."""
+    topk: dict[str, Any] = {"type": "integer", "description": "how many documents to return", "minimum": 1}
+    if max_k is not None:
+        topk["maximum"] = max_k
     return [
         {"type": "function", "function": {
             "name": RAG_SEARCH,
@@ -36,9 +55,8 @@ def plan_step_tools(max_k: int = 20) -> list[dict[str, Any]]:
             "parameters": {"type": "object", "properties": {
                 "query": {"type": "string", "description": "what to look for", "minLength": 1,
                           "maxLength": QUERY_MAX_CHARS},
-                "topk": {"type": "integer", "description": "how many documents to return",
-                         "minimum": 1, "maximum": max_k},
-            }, "required": ["query"]},
+                "topk": topk,
+            }, "required": ["query", "topk"]},
         }},
         {"type": "function", "function": {
             "name": FINAL_ANSWER,
@@ -59,7 +77,7 @@ class PlanStepAgent(BaseAgent):
 
     def _run(self, item: QAItem, traj: Trajectory) -> None:
         cfg = self.config
-        tool = self.new_tool(RAG_SEARCH, k_arg="topk")
+        tool = self.new_tool(RAG_SEARCH, k_arg="topk", traj=traj)
         tools = plan_step_tools(cfg.max_top_k)
         messages = [Message(role="system", content=PLAN_SYSTEM),
                     Message(role="user", content=PLAN_USER.format(question=item.question))]
@@ -68,7 +86,6 @@ class PlanStepAgent(BaseAgent):
         traj.steps.append(self.step(plan, error=plan.error))
         traj.metadata["plan"] = plan.text
         messages.append(Message(role="assistant", content=plan.text))
-        searches = 0
         without_tool = 0
         while True:
             messages.append(Message(role="user", content=STEP_USER))
@@ -78,50 +95,66 @@ class PlanStepAgent(BaseAgent):
             text_error = turn.error
             if not calls and text_error is None:
                 calls, text_error = tool_calls_from_text(text)
-            if calls:
-                call = calls[0] if calls[0].id else calls[0].model_copy(update={"id": f"call_{len(traj.steps)}"})
-                if call.name == FINAL_ANSWER:
-                    answer = str(call.arguments.get("answer") or "").strip()
-                    self._end(traj, messages, self.step(turn, thought=strip_tool_call_text(text), action=call),
-                              answer)
+            if not calls:
+                answer = text_final_answer(text) if text_error is None else None
+                step = self.step(turn, error=None if answer is not None else (text_error or "no tool call"))
+                traj.steps.append(step)
+                messages.extend(step_to_messages(step, len(traj.steps) - 1))
+                if answer is not None:
+                    self._finish(traj, answer)
                     return
-                if call.name == RAG_SEARCH and searches >= cfg.max_steps:
-                    traj.steps.append(self.step(turn, thought=strip_tool_call_text(text), action=call,
-                                                error=f"tool step limit of {cfg.max_steps} reached"))
-                    traj.finish_reason = "max_steps"
-                    return
-                t0 = time.perf_counter()
-                if call.name == RAG_SEARCH:
-                    searches += 1
-                    without_tool = 0
-                    result = tool(call.arguments)
-                else:  # an unknown tool is no tool: it counts toward max_turns_without_tool
-                    without_tool += 1
-                    msg = f"unknown tool {call.name!r}; use {RAG_SEARCH} or {FINAL_ANSWER}"
-                    result = ToolResult(observation=f"Error: {msg}", error=msg)
-                step = self.step(turn, thought=strip_tool_call_text(text), action=call,
-                                 observation=result.observation, hits=result.hits, error=result.error)
-                step.latency += time.perf_counter() - t0
-            else:
-                m = _TEXT_ANSWER.search(text) if text_error is None else None
-                if m is not None:
-                    self._end(traj, messages, self.step(turn), m.group(1).strip())
-                    return
-                error = text_error or "no tool call"
-                step = self.step(turn, error=error, observation=PLAN_NO_TOOL)
                 without_tool += 1
-            traj.steps.append(step)
-            messages.extend(step_to_messages(step, len(traj.steps) - 1))
-            if without_tool >= cfg.max_turns_without_tool:
-                traj.finish_reason = "parse_error"
+                if without_tool >= cfg.max_turns_without_tool:
+                    traj.finish_reason = "parse_error"
+                    return
+                continue
+            if self._take_calls(turn, calls, tool, traj, messages):
                 return
+            if all(c.name not in (RAG_SEARCH, FINAL_ANSWER) for c in calls):
+                without_tool += 1  # an unknown tool is no tool
+                if without_tool >= cfg.max_turns_without_tool:
+                    traj.finish_reason = "parse_error"
+                    return
+            else:
+                without_tool = 0
+
+    def _take_calls(self, turn: Turn, calls: list[ToolCall], tool: Any, traj: Trajectory,
+                    messages: list[Message]) -> bool:
+        """Run the tool calls of one reply in order, one step each; True when the run ended."""
+        calls = [c if c.id else c.model_copy(update={"id": f"call_{len(traj.steps)}_{j}"})
+                 for j, c in enumerate(calls)]
+        messages.append(Message(role="assistant", content=strip_tool_call_text(turn.text) or None,
+                                tool_calls=calls))
+        for j, call in enumerate(calls):
+            step = (self.step(turn, thought=strip_tool_call_text(turn.text), action=call) if j == 0
+                    else Step(action=call, usage=Usage()))
+            if call.name == FINAL_ANSWER:
+                traj.steps.append(step)
+                if j + 1 < len(calls):
+                    traj.metadata["calls_not_run"] = [c.model_dump() for c in calls[j + 1:]]
+                self._finish(traj, str(call.arguments.get("answer") or "").strip())
+                return True
+            t0 = time.perf_counter()
+            if call.name == RAG_SEARCH:
+                result = tool(call.arguments)
+            else:
+                msg = f"unknown tool {call.name!r}; use {RAG_SEARCH} or {FINAL_ANSWER}"
+                result = ToolResult(observation=f"Error: {msg}", error=msg)
+            step.observation, step.hits, step.error = result.observation, result.hits, result.error
+            step.latency += time.perf_counter() - t0
+            traj.steps.append(step)
+            messages.append(Message(role="tool", content=result.observation, tool_call_id=call.id, name=call.name))
+            if len(tool.topk_per_step) >= self.config.max_steps:
+                if j + 1 < len(calls):
+                    traj.metadata["calls_not_run"] = [c.model_dump() for c in calls[j + 1:]]
+                traj.finish_reason = "max_steps"
+                return True
+        return False
 
     @staticmethod
-    def _end(traj: Trajectory, messages: list[Message], step: Any, answer: str) -> None:
-        traj.steps.append(step)
-        messages.extend(step_to_messages(step, len(traj.steps) - 1))
+    def _finish(traj: Trajectory, answer: str) -> None:
         traj.answer = answer or None
         traj.finish_reason = "answered" if answer else "no_answer"
 
 
-__all__ = ["PlanStepAgent", "plan_step_tools", "RAG_SEARCH", "FINAL_ANSWER"]
+__all__ = ["PlanStepAgent", "plan_step_tools", "text_final_answer", "RAG_SEARCH", "FINAL_ANSWER"]

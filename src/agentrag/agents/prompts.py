@@ -54,8 +54,8 @@ what the previous ones find. Do not search yet and do not answer yet; only write
 
 STEP_USER = (
     "Following your plan and the search results so far, first say what you have learned and what "
-    "is still missing, then take exactly one more step: call RAG_search with one query, or, if you "
-    "can answer, call Final_Answer with the short answer."
+    "is still missing, then take exactly one more step: call RAG_search with one query and the "
+    "number of documents (topk) you want, or, if you can answer, call Final_Answer with the short answer."
 )
 
 PLAN_NO_TOOL = (
@@ -91,7 +91,7 @@ find the passages that answer the query.
 </evidence>
 - If none of the documents helps, reply: <evidence>None</evidence>"""
 
-GROUNDING_USER = "Question: {question}\nQuery: {query}\n\nDocuments:\n{documents}"
+GROUNDING_USER = "Question: {question}\n\nReasoning so far:\n{history}\n\nLatest query: {query}\n\nDocuments:\n{documents}"
 
 SEARCH_R1_USER = """\
 Answer the question below. Think inside <think> and </think> whenever you receive new \
@@ -103,9 +103,8 @@ times as you need. When you are ready, write only the answer, with no explanatio
 Question: {question}"""
 
 SEARCH_R1_INVALID = (
-    "My previous output was not a valid action. To search I must write the query between "
-    "<search> and </search>; to finish I must write the answer between <answer> and </answer>. "
-    "Let me try again."
+    "My last action was not valid. A search needs its query between <search> and </search>, and a "
+    "final answer needs to sit between <answer> and </answer>. I will try again."
 )
 
 __all__ = [

@@ -42,7 +42,7 @@ class ReactAgent(BaseAgent):
 
     def _run(self, item: QAItem, traj: Trajectory) -> None:
         cfg = self.config
-        tool = self.new_tool(cfg.tool_name)
+        tool = self.new_tool(cfg.tool_name, traj=traj, neutralize=True)
         system = cfg.system_prompt.format(tool=tool.name) if cfg.system_prompt else react_system_prompt(tool.name)
         messages = [Message(role="system", content=system),
                     Message(role="user", content=item.question)]

@@ -1,24 +1,35 @@
 """``reason_ground``: ReasonRAG's Algorithm 1 (Reasoning -> Grounding -> Reasoning ... -> Terminal).
 
-Up to N = ``max_steps`` rounds, one LLM call each. In the Reasoning stage the model sees the
-question and everything produced so far (y) and ends with ``<query>q</query>`` (the retriever
-is called with q and the stage becomes Grounding) or ``<answer>a</answer>`` (Terminal). In the
-Grounding stage it sees the latest query and the retrieved documents and extracts
-``<evidence>...</evidence>``; the stage goes back to Reasoning. Every output is appended to y,
-as in the algorithm. An output without the tag its stage expects leaves the stage unchanged
-(the round is spent; ``Step.error`` says what was missing). The last round always asks for the
-answer. Finish: ``answered``; ``no_answer`` (empty answer, or none in the forced round);
-``max_steps`` (the forced round asked another query); ``parse_error`` after
-``max_format_errors`` malformed rounds in a row.
+Up to N = ``max_steps`` rounds, one LLM call each. The Reasoning stage sees the question x and
+everything produced so far, y<i (Algorithm 1 line 4); the Grounding stage sees x, y<i and the
+retrieved documents (line 6). Every output y_i is appended to y and then checked in the
+algorithm's order, whatever the stage (lines 9-18): a ``<query>`` (the first one; the output is
+cut after its ``</query>``, and generation stops there) calls the retriever and moves to
+Grounding; else an ``<answer>`` ends the run (Terminal); else an ``<evidence>`` moves back to
+Reasoning; an output with none of them leaves the stage unchanged (the round is spent;
+``Step.error`` says so). Retrieved documents reach the model verbatim except that protocol tags
+inside them are escaped (a document cannot write ``<answer>`` for the model).
+
+After N rounds without an answer, Algorithm 1 returns y unanswered (finish ``max_steps``). With
+``forced_answer`` (our default, not in the paper) a pending Grounding step is run first and then
+one extra Reasoning round asks for the answer (finish ``answered``, ``no_answer``, or
+``max_steps`` if it asks another query). ``parse_error`` after ``max_format_errors`` rounds in a
+row without a usable tag.
+
+:meth:`ReasonGroundAgent.round` runs one round on a :class:`GroundingState`; the ReasonRAG MCTS
+(synth/reasonrag) shares the prompts and parsing through :func:`stage_messages` and
+:func:`parse_action`, so the tree's actions are exactly the agent's steps.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass, field
+from typing import Literal
 
 from agentrag.agents.config import ReasonGroundConfig
-from agentrag.agents.loop import BaseAgent, extract_tag
+from agentrag.agents.loop import BaseAgent, Turn
 from agentrag.agents.prompts import (
     FORCE_ANSWER,
     GROUNDING_SYSTEM,
@@ -26,106 +37,87 @@ from agentrag.agents.prompts import (
     REASONING_SYSTEM,
     REASONING_USER,
 )
-from agentrag.agents.tools import NO_DOCUMENTS
+from agentrag.agents.tools import NO_DOCUMENTS, RetrievalTool
 from agentrag.records import Message, QAItem, ToolCall, Trajectory
 
 SEARCH_ACTION = "search"
+QUERY_STOP = "</query>"
+Stage = Literal["reasoning", "grounding", "terminal"]
+Detected = Literal["query", "answer", "evidence", "none"]
+
+_FIRST = {tag: re.compile(rf"<{tag}>(.*?)(?:</{tag}>|$)", re.DOTALL) for tag in ("query", "answer", "evidence")}
 
 
-class ReasonGroundAgent(BaseAgent):
-    """ReasonRAG inference (Algorithm 1) with our Reasoning and Grounding prompts."""
+def detect(text: str) -> tuple[Detected, str | None, str]:
+    """Algorithm 1's checks on one output, in its order: ``<query>`` (the first one), then
+    ``<answer>``, then ``<evidence>``. Returns ``(kind, content, y_i)``; ``y_i`` is the output as
+    appended to y (cut right after the first ``</query>``; an unclosed one is closed)."""
+    m = _FIRST["query"].search(text)
+    if m is not None:
+        cut = text[:m.end()]
+        if not cut.endswith(QUERY_STOP):
+            cut += QUERY_STOP
+        return "query", m.group(1).strip(), cut
+    for tag in ("answer", "evidence"):
+        m = _FIRST[tag].search(text)
+        if m is not None:
+            return tag, m.group(1).strip(), text  # type: ignore[return-value]
+    return "none", None, text
 
-    name = "reason_ground"
-    config_class = ReasonGroundConfig
-    config: ReasonGroundConfig
 
-    def _run(self, item: QAItem, traj: Trajectory) -> None:
-        cfg = self.config
-        tool = self.new_tool(SEARCH_ACTION)
-        y: list[str] = []
-        stage = "reasoning"
-        query, documents = "", NO_DOCUMENTS
-        errors_in_a_row = 0
-        for i in range(cfg.max_steps):
-            forced = i == cfg.max_steps - 1
-            messages = stage_messages(item.question, y, stage, query, documents, forced=forced)
-            turn = self.chat(messages)
-            text = turn.text
-            if turn.error is None:
-                y.append(text.strip())
-            if stage == "grounding" and not forced:
-                evidence = extract_tag(text, "evidence") if turn.error is None else None
-                error = turn.error or (None if evidence is not None else "no <evidence> in grounding output")
-                traj.steps.append(self.step(turn, error=error))
-                if evidence is not None:
-                    stage = "reasoning"
-            else:
-                new_query = extract_tag(text, "query") if turn.error is None else None
-                answer = extract_tag(text, "answer") if turn.error is None else None
-                if new_query and not forced:
-                    query = new_query
-                    t0 = time.perf_counter()
-                    result = tool.search(query, cfg.top_k)
-                    documents = result.observation
-                    step = self.step(turn, action=ToolCall(id=f"call_{len(traj.steps)}", name=SEARCH_ACTION,
-                                                           arguments={"query": query}),
-                                     observation=result.observation, hits=result.hits, error=result.error)
-                    step.latency += time.perf_counter() - t0
-                    traj.steps.append(step)
-                    stage = "grounding"
-                elif answer is not None:
-                    traj.steps.append(self.step(turn))
-                    traj.answer = answer or None
-                    traj.finish_reason = "answered" if answer else "no_answer"
-                    return
-                else:
-                    error = turn.error or ("the forced final round gave no <answer>" if forced
-                                           else "no <query> or <answer> in reasoning output")
-                    traj.steps.append(self.step(turn, error=error))
-                    if forced:
-                        traj.finish_reason = "max_steps" if new_query else "no_answer"
-                        return
-            errors_in_a_row = errors_in_a_row + 1 if traj.steps[-1].error and not traj.steps[-1].hits else 0
-            if errors_in_a_row >= cfg.max_format_errors:
-                traj.finish_reason = "parse_error"
-                return
-        traj.finish_reason = "no_answer"  # unreachable in practice: the last round returns
+@dataclass
+class GroundingState:
+    """ReasonRAG's state s = (x, y<i, stage), plus the latest query and its documents."""
+
+    question: str
+    y: list[str] = field(default_factory=list)
+    stage: Stage = "reasoning"
+    query: str = ""
+    documents: str = NO_DOCUMENTS
+
+    def messages(self, forced: bool = False) -> list[Message]:
+        """The prompt of the next round: p_Reasoning on (x, y<i), or p_Grounding on (x, y<i, docs)."""
+        return stage_messages(self.question, self.y, self.stage, self.query, self.documents, forced=forced)
 
 
 # -- one step of Algorithm 1, shared with the ReasonRAG MCTS (synth/reasonrag), so the tree's
 #    actions are exactly the agent's steps ----------------------------------------------------
 def stage_messages(question: str, y: list[str], stage: str, query: str = "", documents: str = NO_DOCUMENTS,
                    *, forced: bool = False) -> list[Message]:
-    """The prompt of one round (Eq. 2 / 4): the Reasoning prompt over x and y (with the forced
-    answer instruction in the last round), or the Grounding prompt over the latest query and docs."""
-    if stage == "reasoning" or forced:
-        user = REASONING_USER.format(question=question, history="\n".join(y)).rstrip()
-        if forced:
-            user += "\n\n" + FORCE_ANSWER
-        return [Message(role="system", content=REASONING_SYSTEM), Message(role="user", content=user)]
-    user = GROUNDING_USER.format(question=question, query=query, documents=documents)
-    return [Message(role="system", content=GROUNDING_SYSTEM), Message(role="user", content=user)]
+    """The prompt of one round (Eq. 4): the Reasoning prompt over x and y<i (with the forced answer
+    instruction in a forced round), or the Grounding prompt over x, y<i, the latest query and docs."""
+    history = "\n".join(y)
+    if stage == "grounding" and not forced:
+        user = GROUNDING_USER.format(question=question, history=history or "(none)", query=query,
+                                     documents=documents)
+        return [Message(role="system", content=GROUNDING_SYSTEM), Message(role="user", content=user)]
+    user = REASONING_USER.format(question=question, history=history).rstrip()
+    if forced:
+        user += "\n\n" + FORCE_ANSWER
+    return [Message(role="system", content=REASONING_SYSTEM), Message(role="user", content=user)]
 
 
 def parse_action(text: str, stage: str, *, forced: bool = False,
                  accept_untagged_answer: bool = False) -> tuple[str | None, str | None]:
-    """The action of one round's output, parsed as the agent does: ``("query", q)`` (Reasoning,
-    not forced, a non-empty ``<query>``), ``("answer", a)`` (``<answer>``; ``a`` may be empty),
-    ``("evidence", e)`` (Grounding, ``<evidence>``), or ``(None, None)`` when the tag the stage
-    expects is missing. ``accept_untagged_answer`` takes a forced round's untagged text as its
+    """The action of one round's output, in Algorithm 1's order whatever ``stage`` is (see
+    :func:`detect`): ``("query", q)`` (a non-empty first ``<query>``, not in a forced round),
+    ``("answer", a)`` (``a`` may be empty), ``("evidence", e)`` (not in a forced round), or
+    ``(None, None)``. ``accept_untagged_answer`` takes a forced round's untagged text as its
     answer (off in the agent; an option of the ReasonRAG tree for models that ignore the tags)."""
-    if stage == "grounding" and not forced:
-        evidence = extract_tag(text, "evidence")
-        return ("evidence", evidence) if evidence is not None else (None, None)
-    new_query = extract_tag(text, "query")
-    if new_query and not forced:
-        return "query", new_query
-    answer = extract_tag(text, "answer")
-    if answer is not None:
-        return "answer", answer
-    if forced and accept_untagged_answer and text.strip():
-        return "answer", untagged_answer(text)
-    return None, None
+    del stage  # kept in the signature: the checks do not depend on it (Algorithm 1 lines 9-18)
+    kind, content, _ = detect(text)
+    if kind == "query" and content and not forced:
+        return "query", content
+    if kind in ("query", "evidence", "none"):
+        answer = _FIRST["answer"].search(text)  # a forced round: an answer after a query still counts
+        if forced and answer is not None:
+            return "answer", answer.group(1).strip()
+        if kind == "evidence" and not forced:
+            return "evidence", content
+        if forced and accept_untagged_answer and text.strip():
+            return "answer", untagged_answer(text)
+        return None, None
+    return "answer", content
 
 
 def untagged_answer(text: str) -> str:
@@ -137,4 +129,75 @@ def untagged_answer(text: str) -> str:
     return first.strip(" \"'*:") or text.strip()
 
 
-__all__ = ["ReasonGroundAgent", "SEARCH_ACTION", "stage_messages", "parse_action", "untagged_answer"]
+class ReasonGroundAgent(BaseAgent):
+    """ReasonRAG inference (Algorithm 1) with our Reasoning and Grounding prompts."""
+
+    name = "reason_ground"
+    config_class = ReasonGroundConfig
+    config: ReasonGroundConfig
+
+    def _run(self, item: QAItem, traj: Trajectory) -> None:
+        cfg = self.config
+        tool = self.new_tool(SEARCH_ACTION, traj=traj, neutralize=True)
+        state = GroundingState(item.question)
+        errors_in_a_row = 0
+        for _ in range(cfg.max_steps):
+            if self.round(state, traj, tool):
+                return
+            errors_in_a_row = errors_in_a_row + 1 if traj.steps[-1].error and not traj.steps[-1].hits else 0
+            if errors_in_a_row >= cfg.max_format_errors:
+                traj.finish_reason = "parse_error"
+                return
+        if cfg.forced_answer:
+            if state.stage == "grounding" and self.round(state, traj, tool):
+                return
+            if self.round(state, traj, tool, forced=True):
+                return
+        traj.finish_reason = "max_steps"
+
+    def round(self, state: GroundingState, traj: Trajectory, tool: RetrievalTool, *, forced: bool = False) -> bool:
+        """One round of Algorithm 1 on ``state`` (appends a step to ``traj``); True when it ended
+        the run (an answer, or the forced round's outcome)."""
+        turn = self.chat(state.messages(forced), stop=[QUERY_STOP])
+        if turn.error is not None:
+            traj.steps.append(self.step(turn, error=turn.error))
+            if forced:
+                traj.finish_reason = "no_answer"
+            return forced
+        kind, _, y_i = detect(turn.text)
+        action, content = parse_action(turn.text, state.stage, forced=forced)
+        state.y.append(y_i.strip())
+        if action == "query":
+            self._retrieve(turn, y_i, content or "", state, traj, tool)
+            return False
+        if action == "answer":
+            traj.steps.append(self.step(turn, thought=y_i))
+            state.stage = "terminal"
+            traj.answer = content or None
+            traj.finish_reason = "answered" if content else "no_answer"
+            return True
+        if action == "evidence":
+            traj.steps.append(self.step(turn, thought=y_i))
+            state.stage = "reasoning"
+            return False
+        error = ("the forced final round gave no <answer>" if forced
+                 else "an empty <query>" if kind == "query" else "no <query>, <answer> or <evidence> in the output")
+        traj.steps.append(self.step(turn, thought=y_i, error=error))
+        if forced:
+            traj.finish_reason = "max_steps" if kind == "query" else "no_answer"
+        return forced
+
+    def _retrieve(self, turn: Turn, y_i: str, query: str, state: GroundingState, traj: Trajectory,
+                  tool: RetrievalTool) -> None:
+        t0 = time.perf_counter()
+        result = tool.search(query, self.config.top_k)
+        state.query, state.documents, state.stage = query, result.observation, "grounding"
+        step = self.step(turn, thought=y_i, action=ToolCall(id=f"call_{len(traj.steps)}", name=SEARCH_ACTION,
+                                                             arguments={"query": query}),
+                         observation=result.observation, hits=result.hits, error=result.error)
+        step.latency += time.perf_counter() - t0
+        traj.steps.append(step)
+
+
+__all__ = ["ReasonGroundAgent", "GroundingState", "detect", "SEARCH_ACTION", "stage_messages", "parse_action",
+           "untagged_answer"]

@@ -2,6 +2,12 @@
 
 The agent sees every document as ``Doc i (Title: ...) text`` whatever KB it came from; the
 structured hits (passage id, score, KB, metadata) go to the trajectory only.
+
+Outages are not observations: a :class:`~agentrag.errors.RetrievalError` with ``is_retryable``
+(the server is down, 5xx after the client's retries) propagates out of the tool, so the item
+stays unfinished; any other retrieval error goes back to the model as an error observation.
+Documents cannot speak the protocol: :func:`neutralize_tags` escapes the protocol tags of the
+tag-based agents inside retrieved text (the rest of the text reaches the model verbatim).
 """
 
 from __future__ import annotations
@@ -18,9 +24,19 @@ SEARCH_TOOL = "dense_search"
 NO_DOCUMENTS = "No documents found."
 #: bound on string arguments, so schema-constrained decoding (embedded backend) always terminates
 QUERY_MAX_CHARS = 200
+#: the tags the tag-based protocols parse from model output (reason_ground, search_r1, react answers)
+PROTOCOL_TAGS = ("answer", "search", "information", "think", "query", "evidence", "tool_call", "tool_response")
+_PROTOCOL_TAG_RE = re.compile(r"<\s*(/?)\s*(" + "|".join(PROTOCOL_TAGS) + r")\s*>", re.IGNORECASE)
 
 
-def search_tool_schema(name: str = SEARCH_TOOL, default_k: int = 5, max_k: int = 20) -> dict[str, Any]:
+def neutralize_tags(text: str) -> str:
+    """``text`` with every protocol tag (``<answer>``, ``</information>``, ``<query>`` ...) written
+    as ``&lt;answer&gt;`` etc., so a retrieved document cannot open or close a protocol segment.
+    Everything else is left verbatim."""
+    return _PROTOCOL_TAG_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}&gt;", text)
+
+
+def search_tool_schema(name: str = SEARCH_TOOL, default_k: int = 5, max_k: int | None = 20) -> dict[str, Any]:
     """The OpenAI function-tool schema of the dense retrieval tool (arguments ``query``, ``top_k``)."""
     return {
         "type": "function",
@@ -39,12 +55,8 @@ def search_tool_schema(name: str = SEARCH_TOOL, default_k: int = 5, max_k: int =
                         "minLength": 1,
                         "maxLength": QUERY_MAX_CHARS,
                     },
-                    "top_k": {
-                        "type": "integer",
-                        "description": f"How many documents to return (1 to {max_k}).",
-                        "minimum": 1,
-                        "maximum": max_k,
-                    },
+                    "top_k": _k_schema(f"How many documents to return (1 to {max_k})." if max_k
+                                       else "How many documents to return.", max_k),
                 },
                 "required": ["query"],
             },
@@ -52,19 +64,29 @@ def search_tool_schema(name: str = SEARCH_TOOL, default_k: int = 5, max_k: int =
     }
 
 
-def format_documents(hits: list[Hit]) -> str:
-    """Documents as the model sees them: ``Doc i (Title: t) text``, one a line, no source KB."""
+def _k_schema(description: str, max_k: int | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "integer", "description": description, "minimum": 1}
+    if max_k is not None:
+        out["maximum"] = max_k
+    return out
+
+
+def format_documents(hits: list[Hit], *, neutralize: bool = False) -> str:
+    """Documents as the model sees them: ``Doc i (Title: t) text``, one a line, no source KB
+    (``neutralize`` escapes protocol tags inside them, see :func:`neutralize_tags`)."""
     if not hits:
         return NO_DOCUMENTS
     lines = []
     for i, h in enumerate(hits, start=1):
         text = " ".join(h.text.split())
         lines.append(f"Doc {i} (Title: {h.title}) {text}" if h.title else f"Doc {i} {text}")
-    return "\n".join(lines)
+    out = "\n".join(lines)
+    return neutralize_tags(out) if neutralize else out
 
 
-def parse_top_k(value: Any, default: int, max_k: int) -> int:
-    """``top_k`` from model arguments: an int or an int-like string, clamped to [1, max_k]."""
+def parse_top_k(value: Any, default: int, max_k: int | None) -> int:
+    """``top_k`` from model arguments: an int or an int-like string, clamped to [1, max_k]
+    (``max_k=None``: no cap here, the knowledge base serves what it can)."""
     if value is None:
         return default
     if isinstance(value, bool):
@@ -75,20 +97,24 @@ def parse_top_k(value: Any, default: int, max_k: int) -> int:
         value = int(value)
     if not isinstance(value, int) or value < 1:
         raise ValueError(f"top_k must be a positive integer, got {value!r}")
-    return min(value, max_k)
+    return value if max_k is None else min(value, max_k)
 
 
 class RetrievalTool:
     """A :class:`~agentrag.agents.base.Tool` over a navigation policy, for one trajectory.
 
     It counts its calls (the 1-based step ``t`` of RAGShaper Eq. 8) and remembers the previous
-    call's hits, so make a fresh one per question. Failures (bad arguments, retrieval errors)
-    come back as a ``ToolResult`` with ``error`` set and an observation telling the model what
-    went wrong; they never raise.
+    call's hits, so make a fresh one per question. ``topk_per_step`` lists the top-k of every
+    retrieval it ran (Tracer Fig. 3), so ``len(topk_per_step)`` is the trajectory's retrieval
+    step count. Failures (bad arguments, non-outage retrieval errors) come back as a
+    ``ToolResult`` with ``error`` set and an observation telling the model what went wrong; an
+    outage (``RetrievalError.is_retryable``) is raised. A top-k above ``max_k`` is capped and
+    the observation says so (never silently); ``neutralize`` escapes protocol tags in documents.
     """
 
     def __init__(self, policy: NavigationPolicy, *, name: str = SEARCH_TOOL, default_k: int = 5,
-                 max_k: int = 20, query_arg: str = "query", k_arg: str = "top_k") -> None:
+                 max_k: int | None = 20, query_arg: str = "query", k_arg: str = "top_k",
+                 neutralize: bool = False, topk_per_step: list[int] | None = None) -> None:
         self.policy = policy
         self.name = name
         self.default_k = default_k
@@ -96,8 +122,10 @@ class RetrievalTool:
         self.query_arg = query_arg
         self.k_arg = k_arg
         self.schema = search_tool_schema(name, default_k, max_k)
+        self.neutralize = neutralize
         self.step = 0
         self.previous_hits: list[Hit] = []
+        self.topk_per_step: list[int] = topk_per_step if topk_per_step is not None else []
 
     def __call__(self, arguments: dict[str, Any]) -> ToolResult:
         if not isinstance(arguments, dict):
@@ -107,21 +135,29 @@ class RetrievalTool:
             return _failure(f"argument {self.query_arg!r} must be a non-empty string; got arguments "
                             f"{json.dumps(arguments, ensure_ascii=False)[:200]}")
         try:
-            k = parse_top_k(arguments.get(self.k_arg), self.default_k, self.max_k)
+            asked = parse_top_k(arguments.get(self.k_arg), self.default_k, None)
         except ValueError as exc:
             return _failure(str(exc))
-        return self.search(query.strip(), k)
+        k = asked if self.max_k is None else min(asked, self.max_k)
+        result = self.search(query.strip(), k)
+        if k < asked:
+            note = f"{self.k_arg}={asked} is above this agent's limit of {self.max_k}; returned the top {k}"
+            result.observation = f"Note: {note}.\n{result.observation}"
+        return result
 
     def search(self, query: str, k: int) -> ToolResult:
-        """Run one retrieval step through the policy (counts as step ``t``)."""
+        """Run one retrieval step through the policy (counts as step ``t``); an outage raises."""
         self.step += 1
+        self.topk_per_step.append(k)
         try:
             hits = self.policy.search(query, k, self.step, self.previous_hits)
         except RetrievalError as exc:
+            if exc.is_retryable:
+                raise
             self.previous_hits = []
             return _failure(f"the search failed ({exc}); try again")
         self.previous_hits = hits
-        return ToolResult(observation=format_documents(hits), hits=hits)
+        return ToolResult(observation=format_documents(hits, neutralize=self.neutralize), hits=hits)
 
 
 def _failure(message: str) -> ToolResult:
@@ -192,6 +228,7 @@ def json_answer(text: str) -> str | None:
 
 
 __all__ = [
-    "SEARCH_TOOL", "search_tool_schema", "format_documents", "parse_top_k", "RetrievalTool",
+    "SEARCH_TOOL", "search_tool_schema", "format_documents", "parse_top_k", "RetrievalTool", "neutralize_tags",
+    "PROTOCOL_TAGS",
     "tool_calls_from_text", "json_answer", "NO_DOCUMENTS", "QUERY_MAX_CHARS",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -92,6 +93,9 @@ def eval_command(
                 check_llm_ref(ref)
         agent_config(cfg.agent, **cfg.agent_config)
         retriever = resolve_retriever(cfg.kb)
+        check = getattr(retriever, "health", None)
+        if callable(check):  # a retrieval server: fail now, not item by item
+            check()
         run = RunDir(out)
         run.write_config(cfg)
         cache = run.file("llm_cache.sqlite")
@@ -117,7 +121,8 @@ def eval_command(
                                maxd=cfg.maxd, correct_by=cfg.correct_by, executor=ex,
                                on_start=lambda done, total: bar.update(task, completed=done, total=total),
                                on_result=lambda _r: bar.advance(task))
-        metrics = summarize(results, n_requested=len(items))
+        unfinished = json.loads(run.file("unfinished.json").read_text(encoding="utf-8"))
+        metrics = summarize(results, n_requested=len(items), unfinished=unfinished)
         metrics["invocation_wall_s"] = round(time.perf_counter() - started, 2)  # this invocation only
         run.write_json("metrics.json", metrics)
         md, html = write_eval_report(
@@ -125,9 +130,10 @@ def eval_command(
             description=f"agent {cfg.agent}, LLM {cfg.llm}, judge {cfg.judge or 'none'}, KB {cfg.kb}")
         _print_metrics(metrics)
         console.print(f"results: {run.file('results.jsonl')}\nreport:  {html}  (markdown: {md})")
-        if metrics.get("missing"):
-            console.print(styled((f"{metrics['missing']} questions failed; rerun the same command to retry",
-                                  "yellow")))
+        if metrics.get("unfinished"):
+            kinds = ", ".join(f"{k}: {v}" for k, v in metrics["unfinished_reasons"].items())
+            console.print(styled((f"{metrics['unfinished']} items unfinished ({kinds}); they are not scored. "
+                                  "Rerun the same command to finish them.", "yellow")))
 
 
 def _print_metrics(m: dict[str, Any]) -> None:
@@ -139,7 +145,11 @@ def _print_metrics(m: dict[str, Any]) -> None:
                   f"steps={m['mean_steps'] if m['mean_steps'] is not None else '–'}")
     h = m.get("hops", {})
     console.print(f"Steps-C={h.get('steps_c')}  Steps-I={h.get('steps_i')}  collapse={pct(h.get('collapse_rate'))}%  "
-                  f"over-extension={pct(h.get('over_extension_rate'))}%  MaxD={h.get('maxd')}")
+                  f"over-extension={pct(h.get('over_extension_rate'))}%  MaxD(3-4 hop)={h.get('maxd')}  "
+                  f"top-k/step C={h.get('topk_c')} I={h.get('topk_i')}  unfinished={m.get('unfinished', 0)}  "
+                  f"judge errors={m.get('judge_errors', 0)}")
+    for name, row in (h.get("table2") or {}).items():
+        console.print(f"  {name}: n={row['n']}  MaxD={row['maxd']}  Steps-C={row['steps_c']}  Steps-I={row['steps_i']}")
 
 
 def register(app: typer.Typer) -> None:

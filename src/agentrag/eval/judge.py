@@ -1,11 +1,19 @@
 """LLM-as-a-judge on AgenticRAGTracer's 0/1/2 equivalence scale (pass at >= 1).
 
 The judge sees the question, the gold answer(s) and the prediction and returns JSON
-``{"reason": str, "score": 0|1|2}`` under a JSON-schema ``response_format``, at temperature 0:
-2 = equivalent to a gold answer, 1 = partially equivalent (right entity or value with missing or
-extra detail, or a looser paraphrase), 0 = not equivalent or no answer. An empty prediction scores
-0 without calling the model. A failed call or unparseable output is returned as a verdict with
-``error`` set (see :meth:`LLMJudge.assess`); :meth:`LLMJudge.score` raises instead.
+``{"reason": str, "score": 0|1|2}`` under a JSON-schema ``response_format``, at temperature 0
+(Tracer §4.1: GPT-4o-mini at temperature 0). The rubric:
+
+- 2: equivalent: the prediction gives the same key information as a gold answer (wording,
+  formatting and aliases aside);
+- 1: the prediction includes all the key information of a gold answer and adds extra
+  information that does not contradict it;
+- 0: anything else: a different or contradicting answer, a key fact missing or stated less
+  precisely than the gold (e.g. a year for a full date, a country for a city), a refusal, no answer.
+
+An empty prediction scores 0 without calling the model. A failed call or unparseable output is
+returned as a verdict with ``error`` set (see :meth:`LLMJudge.assess`); the runner then marks
+the item ``judge_error`` with no verdict (never EM in its place); :meth:`LLMJudge.score` raises.
 """
 
 from __future__ import annotations
@@ -24,14 +32,16 @@ from agentrag.records import Message
 PASS_SCORE = 1
 
 JUDGE_SYSTEM = (
-    "You grade answers to questions. Compare a predicted answer with the reference answer(s) and "
-    "decide whether they mean the same thing. Ignore wording, casing, punctuation and formatting; "
-    "judge only the meaning.\n"
+    "You grade answers to questions. Compare a predicted answer with the reference answer(s). "
+    "Ignore wording, casing, punctuation, formatting and well-known aliases; judge the information.\n"
     "Scores:\n"
-    "2 - equivalent: the prediction states the same entity, value or yes/no verdict as a reference.\n"
-    "1 - partially equivalent: the core of a reference answer is there but with a missing or extra "
-    "qualifier, a less precise value, or a loose paraphrase a careful reader would still accept.\n"
-    "0 - not equivalent: a different answer, a contradiction, a refusal, or no answer.\n"
+    "2 - equivalent: the prediction gives the same key information as a reference answer, nothing "
+    "missing and nothing added.\n"
+    "1 - the prediction contains all the key information of a reference answer and also adds extra "
+    "information that does not contradict it.\n"
+    "0 - otherwise: a different answer, anything that contradicts the reference, a key fact that is "
+    "missing or less precise than in the reference (for example only the year of a full date), a "
+    "refusal, or no answer.\n"
     'Reply with JSON only: {"reason": "<one sentence>", "score": 0, 1 or 2}.'
 )
 

@@ -12,9 +12,11 @@ from agentrag.records import Record, Trajectory
 class EvalResult(Record):
     """One evaluated question: the agent's answer, its scores and its trajectory.
 
-    ``steps`` counts the trajectory's tool calls (retrieval steps). ``judge`` is the LLM judge's
-    0/1/2 score (``None`` when no judge ran or it failed; ``judge_error`` says why). ``correct`` is
-    the verdict the hop-aware diagnosis uses (judge pass at >= 1 when judged, else EM).
+    ``steps`` counts the trajectory's retrieval calls (Tracer's steps: an answer call, e.g.
+    ``Final_Answer``, is not a step); ``topk_per_step`` the top-k of each. ``judge`` is the LLM
+    judge's 0/1/2 score (``None`` when no judge ran or it failed; ``judge_error`` says why).
+    ``correct`` is the verdict the hop-aware diagnosis uses (judge pass at >= 1 when a judge is
+    used, else EM); it is ``None`` when the judge failed (never replaced by EM).
     Lower-hop questions evaluated for MaxD carry ``parent_id`` and ``level``.
     """
 
@@ -29,8 +31,9 @@ class EvalResult(Record):
     judge: int | None = None
     judge_error: str | None = None
     recall: float | None = None
-    correct: bool = False
+    correct: bool | None = False
     steps: int = 0
+    topk_per_step: list[int] = Field(default_factory=list)
     finish_reason: str = "answered"
     parent_id: str | None = None
     level: int | None = None

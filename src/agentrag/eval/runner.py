@@ -1,9 +1,12 @@
 """The evaluation runner: run an agent over QA items, score each answer, resume after a kill.
 
 Each finished item is appended to ``<run>/results.jsonl`` (an :class:`EvalResult`, keyed by item
-id) as soon as it is scored, so a rerun with the same run directory skips it. Items whose agent
-run fails with a :class:`~agentrag.errors.RunError` (e.g. the retriever is down) are logged and left
-out, so a rerun retries them. ``summarize`` turns the results into ``metrics.json``.
+id) as soon as it is scored, so a rerun with the same run directory skips it. An outage is not an
+answer: an item whose agent run raises a :class:`~agentrag.errors.RunError` (the retrieval server
+is down, 5xx after retries) or ends with ``finish_reason="llm_error"`` is *unfinished*: it is not
+written, not counted in the metrics, and retried on rerun; ``<run>/unfinished.json`` lists the
+unfinished items of the last invocation with the reason. ``summarize`` turns the results into
+``metrics.json``.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 import logging
 import os
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import Field
@@ -19,7 +23,7 @@ from pydantic import Field
 from agentrag.config import Config
 from agentrag.errors import RunError, UserError
 from agentrag.eval import metrics
-from agentrag.eval.hops import diagnose, lower_hop_items
+from agentrag.eval.hops import MAXD_MIN_HOPS, diagnose, lower_hop_items
 from agentrag.eval.judge import LLMJudge
 from agentrag.eval.result import EvalResult
 from agentrag.exec import Executor, Outcome, ThreadExecutor, WorkerTask
@@ -53,10 +57,36 @@ class EvalConfig(Config):
     correct_by: CorrectBy = "auto"
 
 
+#: the tools that give the final answer: calling one is not a retrieval step
+ANSWER_TOOLS = ("Final_Answer",)
+
+
+@dataclass
+class Unfinished:
+    """An item left unfinished by an outage (not written; retried on rerun)."""
+
+    id: str
+    reason: str
+
+
+def retrieval_topks(traj: Trajectory) -> list[int]:
+    """The top-k of every retrieval call of ``traj``: ``metadata["topk_per_step"]`` (recorded by
+    the retrieval tool), else, for older trajectories, one entry (-1: unknown) per executed tool
+    call that is not an answer tool."""
+    recorded = traj.metadata.get("topk_per_step")
+    if isinstance(recorded, list):
+        return [int(k) for k in recorded]
+    return [-1 for s in traj.steps
+            if s.action is not None and s.action.name not in ANSWER_TOOLS and (s.observation is not None or s.hits)]
+
+
 def score_item(item: QAItem, traj: Trajectory, judge: LLMJudge | None = None,
                correct_by: CorrectBy = "auto") -> EvalResult:
-    """Score one trajectory against its item: EM/F1/acc, judge, gold-passage recall, step count."""
+    """Score one trajectory against its item: EM/F1/acc, judge, gold-passage recall, retrieval
+    steps. With a judge (and ``correct_by`` auto/judge) the verdict is the judge's; a failed judge
+    call leaves ``correct=None`` and ``judge_error`` set (never replaced by EM)."""
     pred = traj.answer
+    topks = retrieval_topks(traj)
     golds = item.golden_answers
     hits = [h for s in traj.steps for h in s.hits]
     recall = metrics.passage_recall(hits, item.supporting_passage_ids,
@@ -64,7 +94,7 @@ def score_item(item: QAItem, traj: Trajectory, judge: LLMJudge | None = None,
     res = EvalResult(
         id=item.id, question=item.question, golden_answers=golds, prediction=pred, hops=item.hops,
         em=metrics.em(pred, golds), f1=metrics.f1(pred, golds), acc=metrics.acc(pred, golds),
-        recall=recall, steps=sum(1 for s in traj.steps if s.action is not None),
+        recall=recall, steps=len(topks), topk_per_step=[k for k in topks if k > 0],
         finish_reason=traj.finish_reason, parent_id=item.metadata.get("lower_hop_parent"),
         level=item.metadata.get("lower_hop_level"),
         metadata={k: v for k, v in item.metadata.items() if k in ("type", "source")},
@@ -72,8 +102,8 @@ def score_item(item: QAItem, traj: Trajectory, judge: LLMJudge | None = None,
     if judge is not None:
         verdict = judge.assess(item.question, pred, golds)
         res.judge, res.judge_error = verdict.score, verdict.error
-    if correct_by == "judge" or (correct_by == "auto" and res.judge is not None):
-        res.correct = res.judge is not None and res.judge >= 1
+    if correct_by == "judge" or (correct_by == "auto" and judge is not None):
+        res.correct = None if res.judge is None else res.judge >= 1
     elif correct_by == "acc":
         res.correct = res.acc >= 1.0
     else:
@@ -86,19 +116,22 @@ def expand_items(items: Sequence[QAItem], maxd: bool) -> list[QAItem]:
     out = list(items)
     if maxd:
         for item in items:
-            out.extend(lower_hop_items(item))
+            if (item.hops or 0) >= MAXD_MIN_HOPS:  # Tracer measures MaxD on 3- and 4-hop questions
+                out.extend(lower_hop_items(item))
     return out
 
 
 def run_and_score(agent: RunsItems, item: QAItem, judge: LLMJudge | None = None,
-                  correct_by: CorrectBy = "auto") -> EvalResult | None:
-    """Run ``agent`` on ``item`` and score it; ``None`` (logged) when the run fails with a
-    :class:`RunError`, so the item is left unfinished and redone on the next run."""
+                  correct_by: CorrectBy = "auto") -> EvalResult | Unfinished:
+    """Run ``agent`` on ``item`` and score it; an outage (a :class:`RunError` out of the run, or a
+    trajectory that ended with ``llm_error``) gives :class:`Unfinished` instead: the item is not
+    scored and is redone on the next run."""
     try:
         traj = agent.run(item)
     except RunError as exc:
-        log.warning("item %s failed (%s: %s); rerun to retry it", item.id, type(exc).__name__, exc)
-        return None
+        return Unfinished(item.id, f"{type(exc).__name__}: {exc}")
+    if traj.finish_reason == "llm_error":
+        return Unfinished(item.id, str(traj.metadata.get("error") or "LLMError"))
     return score_item(item, traj, judge, correct_by)
 
 
@@ -115,11 +148,14 @@ def evaluate(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_dir: st
     worker process (needed for a distributed executor such as Ray; ``judge`` is then its own).
 
     ``on_start(already_done, total)`` is called once before work starts; ``on_result`` once per
-    processed item (``None`` for an item that failed). Items run on ``executor`` (default: a thread
-    pool of ``concurrency`` workers); results are written here, in the driver.
+    processed item (``None`` for an item left unfinished by an outage). Items run on ``executor``
+    (default: a thread pool of ``concurrency`` workers); results are written here, in the driver.
+    The unfinished items of this invocation go to ``unfinished.json`` (id -> reason).
     """
     if concurrency < 1:
         raise UserError(f"concurrency must be >= 1, got {concurrency!r}")
+    if correct_by == "judge" and judge is None:
+        raise UserError("correct_by='judge' needs a judge: pass --judge REF (or use auto, em or acc)")
     rd = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
     store = rd.stage("results", EvalResult)
     everything = expand_items(items, maxd)
@@ -129,30 +165,40 @@ def evaluate(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_dir: st
         on_start(len(wanted) - len(todo), len(wanted))
     log.info("%d items to evaluate (%d already done in %s)", len(todo), len(wanted) - len(todo), store.path)
 
-    def work(item: QAItem) -> EvalResult | None:
+    def work(item: QAItem) -> EvalResult | Unfinished:
         return run_and_score(agent, item, judge, correct_by)  # type: ignore[arg-type]
 
     fn = agent if isinstance(agent, WorkerTask) else work  # a WorkerTask rebuilds agent + judge per worker
-    failed = 0
+    unfinished: dict[str, str] = {}
     for out in (executor or ThreadExecutor(concurrency)).map(fn, todo):
         if isinstance(out.error, RunError) and out.error.is_retryable:  # e.g. a lost Ray worker
-            log.warning("item %s failed (%s); rerun to retry it", out.item.id, out.error)
-            out = Outcome(out.item, result=None)
+            out = Outcome(out.item, result=Unfinished(out.item.id, f"{type(out.error).__name__}: {out.error}"))
         elif out.error is not None:
             raise out.error
         res = out.result
-        if res is not None:
+        if isinstance(res, Unfinished):
+            log.warning("item %s unfinished (%s); rerun to retry it", res.id, res.reason)
+            unfinished[res.id] = res.reason
+        elif res is not None:
             store.append(res)
-        failed += res is None
         if on_result is not None:
-            on_result(res)
-    if failed:
-        log.warning("%d items failed; rerun the same command to retry them", failed)
+            on_result(None if isinstance(res, Unfinished) else res)
+    rd.write_json("unfinished.json", unfinished)
+    if unfinished:
+        log.warning("%d items unfinished; rerun the same command to retry them", len(unfinished))
     return [r for r in store.read() if r.id in wanted]
 
 
-def summarize(results: Sequence[EvalResult], *, n_requested: int | None = None) -> dict[str, Any]:
-    """Aggregate metrics (fractions in [0, 1]) and the hop-aware diagnosis."""
+def outage_kind(reason: str) -> str:
+    """The error class named at the start of an unfinished item's reason (``LLMError`` ...)."""
+    head = reason.split(":", 1)[0].strip()
+    return head if head.isidentifier() else "other"
+
+
+def summarize(results: Sequence[EvalResult], *, n_requested: int | None = None,
+              unfinished: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Aggregate metrics (fractions in [0, 1]) and the hop-aware diagnosis; ``unfinished`` (id ->
+    reason, from ``unfinished.json``) is reported as a count and a count per error kind."""
     main = [r for r in results if r.parent_id is None]
 
     def mean(xs: Sequence[float]) -> float | None:
@@ -167,9 +213,10 @@ def summarize(results: Sequence[EvalResult], *, n_requested: int | None = None) 
         "acc": mean([r.acc for r in main]),
         "judge_mean": mean([float(j) for j in judged]),
         "judge_pass": mean([float(j >= 1) for j in judged]),
-        "judge_failures": sum(1 for r in main if r.judge_error),
+        "judge_errors": sum(1 for r in main if r.judge_error),
         "recall": mean(recalls),
         "mean_steps": mean([float(r.steps) for r in main]),
+        "mean_topk": mean([float(k) for r in main for k in r.topk_per_step]),
         "finish_reasons": dict(Counter(r.finish_reason for r in main)),
         "prompt_tokens": sum(r.trajectory.usage.prompt_tokens for r in main if r.trajectory),
         "completion_tokens": sum(r.trajectory.usage.completion_tokens for r in main if r.trajectory),
@@ -178,7 +225,11 @@ def summarize(results: Sequence[EvalResult], *, n_requested: int | None = None) 
     }
     if n_requested is not None:
         out["missing"] = max(0, n_requested - len(main))
+    if unfinished is not None:
+        out["unfinished"] = len(unfinished)
+        out["unfinished_reasons"] = dict(Counter(outage_kind(v) for v in unfinished.values()))
     return out
 
 
-__all__ = ["EvalConfig", "evaluate", "run_and_score", "score_item", "summarize", "expand_items"]
+__all__ = ["EvalConfig", "evaluate", "run_and_score", "score_item", "summarize", "expand_items", "retrieval_topks",
+           "Unfinished", "ANSWER_TOOLS"]

@@ -62,25 +62,70 @@ def split_contents(contents: str) -> tuple[str, str]:
 
 
 class RemoteRetriever:
-    """Retriever protocol over HTTP against any Search-R1-style ``POST /retrieve`` server."""
+    """Retriever protocol over HTTP against any Search-R1-style ``POST /retrieve`` server.
+
+    Transient failures (connection errors, timeouts, 429/5xx, a 200 reply whose JSON has the
+    wrong shape) are retried with exponential backoff and jitter (tenacity, as the LLM client
+    does): ``max_retries`` retries after the first attempt. When they are spent the
+    :class:`RetrievalError` keeps ``is_retryable=True``: it is an outage, and the eval runner
+    leaves the item unfinished. ``health()`` checks ``GET /health`` before a run.
+    """
 
     def __init__(self, url: str, token: str | None = None, *, kb: str = "remote", timeout: float = 60.0,
-                 client: Any = None) -> None:
+                 client: Any = None, max_retries: int = 4, backoff_initial: float = 0.5,
+                 backoff_max: float = 8.0) -> None:
         import httpx
 
         self.url = url.rstrip("/")
         self.endpoint = self.url if self.url.endswith("/retrieve") else self.url + "/retrieve"
+        self.base = self.endpoint[: -len("/retrieve")]
         self.kb = kb
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.client = client or httpx.Client(timeout=timeout, headers=headers)
         self._headers = headers
+        self.max_retries = max_retries
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.attempts = 0
+
+    def health(self) -> dict[str, Any]:
+        """``GET /health`` of the server; a :class:`UserError` saying how to fix it when it does not answer."""
+        import httpx
+
+        try:
+            resp = self.client.get(self.base + "/health", headers=self._headers)
+            resp.raise_for_status()
+            info = resp.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise UserError(f"--kb {self.url!r}: the retrieval server does not answer GET /health ({exc}); start "
+                            "it (agentrag kb serve KB_DIR) or pass a KB directory") from exc
+        return info if isinstance(info, dict) else {"status": info}
 
     def search(self, queries: list[str], k: int, threshold: float | None = None) -> list[list[Hit]]:
-        import httpx
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
         if not queries:
             return []
         payload = {"queries": list(queries), "topk": int(k), "return_scores": True}
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=wait_exponential_jitter(initial=self.backoff_initial, max=self.backoff_max,
+                                         jitter=self.backoff_initial),
+            retry=retry_if_exception(lambda e: isinstance(e, RetrievalError) and e.is_retryable), reraise=True)
+        try:
+            result = retrying(self._attempt, payload, len(queries))
+        except RetrievalError as exc:
+            if not exc.is_retryable:
+                raise
+            raise RetrievalError(f"{exc} (gave up after {self.max_retries + 1} attempts)", is_retryable=True) from exc
+        return [apply_threshold([self._hit(item, rank) for rank, item in enumerate(per_q)], k, threshold)
+                for per_q in result]
+
+    def _attempt(self, payload: dict[str, Any], n: int) -> list[Any]:
+        """One POST; the parsed ``result`` list, checked for shape (documents with ``contents``)."""
+        import httpx
+
+        self.attempts += 1
         try:
             resp = self.client.post(self.endpoint, json=payload, headers=self._headers)
         except httpx.HTTPError as exc:
@@ -91,25 +136,33 @@ class RemoteRetriever:
         try:
             result = resp.json()["result"]
         except (ValueError, KeyError, TypeError) as exc:
-            raise RetrievalError(f"retrieval server {self.endpoint} sent no 'result' list: {resp.text[:300]}") from exc
-        if not isinstance(result, list) or len(result) != len(queries):
-            raise RetrievalError(f"retrieval server {self.endpoint} returned {type(result).__name__} "
-                                 f"for {len(queries)} queries")
-        return [apply_threshold([self._hit(item, rank) for rank, item in enumerate(per_q)], k, threshold)
-                for per_q in result]
+            raise RetrievalError(f"retrieval server {self.endpoint} sent no 'result' list: {resp.text[:300]}",
+                                 is_retryable=True) from exc
+        if (not isinstance(result, list) or len(result) != n
+                or not all(isinstance(per_q, list) and all(_is_document(d) for d in per_q) for per_q in result)):
+            raise RetrievalError(f"retrieval server {self.endpoint} sent a 'result' of the wrong shape for {n} "
+                                 f"queries: {resp.text[:300]}", is_retryable=True)
+        return result
 
     def _hit(self, item: Any, rank: int) -> Hit:
         if isinstance(item, dict) and "document" in item:
             doc, score = item["document"], float(item.get("score", 0.0))
         else:
             doc, score = item, -float(rank)
-        if not isinstance(doc, dict) or "contents" not in doc:
-            raise RetrievalError(f"retrieval server {self.endpoint} sent a document without 'contents': {doc!r:.200}")
         title, text = split_contents(str(doc["contents"]))
         from agentrag.kb.ingest import passage_id
 
         pid = str(doc.get("id", "")) or passage_id(title, text)
         return Hit(id=pid, title=title, text=text, score=score, method="remote", kb=self.kb)
+
+
+def _is_document(item: Any) -> bool:
+    """A Search-R1 result entry: ``{"document": {..."contents"}, "score": number}`` or the document itself."""
+    if isinstance(item, dict) and "document" in item:
+        score = item.get("score", 0.0)
+        return (isinstance(item["document"], dict) and "contents" in item["document"]
+                and isinstance(score, (int, float)) and not isinstance(score, bool))
+    return isinstance(item, dict) and "contents" in item
 
 
 def resolve_retriever(ref: str) -> Retriever:

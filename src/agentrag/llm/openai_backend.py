@@ -31,6 +31,29 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, (LLMError, ParseError)) and exc.is_retryable
 
 
+def _shape_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of a chat-completion body (a 200 reply can still be garbage,
+    e.g. ``"choices": [null]``); ``None`` when every choice has a readable message."""
+    for i, ch in enumerate(data["choices"]):
+        if not isinstance(ch, dict):
+            return f"choices[{i}] is {type(ch).__name__}, not an object"
+        msg = ch.get("message")
+        if msg is None:
+            continue
+        if not isinstance(msg, dict):
+            return f"choices[{i}].message is {type(msg).__name__}, not an object"
+        if msg.get("content") is not None and not isinstance(msg["content"], (str, list)):
+            return f"choices[{i}].message.content is {type(msg['content']).__name__}"
+        calls = msg.get("tool_calls")
+        if calls is not None and not (isinstance(calls, list) and all(
+                isinstance(tc, dict) and isinstance(tc.get("function", {}), dict) for tc in calls)):
+            return f"choices[{i}].message.tool_calls is not a list of tool-call objects"
+    usage = data.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        return f"usage is {type(usage).__name__}, not an object"
+    return None
+
+
 class OpenAIBackend:
     """An LLM behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
@@ -109,6 +132,9 @@ class OpenAIBackend:
             raise ParseError(f"malformed JSON response body: {text[:200]!r}", is_retryable=True) from exc
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
             raise ParseError(f"response has no choices: {text[:200]!r}", is_retryable=True)
+        problem = _shape_problem(data)
+        if problem:
+            raise ParseError(f"response has the wrong shape ({problem}): {text[:200]!r}", is_retryable=True)
         return data
 
     def _completions(self, data: dict[str, Any], tools: list[dict[str, Any]] | None,

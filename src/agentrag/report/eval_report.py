@@ -15,8 +15,9 @@ def eval_sections(metrics: Mapping[str, Any], *, description: str = "") -> list[
     rows = [[name, metrics.get(key)] for name, key in (
         ("questions", "n"), ("EM", "em"), ("F1", "f1"), ("Acc (gold in prediction)", "acc"),
         ("LLM judge pass rate (score >= 1)", "judge_pass"), ("LLM judge mean score (0-2)", "judge_mean"),
-        ("LLM judge failures", "judge_failures"), ("gold passage recall", "recall"),
-        ("mean retrieval steps", "mean_steps"), ("mean seconds per question", "mean_elapsed_s"))]
+        ("LLM judge errors (judge_error, no verdict)", "judge_errors"), ("gold passage recall", "recall"),
+        ("mean retrieval steps", "mean_steps"), ("mean top-k per retrieval step", "mean_topk"),
+        ("unfinished (outage; retried on rerun)", "unfinished"), ("mean seconds per question", "mean_elapsed_s"))]
     sections = [Section(title="Metrics", text=description, headers=["metric", "value"], rows=rows)]
     fr = metrics.get("finish_reasons") or {}
     if fr:
@@ -39,6 +40,15 @@ def eval_sections(metrics: Mapping[str, Any], *, description: str = "") -> list[
             headers=["hops", "n", "accuracy", "EM", "F1", "mean steps", "Steps-C", "Steps-I", "collapse",
                      "over-extension", "MaxD"],
             rows=[[h, *[row.get(c) for c in cols]] for h, row in table.items()]))
+    table2 = hops.get("table2") or {}
+    if table2:
+        sections.append(Section(
+            title="Tracer Table 2 (3- and 4-hop questions)",
+            text=(f"MaxD over 3- and 4-hop questions: {_f(hops.get('maxd'))}. Mean top-k per retrieval step "
+                  f"(Tracer Fig. 3): correct {_f(hops.get('topk_c'))}, incorrect {_f(hops.get('topk_i'))}."),
+            headers=["subset", "n", "MaxD", "MaxD n", "Steps-C", "Steps-I"],
+            rows=[[name, *[row.get(c) for c in ("n", "maxd", "maxd_n", "steps_c", "steps_i")]]
+                  for name, row in table2.items()]))
     hist = hops.get("step_histogram") or {}
     if hist:
         sections.append(Section(title="Retrieval steps per question",

@@ -217,3 +217,166 @@ def test_worker_cache_is_the_runs_unless_a_node_local_dir_is_set(tmp_path, monke
     assert worker_cache_path(run_cache) == str(run_cache) and worker_cache_path(None) is None
     monkeypatch.setenv("AGENTRAG_WORKER_CACHE_DIR", str(tmp_path / "local"))
     assert worker_cache_path(run_cache) == str(tmp_path / "local" / f"run1-{socket.gethostname()}.sqlite")
+
+
+# --- EviPath, ReasonRAG, Tracer: their pipelines on Ray equal the thread executor's ----------------
+def _same_stages(a: Path, b: Path, stages: tuple[str, ...], nonempty: tuple[str, ...]) -> None:
+    for stage in stages:
+        threads, rays = _records(a / f"{stage}.jsonl"), _records(b / f"{stage}.jsonl")
+        assert rays == threads, stage
+        if stage in nonempty:
+            assert threads, stage
+
+
+def _crash_once(llm: Any, marker: str | None) -> Any:
+    return CrashOnceLLM(llm, marker, at_call=3) if marker else llm
+
+
+def _thread_then_ray(tmp_path: Path, run: Any) -> None:
+    """``run(out, executor, marker)`` on 2 threads, then on 2 Ray workers, one of which dies once."""
+    from agentrag.exec import ThreadExecutor
+    from agentrag.exec.ray_executor import RayExecutor
+
+    run(tmp_path / "thread", ThreadExecutor(2), None)
+    marker = tmp_path / "died"
+    ex = RayExecutor(workers=2)
+    try:
+        run(tmp_path / "ray", ex, str(marker))
+    finally:
+        ex.close()
+    assert marker.exists() and int(marker.read_text()) != os.getpid()  # a worker, not the driver, died
+
+
+@dataclass
+class EviWorld:
+    """Picklable recipe of the fake EviPath world (MuSiQue's gold decompositions play every role)."""
+
+    dataset: str
+    n: int
+    marker: str | None = None
+
+    def __call__(self) -> Any:
+        from agentrag.synth.evipath import EviPathComponents
+        from agentrag.testing import GoldDecompositionLLM
+
+        rows = [json.loads(line) for line in Path(self.dataset).read_text().splitlines()[:self.n]]
+        llm = _crash_once(GoldDecompositionLLM(rows), self.marker)
+        return EviPathComponents(planner=llm, executor=llm, embedder=HashEmbedder(), rebuild=self)
+
+
+def test_evipath_on_ray_equals_threads_despite_a_killed_worker(ray_session, data_dir, tmp_path):
+    from agentrag.synth.evipath import EviPathConfig, EviPathPipeline, read_items
+
+    dataset = str(data_dir / "musique" / "train_100.jsonl")
+
+    def run(out: Path, executor: Any, marker: str | None) -> None:
+        comps = EviWorld(dataset, 4)()
+        comps.rebuild = EviWorld(dataset, 4, marker)
+        EviPathPipeline(RunDir(out), EviPathConfig(concurrency=2), comps, executor=executor).run(
+            read_items(dataset, limit=4))
+
+    _thread_then_ray(tmp_path, run)
+    _same_stages(tmp_path / "thread", tmp_path / "ray",
+                 ("items", "plans", "iterations", "sub_answers", "selections", "gates", "conversations"),
+                 ("plans", "iterations", "selections", "gates"))
+
+
+@dataclass
+class ReasonWorld:
+    """Picklable recipe of the fake ReasonRAG world (test_reasonrag_pipeline's policy and passages)."""
+
+    marker: str | None = None
+
+    def __call__(self) -> Any:
+        from test_reasonrag_pipeline import policy, retriever
+
+        from agentrag.synth.reasonrag.pipeline import ReasonRagComponents
+        from agentrag.testing import ScriptedLLM
+
+        return ReasonRagComponents(llm=_crash_once(ScriptedLLM(default=policy), self.marker), retriever=retriever(),
+                                   rebuild=self)
+
+
+def test_reasonrag_on_ray_equals_threads_despite_a_killed_worker(ray_session, tmp_path):
+    from test_reasonrag_pipeline import QUESTION, config
+
+    from agentrag.synth.reasonrag.pipeline import ReasonRagPipeline
+
+    questions = [QUESTION, QUESTION.model_copy(update={"id": "q2"})]
+    cfg = config(concurrency=2)
+    cfg.mcts.iterations = 4
+
+    def run(out: Path, executor: Any, marker: str | None) -> None:
+        comps = ReasonWorld()()
+        comps.rebuild = ReasonWorld(marker)
+        metrics = ReasonRagPipeline(RunDir(out), cfg, comps, executor=executor).run(questions)
+        assert metrics["unfinished"] == []
+
+    _thread_then_ray(tmp_path, run)
+    _same_stages(tmp_path / "thread", tmp_path / "ray", ("questions", "events", "trees", "greedy", "pairs"),
+                 ("events", "trees", "greedy"))
+    assert len(_records(tmp_path / "ray" / "trees.jsonl")) == 2
+
+
+@dataclass
+class TracerWorld:
+    """Picklable recipe of the fake Tracer world (tracer_support's passages, routing LLM and judge)."""
+
+    marker: str | None = None
+
+    def __call__(self) -> Any:
+        from tracer_support import PASSAGES, judge_llm, world_llm
+
+        from agentrag.synth.tracer import TracerComponents
+
+        return TracerComponents(llm=_crash_once(world_llm(), self.marker), judge=judge_llm(), kb=FakeRetriever(PASSAGES),
+                                passages=PASSAGES, excluded_titles=frozenset({"excluded title"}), rebuild=self)
+
+
+def test_tracer_on_ray_equals_threads_despite_a_killed_worker(ray_session, tmp_path):
+    from agentrag.synth.tracer import TracerConfig, TracerPipeline
+
+    cfg = TracerConfig(docs=4, max_hops=4, concurrency=2)
+    cfg.sampling.min_chars = 0
+
+    def run(out: Path, executor: Any, marker: str | None) -> None:
+        comps = TracerWorld()()
+        comps.rebuild = TracerWorld(marker)
+        TracerPipeline(RunDir(out), cfg, comps, executor=executor).run()
+
+    _thread_then_ray(tmp_path, run)
+    _same_stages(tmp_path / "thread", tmp_path / "ray", ("docs", "atomic", "hop2", "hop3", "hop4", "benchmark"),
+                 ("docs", "atomic", "hop2", "hop3", "hop4"))
+
+
+def test_synth_builders_pickle_and_rebuild_from_the_config(bm25_kb, tmp_path):
+    import pickle
+
+    from agentrag.synth.evipath.run import EviPathBuilder
+    from agentrag.synth.reasonrag.run import ReasonRagBuilder
+    from agentrag.synth.tracer.run import TracerBuilder
+
+    _, kb = bm25_kb
+    run, cache = tmp_path / "run", str(tmp_path / "run" / "llm_cache.sqlite")
+    m, j = "openai:m@http://127.0.0.1:9/v1", "openai:j@http://127.0.0.1:9/v1"
+
+    def rebuilt(builder: Any) -> Any:
+        copy = pickle.loads(pickle.dumps(builder))
+        comps = copy()
+        assert comps.rebuild == builder
+        return comps
+
+    evi = rebuilt(EviPathBuilder(llm=m, executor_llm=None, kb=str(kb), embedder=None, run_dir=str(run)))
+    assert evi.planner is evi.executor and str(evi.planner.cache.path) == cache and len(evi.retriever) > 0
+    rr = rebuilt(ReasonRagBuilder(llm=m, judge=j, kb=str(kb), run_dir=str(run)))
+    assert rr.llm.model == "m" and rr.judge.model == "j" and str(rr.judge.cache.path) == cache
+    assert rebuilt(ReasonRagBuilder(llm=m, judge=m, kb=str(kb), run_dir=str(run))).judge is None  # = the policy
+    tr = rebuilt(TracerBuilder(llm=m, judge=None, kb=str(kb), run_dir=str(run), excluded_titles=("x",)))
+    assert tr.llm is tr.judge and len(tr.kb) > 0 and tr.excluded_titles == frozenset({"x"}) and tr.passages == ()
+
+
+@pytest.mark.parametrize("command", ["evipath", "reasonrag", "tracer"])
+def test_synth_commands_take_the_executor_options(command):
+    res = CliRunner().invoke(app, ["synth", command, "--help"], terminal_width=200)
+    assert res.exit_code == 0
+    assert all(opt in res.output for opt in ("--executor", "--ray-address", "--workers"))

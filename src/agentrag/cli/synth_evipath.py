@@ -9,9 +9,13 @@ import typer
 
 from agentrag.cli.common import (
     ConfigOpt,
+    ExecutorOpt,
     OutOpt,
+    RayAddressOpt,
     SetOpt,
+    WorkersOpt,
     console,
+    executor_from_options,
     resolve_config,
     stage_progress,
     user_errors,
@@ -34,6 +38,9 @@ def evipath(
                                               "conversations.")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip (and count) items without gold "
                                                "evidence instead of failing.")] = False,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddressOpt = None,
+    workers: WorkersOpt = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
 ) -> None:
@@ -43,7 +50,8 @@ def evipath(
     Writes OUT/{items,plans,iterations,sub_answers,selections,gates,conversations}.jsonl, OUT/sft/
     (TRL conversational + LLaMA-Factory sharegpt with dataset_info.json and a dataset card),
     OUT/metrics.json and OUT/report.md. Rerunning the same command resumes; LLM calls are cached in
-    OUT/llm_cache.sqlite.
+    OUT/llm_cache.sqlite. With --executor ray, paths and selections run on Ray worker processes
+    that rebuild the LLMs, KB and φ from this config; this process writes every record.
 
     Example: agentrag synth evipath --dataset ../shared/data/musique/train_100.jsonl --llm embedded
     --limit 2 --out runs/evipath
@@ -55,15 +63,16 @@ def evipath(
                                 "limit": limit, "mode": mode, "split": split,
                                 "skip_invalid": True if skip_invalid else None}
         cfg = resolve_config(EviPathRunConfig, config, sets, base=base)
-        metrics = _with_progress(cfg, out)
+        metrics = _with_progress(cfg, out, executor, workers, ray_address)
         _summary(metrics, out)
 
 
-def _with_progress(cfg: Any, out: Path) -> dict[str, Any]:
+def _with_progress(cfg: Any, out: Path, executor: str | None, workers: int | None,
+                   ray_address: str | None) -> dict[str, Any]:
     from agentrag.synth.evipath import run_evipath
 
-    with stage_progress() as progress:
-        return run_evipath(cfg, out, progress=progress)
+    with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, stage_progress() as progress:
+        return run_evipath(cfg, out, progress=progress, executor=ex)
 
 
 def _summary(metrics: dict[str, Any], path: Path) -> None:

@@ -10,9 +10,13 @@ import typer
 
 from agentrag.cli.common import (
     ConfigOpt,
+    ExecutorOpt,
     OutOpt,
+    RayAddressOpt,
     SetOpt,
+    WorkersOpt,
     console,
+    executor_from_options,
     resolve_config,
     stage_progress,
     user_errors,
@@ -35,6 +39,9 @@ def reasonrag(
                                               "dataset file.")] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions searched at once.")
                            ] = None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddressOpt = None,
+    workers: WorkersOpt = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
 ) -> None:
@@ -46,7 +53,9 @@ def reasonrag(
     trl_dpo.jsonl + LLaMA-Factory dpo_alpaca.jsonl, dataset_info.json, dataset card),
     OUT/metrics.json and OUT/report.md (Table 1 / Figure 2 statistics, best leaf vs greedy agent).
     Rerunning the same command resumes each search where it stopped; LLM calls are cached in
-    OUT/llm_cache.sqlite. Train with `agentrag train dpo --data OUT/dpo/trl_dpo.jsonl`.
+    OUT/llm_cache.sqlite. With --executor ray, searches and greedy baselines run on Ray worker
+    processes that rebuild the LLMs and retriever from this config; this process writes every
+    record. Train with `agentrag train dpo --data OUT/dpo/trl_dpo.jsonl`.
 
     Example: agentrag synth reasonrag --dataset ../shared/data/hotpotqa/dev_distractor_200.jsonl
     --kb runs/kb --llm embedded --value spre --limit 2 --out runs/reasonrag --set mcts.iterations=4
@@ -61,8 +70,9 @@ def reasonrag(
             base["value"] = {"kind": value}
         cfg = resolve_config(ReasonRagRunConfig, config, sets, base=base)
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        with stage_progress() as progress:
-            metrics = run_reasonrag(cfg, out, progress=progress)
+        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+                stage_progress() as progress:
+            metrics = run_reasonrag(cfg, out, progress=progress, executor=ex)
         _summary(metrics, out)
         if metrics["unfinished"]:
             console.print(f"[yellow]{len(metrics['unfinished'])} questions unfinished (outage); rerun the same "

@@ -9,9 +9,13 @@ import typer
 
 from agentrag.cli.common import (
     ConfigOpt,
+    ExecutorOpt,
+    RayAddressOpt,
     SetOpt,
+    WorkersOpt,
     console,
     err_console,
+    executor_from_options,
     resolve_config,
     stage_progress,
     user_errors,
@@ -35,6 +39,9 @@ def build(
                                                      "annotated domain.")] = None,
     exclude: Annotated[list[Path] | None, typer.Option("--exclude", help="Benchmark file whose titles are removed "
                                                        "from sampling and retrieval (repeatable).")] = None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddressOpt = None,
+    workers: WorkersOpt = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
 ) -> None:
@@ -44,7 +51,9 @@ def build(
     Writes OUT/{docs,atomic,hop2,hop3,hop4}.jsonl (every verdict with its raw output),
     OUT/chains.jsonl (per-hop records), OUT/benchmark.jsonl and OUT/benchmark_<L>hop.jsonl (FlashRAG QA
     with lower_hop_questions: `agentrag eval --dataset OUT/benchmark.jsonl --maxd`), OUT/metrics.json and
-    OUT/report.html. LLM calls are cached in OUT/llm_cache.sqlite; rerunning resumes.
+    OUT/report.html. LLM calls are cached in OUT/llm_cache.sqlite; rerunning resumes. With --executor
+    ray, annotation, atomic QA and hop extension run on Ray worker processes that rebuild the LLMs
+    and load the KB from this config; this process writes every record.
 
     Example: agentrag synth tracer --kb runs/kb --llm embedded --docs 4 --max-hops 2 --out runs/tracer
     """
@@ -55,12 +64,8 @@ def build(
         raise typer.Exit(0)
     with user_errors():
         from agentrag.errors import UserError
-        from agentrag.kb import KnowledgeBase
-        from agentrag.llm import resolve_llm
-        from agentrag.runs import RunDir
         from agentrag.synth.tracer.config import TracerRunConfig
-        from agentrag.synth.tracer.pipeline import TracerComponents, TracerPipeline
-        from agentrag.synth.tracer.sampling import excluded_titles
+        from agentrag.synth.tracer.run import run_tracer
 
         base: dict[str, Any] = {"kb": kb, "llm": llm, "judge": judge, "docs": docs, "max_hops": max_hops,
                                 "exclude": [str(e) for e in exclude] if exclude else None}
@@ -69,28 +74,14 @@ def build(
         cfg = resolve_config(TracerRunConfig, config, sets, base=base)
         if out is None:
             raise UserError("no run directory: pass --out DIR")
-        if not cfg.kb:
-            raise UserError("no knowledge base: pass --kb DIR (build one with `agentrag kb build`)")
-        excluded = frozenset(excluded_titles(cfg.exclude))  # bad files fail before anything is written
-        main_kb = KnowledgeBase.load(cfg.kb)
-        run = RunDir(out)
-        run.write_config(cfg)
-        cache = run.file("llm_cache.sqlite")
-        gen = resolve_llm(cfg.llm, cache=cache)
-        judge_llm = gen if (cfg.judge or cfg.llm) == cfg.llm else resolve_llm(cfg.judge or cfg.llm, cache=cache)
-        comps = TracerComponents(llm=gen, judge=judge_llm, kb=main_kb, passages=list(main_kb.passages()),
-                                 excluded_titles=excluded)
-        with stage_progress() as progress:
-            metrics = TracerPipeline(run, cfg, comps, progress=progress).run()
-        metrics["llm_stats"] = {"llm": gen.stats() if hasattr(gen, "stats") else None,
-                                "judge": judge_llm.stats() if judge_llm is not gen and hasattr(judge_llm, "stats")
-                                else "same as llm"}
-        run.write_json("metrics.json", metrics)
+        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+                stage_progress() as progress:
+            metrics = run_tracer(cfg, out, progress=progress, executor=ex)
         for row in metrics["funnel"]:
             rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
             console.print(f"  {row['stage']:<32} {row['in']:>5} -> {row['out']:<5} {rej}")
         console.print(f"  exported: {metrics['export']['files']}")
-        console.print(f"report: {run.path / 'report.md'}   benchmark: {run.path / 'benchmark.jsonl'}")
+        console.print(f"report: {out / 'report.md'}   benchmark: {out / 'benchmark.jsonl'}")
 
 
 @tracer_app.command("review")

@@ -5,7 +5,10 @@ Every stage is an append-only JSONL of the run directory keyed by stable ids; pe
 through :mod:`agentrag.exec` (the function returns records, the driver writes them). Rerunning
 resumes: an item whose path has its ``last`` iteration record is done, sub-answers with a
 selection are skipped, and with the run's LLM cache no call is paid twice. An outage (a
-retryable LLM or retrieval error after the backend's retries) leaves the item unfinished.
+retryable LLM or retrieval error after the backend's retries) or a lost worker leaves the item
+unfinished. The per-item functions are module-level and take plain data, so on the Ray executor
+they run in worker processes that rebuild the components with ``EviPathComponents.rebuild``
+(see :mod:`agentrag.synth.worker`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from agentrag.errors import RunError
@@ -39,6 +43,7 @@ from agentrag.synth.evipath.schema import (
     SelectionRecord,
     SubAnswerRecord,
 )
+from agentrag.synth.worker import ComponentsTask
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +60,7 @@ class EviPathComponents:
     executor: LLM
     embedder: Embedder | Callable[[], Embedder]
     retriever: Retriever | None = None
+    rebuild: Callable[[], EviPathComponents] | None = None  # the recipe a worker process builds them from
     _phi: Embedder | None = field(default=None, repr=False)
 
     def phi(self) -> Embedder:
@@ -71,6 +77,40 @@ def _unfinished(stage: str, failed: list[Any]) -> None:
             raise out.error
     if failed:
         log.warning("%s: %d items unfinished after an outage; rerun the same command to retry them", stage, len(failed))
+
+
+def _abductive_path(cfg: EviPathConfig, c: EviPathComponents, task: tuple[EviItem, PlanRecord | None]) -> PathOut:
+    item, plan = task
+    plan = plan or make_plan(c.planner, item, cfg)
+    if plan.status != "ok":
+        return plan, failed_plan_path(item, plan), [], []
+    iterations, subs = explore(c.planner, c.executor, item, plan, cfg)
+    return plan, iterations, subs, []
+
+
+def _deductive_path(cfg: EviPathConfig, c: EviPathComponents, task: tuple[EviItem, PlanRecord | None]) -> PathOut:
+    from agentrag.agents.navigation import PlainNavigation
+    from agentrag.agents.planner_executor import PlannerExecutorAgent, PlannerExecutorConfig
+    from agentrag.synth.evipath.deductive import run_agent, trajectory_records
+
+    item = task[0]
+    if c.retriever is None:
+        from agentrag.errors import UserError
+
+        raise UserError("--mode deductive needs a knowledge base: pass --kb DIR")
+    acfg = PlannerExecutorConfig(top_k=cfg.agent_top_k, max_steps=cfg.agent_max_steps,
+                                 max_tokens=cfg.planner.max_tokens, temperature=cfg.planner.temperature,
+                                 executor_max_tokens=cfg.executor.max_tokens)
+    agent = PlannerExecutorAgent(c.planner, PlainNavigation(c.retriever), acfg, executor_llm=c.executor)
+    traj = run_agent(agent, item)
+    if traj.finish_reason == "llm_error":  # the agent swallowed an LLM failure: redo the item on rerun
+        raise RunError(str(traj.metadata.get("error", "LLM error")), is_retryable=True)
+    return trajectory_records(item, traj, c.phi(), cfg, acfg.max_passage_chars)
+
+
+def _select_one(cfg: EviPathConfig, c: EviPathComponents, task: tuple[SubAnswerRecord, EviItem]) -> SelectionRecord:
+    sub, item = task
+    return synthesize_selection(c.executor, c.phi(), item, sub.id, sub.question, sub.answer, cfg.executor, cfg.seed)
 
 
 class EviPathPipeline:
@@ -100,13 +140,16 @@ class EviPathPipeline:
             by_item.setdefault(it.item_id, []).append(it)
         return {k: sorted(v, key=lambda r: r.n) for k, v in by_item.items() if any(r.last for r in v)}
 
+    def _task(self, fn: Callable[..., Any]) -> ComponentsTask:
+        return ComponentsTask(partial(fn, self.cfg), self.c, self.c.rebuild, what="EviPath components")
+
     def synthesize_paths(self, wanted: set[str]) -> None:
         done = self.finished_paths()
         plans = {p.id: p for p in self.plans}
-        todo = [i for i in self.items if i.status == "ok" and i.id in wanted and i.id not in done]
-        fn = self._deductive_path if self.cfg.mode == "deductive" else (lambda it: self._abductive_path(it, plans))
+        todo = [(i, plans.get(i.id)) for i in self.items if i.status == "ok" and i.id in wanted and i.id not in done]
+        fn = self._task(_deductive_path if self.cfg.mode == "deductive" else _abductive_path)
 
-        def write(_item: EviItem, out: PathOut) -> None:
+        def write(_item: Any, out: PathOut) -> None:
             plan, iterations, subs, sels = out
             self.plans.append(plan)
             for r in subs:
@@ -120,32 +163,6 @@ class EviPathPipeline:
         self.unfinished["paths"] = len(failed)
         _unfinished("paths", failed)
 
-    def _abductive_path(self, item: EviItem, plans: dict[str, PlanRecord]) -> PathOut:
-        plan = plans.get(item.id) or make_plan(self.c.planner, item, self.cfg)
-        if plan.status != "ok":
-            return plan, failed_plan_path(item, plan), [], []
-        iterations, subs = explore(self.c.planner, self.c.executor, item, plan, self.cfg)
-        return plan, iterations, subs, []
-
-    def _deductive_path(self, item: EviItem) -> PathOut:
-        from agentrag.agents.navigation import PlainNavigation
-        from agentrag.agents.planner_executor import PlannerExecutorAgent, PlannerExecutorConfig
-        from agentrag.synth.evipath.deductive import run_agent, trajectory_records
-
-        if self.c.retriever is None:
-            from agentrag.errors import UserError
-
-            raise UserError("--mode deductive needs a knowledge base: pass --kb DIR")
-        acfg = PlannerExecutorConfig(top_k=self.cfg.agent_top_k, max_steps=self.cfg.agent_max_steps,
-                                     max_tokens=self.cfg.planner.max_tokens, temperature=self.cfg.planner.temperature,
-                                     executor_max_tokens=self.cfg.executor.max_tokens)
-        agent = PlannerExecutorAgent(self.c.planner, PlainNavigation(self.c.retriever), acfg,
-                                     executor_llm=self.c.executor)
-        traj = run_agent(agent, item)
-        if traj.finish_reason == "llm_error":  # the agent swallowed an LLM failure: redo the item on rerun
-            raise RunError(str(traj.metadata.get("error", "LLM error")), is_retryable=True)
-        return trajectory_records(item, traj, self.c.phi(), self.cfg, acfg.max_passage_chars)
-
     def select(self) -> None:
         """Eq. 6 selections + executor thoughts for the sub-answers of paths that reached an answer
         good enough for the final-answer gate (the others are rejected anyway; no calls spent)."""
@@ -155,16 +172,14 @@ class EviPathPipeline:
         paths = self.finished_paths()
         good = {k for k, v in paths.items() if v[-1].status == "ok" and v[-1].answer is not None
                 and f1(v[-1].answer, items[k].answers) > self.cfg.gates.f1_threshold}
-        todo = [s for s in self.sub_answers if s.item_id in good and s.status == "ok" and s.id not in self.selections]
+        todo = [(s, items[s.item_id]) for s in self.sub_answers
+                if s.item_id in good and s.status == "ok" and s.id not in self.selections]
 
-        def one(sub: SubAnswerRecord) -> SelectionRecord:
-            return synthesize_selection(self.c.executor, self.c.phi(), items[sub.item_id], sub.id, sub.question,
-                                        sub.answer, self.cfg.executor, self.cfg.seed)
-
-        def write(_sub: SubAnswerRecord, rec: SelectionRecord) -> None:
+        def write(_sub: Any, rec: SelectionRecord) -> None:
             self.selections.append(rec)
 
-        failed = run_items(self.executor, one, todo, stage="select", progress=self.progress, on_result=write)
+        failed = run_items(self.executor, self._task(_select_one), todo, stage="select", progress=self.progress,
+                           on_result=write)
         self.unfinished["selections"] = len(failed)
         _unfinished("selections", failed)
 

@@ -4,6 +4,7 @@ arguments and prints)."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,12 @@ from agentrag.synth.evipath.pipeline import EviPathComponents, EviPathPipeline, 
 from agentrag.synth.evipath.schema import EviItem
 
 
-def _embedder_factory(cfg: EviPathRunConfig, kb: Any) -> Any:
+def _embedder_factory(embedder: str | None, kb: Any) -> Any:
     def build() -> Embedder:
-        if cfg.executor.embedder:
+        if embedder:
             from agentrag.kb.embedders import load_embedder
 
-            return load_embedder(cfg.executor.embedder)
+            return load_embedder(embedder)
         if kb is not None and hasattr(kb, "embedder"):
             return kb.embedder  # type: ignore[no-any-return]
         from agentrag.kb.embedders import load_embedder
@@ -31,6 +32,36 @@ def _embedder_factory(cfg: EviPathRunConfig, kb: Any) -> Any:
         return load_embedder()
 
     return build
+
+
+@dataclass
+class EviPathBuilder:
+    """Plain-data recipe of a run's components, rebuilt in worker processes (the Ray executor): the
+    planner and executor LLMs on the run's cache, the KB loaded read-only (or its server), φ."""
+
+    llm: str
+    executor_llm: str | None
+    kb: str | None
+    embedder: str | None
+    run_dir: str
+
+    @classmethod
+    def from_config(cls, cfg: EviPathRunConfig, run_dir: str | os.PathLike[str]) -> EviPathBuilder:
+        return cls(llm=cfg.llm, executor_llm=cfg.executor_llm, kb=cfg.kb, embedder=cfg.executor.embedder,
+                   run_dir=str(run_dir))
+
+    def __call__(self) -> EviPathComponents:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        from agentrag.synth.worker import resolve_role_llms
+
+        kb = None
+        if self.kb:
+            from agentrag.kb import resolve_retriever
+
+            kb = resolve_retriever(self.kb)
+        llms = resolve_role_llms({"planner": self.llm, "executor": self.executor_llm or self.llm}, self.run_dir)
+        return EviPathComponents(planner=llms["planner"], executor=llms["executor"],
+                                 embedder=_embedder_factory(self.embedder, kb), retriever=kb, rebuild=self)
 
 
 def check_inputs(cfg: EviPathRunConfig, out: str | os.PathLike[str]) -> tuple[list[EviItem], Any]:
@@ -69,7 +100,8 @@ def run_evipath(cfg: EviPathRunConfig, out: str | os.PathLike[str], *, progress:
     planner = resolve_llm(cfg.llm, cache=cache)
     executor_llm = planner if (cfg.executor_llm or cfg.llm) == cfg.llm else resolve_llm(cfg.executor_llm or cfg.llm,
                                                                                         cache=cache)
-    comps = EviPathComponents(planner=planner, executor=executor_llm, embedder=_embedder_factory(cfg, kb), retriever=kb)
+    comps = EviPathComponents(planner=planner, executor=executor_llm, embedder=_embedder_factory(cfg.executor.embedder, kb),
+                              retriever=kb, rebuild=EviPathBuilder.from_config(cfg, run.path))
     metrics = EviPathPipeline(run, cfg, comps, progress=progress, executor=executor).run(items, Path(out).name)
     roles = {"planner+executor": planner} if executor_llm is planner else {"planner": planner, "executor": executor_llm}
     metrics["llm_calls"] = {k: v.stats() for k, v in roles.items() if hasattr(v, "stats")}
@@ -77,4 +109,4 @@ def run_evipath(cfg: EviPathRunConfig, out: str | os.PathLike[str], *, progress:
     return metrics
 
 
-__all__ = ["run_evipath", "check_inputs"]
+__all__ = ["run_evipath", "check_inputs", "EviPathBuilder"]

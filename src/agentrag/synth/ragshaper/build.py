@@ -47,17 +47,15 @@ class ComponentsBuilder:
         return OpenDistractorKB(str(Path(self.run_dir) / "distractor_kb"))
 
     def __call__(self) -> RagShaperComponents:
-        from agentrag.eval.worker import worker_cache_path
         from agentrag.kb import KnowledgeBase
-        from agentrag.llm import resolve_llm
         from agentrag.synth.ragshaper.run import distractor_kb_factory
+        from agentrag.synth.worker import resolve_role_llms
 
         main_kb = KnowledgeBase.load(self.kb)
-        cache = worker_cache_path(Path(self.run_dir) / "llm_cache.sqlite")
-        refs = {"curator": self.llm, "teacher": self.teacher or self.llm, "tagger": self.tagger or self.llm}
-        by_ref = {ref: resolve_llm(ref, cache=cache) for ref in dict.fromkeys(refs.values())}
-        return RagShaperComponents(curator=by_ref[refs["curator"]], teacher=by_ref[refs["teacher"]], main_kb=main_kb,
-                                   tagger=by_ref[refs["tagger"]],
+        llms = resolve_role_llms({"curator": self.llm, "teacher": self.teacher or self.llm,
+                                  "tagger": self.tagger or self.llm}, self.run_dir)
+        return RagShaperComponents(curator=llms["curator"], teacher=llms["teacher"], main_kb=main_kb,
+                                   tagger=llms["tagger"],
                                    distractor_kb=distractor_kb_factory(main_kb, Path(self.run_dir) / "distractor_kb"),
                                    rebuild=self, open_distractor_kb=self.open_distractor_kb())
 

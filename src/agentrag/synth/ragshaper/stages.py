@@ -9,7 +9,6 @@ to write; the pipeline (the driver) writes them.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,14 +31,13 @@ from agentrag.synth.ragshaper.schema import (
     TagRecord,
 )
 from agentrag.synth.ragshaper.tree import InfoCurator
+from agentrag.synth.worker import build_once
 
 if TYPE_CHECKING:
     from agentrag.synth.ragshaper.pipeline import RagShaperComponents
 
 log = logging.getLogger(__name__)
 
-_BUILT: dict[str, RagShaperComponents] = {}  # per worker process: components by their recipe
-_BUILT_LOCK = threading.Lock()
 
 
 def is_outage(exc: BaseException | None) -> bool:
@@ -136,11 +134,7 @@ class StageTask(WorkerTask):
         if self.rebuild is None:
             raise UserError("RAGShaper components cannot be rebuilt in a worker process: pass "
                             "RagShaperComponents(rebuild=...) to run on a distributed executor")
-        key = repr(self.rebuild)  # one build per worker process for all stages of a run
-        with _BUILT_LOCK:
-            comps = _BUILT.get(key)
-            if comps is None:
-                comps = _BUILT[key] = self.rebuild()
+        comps = build_once(self.rebuild)  # one build per worker process for all stages of a run
         kb_tilde = None
         if self.tilde_passages:
             kb_tilde = (comps.open_distractor_kb or comps.distractor_kb)(self.tilde_passages)

@@ -11,7 +11,10 @@ The search runs in rounds: each round maps one task per unfinished question thro
 seam; a task replays the question's events, runs ``batch`` iterations (default 1) and returns the
 new events, which the driver appends. A kill therefore loses at most the iterations in flight —
 and with the LLM cache and derived seeds, their calls are answered from the cache on rerun. An
-outage leaves the question unfinished (its events so far are kept); a rerun continues it.
+outage or a lost worker leaves the question unfinished (its events so far are kept); a rerun
+continues it. The per-item functions are module-level over plain data, so on the Ray executor
+they run in worker processes that rebuild the components with ``ReasonRagComponents.rebuild``
+(see :mod:`agentrag.synth.worker`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from agentrag.errors import RunError
@@ -34,6 +39,7 @@ from agentrag.synth.reasonrag.config import ReasonRagConfig
 from agentrag.synth.reasonrag.mcts import QuestionSearch, Status
 from agentrag.synth.reasonrag.pairs import extract_pairs
 from agentrag.synth.reasonrag.tree import IterationEvent, SearchTree
+from agentrag.synth.worker import ComponentsTask
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +59,26 @@ class ReasonRagComponents:
     llm: LLM
     retriever: Retriever
     judge: LLM | None = None
+    rebuild: Callable[[], ReasonRagComponents] | None = None  # the recipe a worker process builds them from
+
+
+def _iterate(cfg: ReasonRagConfig, batch: int, c: ReasonRagComponents,
+             task: tuple[QAItem, list[IterationEvent]]) -> tuple[list[IterationEvent], Status]:
+    item, evs = task
+    return QuestionSearch(item, c.llm, c.retriever, cfg, judge=c.judge).iterate(evs, batch)
+
+
+def _greedy_one(cfg: ReasonRagConfig, c: ReasonRagComponents, item: QAItem) -> Trajectory:
+    """The greedy reason_ground agent (temperature 0, same max rounds and k) on one question."""
+    from agentrag.agents.config import ReasonGroundConfig
+    from agentrag.agents.navigation import PlainNavigation
+    from agentrag.agents.reason_ground import ReasonGroundAgent
+
+    m = cfg.mcts
+    agent = ReasonGroundAgent(c.llm, PlainNavigation(c.retriever),
+                              ReasonGroundConfig(max_steps=max(2, m.max_iter), top_k=m.top_k, temperature=0.0,
+                                                 max_tokens=m.max_tokens, seed=cfg.seed))
+    return agent.run(item)
 
 
 class ReasonRagPipeline:
@@ -89,9 +115,8 @@ class ReasonRagPipeline:
         if self.progress:
             self.progress("mcts", done[0], total)
 
-        def one(task: tuple[QAItem, list[IterationEvent]]) -> tuple[list[IterationEvent], Status]:
-            item, evs = task
-            return self._search(item).iterate(evs, self.batch)
+        one = ComponentsTask(partial(_iterate, self.cfg, self.batch), self.c, self.c.rebuild,
+                             what="ReasonRAG components")
 
         def write(task: tuple[QAItem, list[IterationEvent]], out: tuple[list[IterationEvent], Status]) -> None:
             item, (new, status) = task[0], out
@@ -125,14 +150,6 @@ class ReasonRagPipeline:
         """The greedy reason_ground agent (temperature 0, same max rounds and k) per searched question."""
         if not self.cfg.greedy_baseline:
             return
-        from agentrag.agents.config import ReasonGroundConfig
-        from agentrag.agents.navigation import PlainNavigation
-        from agentrag.agents.reason_ground import ReasonGroundAgent
-
-        m = self.cfg.mcts
-        agent = ReasonGroundAgent(self.c.llm, PlainNavigation(self.c.retriever),
-                                  ReasonGroundConfig(max_steps=max(2, m.max_iter), top_k=m.top_k, temperature=0.0,
-                                                     max_tokens=m.max_tokens, seed=self.cfg.seed))
         todo = [q for q in items if q.id in self.trees and q.id not in self.greedy]
 
         def write(item: QAItem, traj: Trajectory) -> None:
@@ -141,8 +158,15 @@ class ReasonRagPipeline:
                 return
             self.greedy.append(traj)
 
-        _raise_failures(run_items(self.executor, agent.run, todo, stage="greedy", progress=self.progress,
-                                 on_result=write))
+        task = ComponentsTask(partial(_greedy_one, self.cfg), self.c, self.c.rebuild, what="ReasonRAG components")
+        failed = run_items(self.executor, task, todo, stage="greedy", progress=self.progress, on_result=write)
+        bugs = []
+        for f in failed:  # a lost worker: the baseline stays unfinished, like an outage
+            if isinstance(f.error, RunError) and f.error.is_retryable:
+                log.warning("question %s: greedy baseline left unfinished: %s", f.item.id, f.error)
+            else:
+                bugs.append(f)
+        _raise_failures(bugs)
 
     def build_pairs(self) -> None:
         v, m = self.cfg.value, self.cfg.mcts

@@ -8,6 +8,7 @@ statistics of the run.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,34 @@ def check_inputs(cfg: ReasonRagRunConfig, out: str | os.PathLike[str]) -> list[Q
     return items
 
 
+@dataclass
+class ReasonRagBuilder:
+    """Plain-data recipe of a run's components, rebuilt in worker processes (the Ray executor): the
+    policy and judge LLMs on the run's cache and the retriever (a KB directory loaded read-only, or
+    a retrieval server URL)."""
+
+    llm: str
+    judge: str | None
+    kb: str
+    run_dir: str
+
+    @classmethod
+    def from_config(cls, cfg: ReasonRagRunConfig, run_dir: str | os.PathLike[str]) -> ReasonRagBuilder:
+        return cls(llm=cfg.llm, judge=cfg.judge, kb=cfg.kb or "", run_dir=str(run_dir))
+
+    def __call__(self) -> ReasonRagComponents:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        from agentrag.kb import resolve_retriever
+        from agentrag.synth.worker import resolve_role_llms
+
+        refs = {"policy": self.llm}
+        if self.judge and self.judge != self.llm:
+            refs["judge"] = self.judge
+        llms = resolve_role_llms(refs, self.run_dir)
+        return ReasonRagComponents(llm=llms["policy"], retriever=resolve_retriever(self.kb), judge=llms.get("judge"),
+                                   rebuild=self)
+
+
 def run_reasonrag(cfg: ReasonRagRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
                   executor: Executor | None = None) -> dict[str, Any]:
     """Run ReasonRAG into the run directory ``out`` (rerun = resume); returns the metrics."""
@@ -67,8 +96,9 @@ def run_reasonrag(cfg: ReasonRagRunConfig, out: str | os.PathLike[str], *, progr
     cache = run.file("llm_cache.sqlite")
     policy = resolve_llm(cfg.llm, cache=cache)
     judge = None if not cfg.judge or cfg.judge == cfg.llm else resolve_llm(cfg.judge, cache=cache)
-    pipeline = ReasonRagPipeline(run, cfg, ReasonRagComponents(llm=policy, retriever=retriever, judge=judge),
-                                 progress=progress, executor=executor)
+    comps = ReasonRagComponents(llm=policy, retriever=retriever, judge=judge,
+                                rebuild=ReasonRagBuilder.from_config(cfg, run.path))
+    pipeline = ReasonRagPipeline(run, cfg, comps, progress=progress, executor=executor)
     metrics = pipeline.run(items, name=run.path.name)
     stats = {name: getattr(obj, "stats", None) for name, obj in (("policy", policy), ("judge", judge))}
     metrics["llm_cache"] = {name: fn() for name, fn in stats.items() if callable(fn)}
@@ -76,4 +106,4 @@ def run_reasonrag(cfg: ReasonRagRunConfig, out: str | os.PathLike[str], *, progr
     return metrics
 
 
-__all__ = ["run_reasonrag", "check_inputs", "load_questions"]
+__all__ = ["run_reasonrag", "check_inputs", "load_questions", "ReasonRagBuilder"]

@@ -5,15 +5,19 @@ Stage files of the run directory (append-only, keyed by stable ids, resumed on r
 with its filtered pairs), ``hop2.jsonl`` .. ``hop4.jsonl`` (one record per chain and level: the
 verified hop or the failed attempts). Per-document and per-chain work runs through the executor
 seam; the functions return records and only this driver writes them. A model failure is a
-flagged record (the chain keeps its verified prefix); an outage leaves the item unfinished.
+flagged record (the chain keeps its verified prefix); an outage or a lost worker leaves the item
+unfinished. The per-item functions are module-level over plain data, so on the Ray executor they
+run in worker processes that rebuild the components with ``TracerComponents.rebuild`` (see
+:mod:`agentrag.synth.worker`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from agentrag.exec import Executor, ThreadExecutor, run_items
@@ -28,6 +32,7 @@ from agentrag.synth.tracer.compose import extend
 from agentrag.synth.tracer.config import TracerConfig
 from agentrag.synth.tracer.oracle import Oracle
 from agentrag.synth.tracer.schema import AtomicRecord, Chain, DocRecord, Hop, HopRecord
+from agentrag.synth.worker import ComponentsTask
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +46,19 @@ class TracerComponents:
     passages: Sequence[Passage]
     judge: LLM | None = None
     excluded_titles: frozenset[str] = frozenset()
+    rebuild: Callable[[], TracerComponents] | None = None  # the recipe a worker process builds them from
+
+
+def _annotate(cfg: TracerConfig, c: TracerComponents, doc: DocRecord) -> DocRecord:
+    return sampling.annotate(Oracle(c.llm, c.judge, cfg), doc)
+
+
+def _atomic(cfg: TracerConfig, c: TracerComponents, doc: DocRecord) -> AtomicRecord:
+    return atomic_qa(Oracle(c.llm, c.judge, cfg), doc)
+
+
+def _extend(cfg: TracerConfig, c: TracerComponents, chain: Chain) -> HopRecord:
+    return extend(Oracle(c.llm, c.judge, cfg), c.kb, chain.id, chain.hops, set(c.excluded_titles))
 
 
 def seed_hop(doc: DocRecord, pair: Any) -> Hop:
@@ -65,8 +83,9 @@ class TracerPipeline:
     def oracle(self) -> Oracle:
         return Oracle(self.c.llm, self.c.judge, self.cfg)
 
-    def _run(self, stage: str, fn: Any, todo: list[Any], store: Any) -> None:
-        failed = run_items(self.executor, fn, todo, stage=stage, progress=self.progress,
+    def _run(self, stage: str, fn: Callable[..., Any], todo: list[Any], store: Any) -> None:
+        task = ComponentsTask(partial(fn, self.cfg), self.c, self.c.rebuild, what="Tracer components")
+        failed = run_items(self.executor, task, todo, stage=stage, progress=self.progress,
                            on_result=lambda _item, rec: store.append(rec))
         for out in failed:  # outages (and bugs) leave the item unfinished; rerun retries it
             log.warning("%s: item left unfinished (%s: %s); rerun to retry it", stage, type(out.error).__name__,
@@ -80,14 +99,14 @@ class TracerPipeline:
                                "kb_passages_excluded": sum(sampling.norm_title(p.title) in self.c.excluded_titles
                                                            for p in self.c.passages)}
         todo = [d for d in cands if d.id not in self.docs]
-        self._run("sample", lambda d: sampling.annotate(self.oracle(), d), todo, self.docs)
+        self._run("sample", _annotate, todo, self.docs)
         wanted = {d.id for d in cands}
         return sampling.select([d for d in self.docs if d.id in wanted], self.cfg.docs,
                                self.cfg.sampling.max_per_type)
 
     def atomic_stage(self, docs: list[DocRecord]) -> None:
         todo = [d for d in docs if f"{d.id}-atomic" not in self.atomic]
-        self._run("atomic", lambda d: atomic_qa(self.oracle(), d), todo, self.atomic)
+        self._run("atomic", _atomic, todo, self.atomic)
 
     def chains(self, docs: list[DocRecord] | None = None) -> list[Chain]:
         """Every chain with its verified hops, assembled from the stage files."""
@@ -113,8 +132,7 @@ class TracerPipeline:
     def extend_stage(self, level: int, docs: list[DocRecord]) -> None:
         store = self.hops[level]
         todo = [c for c in self.chains(docs) if c.depth == level - 1 and f"{c.id}-h{level}" not in store]
-        excluded = set(self.c.excluded_titles)
-        self._run(f"hop{level}", lambda c: extend(self.oracle(), self.c.kb, c.id, c.hops, excluded), todo, store)
+        self._run(f"hop{level}", _extend, todo, store)
 
     # --- the whole run ------------------------------------------------------------------------
     def run(self, name: str = "") -> dict[str, Any]:

@@ -47,7 +47,7 @@ _EXPORTS: dict[str, str] = {
     "TracerPipeline": "agentrag.synth.tracer", "TracerComponents": "agentrag.synth.tracer",
     "export_benchmark": "agentrag.synth.tracer", "audit_exports": "agentrag.synth.tracer",
     "fleiss_kappa": "agentrag.synth.tracer", "read_labels": "agentrag.synth.tracer",
-    "write_review_sheet": "agentrag.synth.tracer",
+    "write_review_sheet": "agentrag.synth.tracer", "run_tracer": "agentrag.synth.tracer",
     # synthesizers: EviPath
     "EviPathConfig": "agentrag.synth.evipath", "EviPathRunConfig": "agentrag.synth.evipath",
     "EviPathComponents": "agentrag.synth.evipath", "EviPathPipeline": "agentrag.synth.evipath",

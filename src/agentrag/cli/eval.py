@@ -34,7 +34,7 @@ def eval_command(
     kb: Annotated[str | None, typer.Option("--kb", help="Knowledge-base directory or http://host:port "
                                            "of a Search-R1-style retrieval server.")] = None,
     agent: Annotated[str | None, typer.Option("--agent", "-a", help="react | plan_step | reason_ground | "
-                                              "search_r1.")] = None,
+                                              "search_r1 | planner_executor.")] = None,
     llm: Annotated[str | None, typer.Option("--llm", help="Agent LLM: embedded | openai:MODEL | "
                                             "openai:MODEL@URL | YAML file.")] = None,
     judge: Annotated[str | None, typer.Option("--judge", help="Judge LLM reference (same forms as --llm); "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,22 @@ class BM25Index:
         self.retriever.index(ids, show_progress=False)
         self.size = len(texts)
 
+    def index_batches(self, batches: Iterable[list[str]], n: int | None = None) -> None:
+        """Index texts given in batches (e.g. streamed from the passage store): the texts are
+        tokenized batch by batch, so only token ids (not the texts) are held at once. The result is
+        identical to :meth:`index` on the concatenated texts."""
+        import bm25s
+
+        self.tokenizer = self._make_tokenizer()
+        ids: list[list[int]] = []
+        for batch in batches:
+            ids.extend(self.tokenizer.tokenize(list(batch), return_as="ids", show_progress=False))
+        if n is not None and len(ids) != n:
+            raise UserError(f"BM25 indexing read {len(ids)} texts, expected {n}; the passage store is damaged")
+        self.retriever = bm25s.BM25()
+        self.retriever.index(ids, show_progress=False)
+        self.size = len(ids)
+
     def search(self, queries: Sequence[str], k: int) -> list[Ranked]:
         if self.retriever is None or self.size == 0 or k <= 0:
             return [[] for _ in queries]
@@ -68,13 +84,14 @@ class BM25Index:
             {"stemmer": self.stemmer_name, "stopwords": self.stopwords, "size": self.size}))
 
     @classmethod
-    def load(cls, directory: Path) -> BM25Index:
+    def load(cls, directory: Path, *, mmap: bool = False) -> BM25Index:
+        """Open a saved index; with ``mmap`` the score matrix stays on disk (pages read on demand)."""
         bm25s = require("bm25s", "kb", purpose="the BM25 index")
         meta = json.loads((directory / "bm25.json").read_text())
         self = cls(stemmer=meta["stemmer"], stopwords=meta["stopwords"])
         self.size = int(meta["size"])
         if self.size:
-            self.retriever = bm25s.BM25.load(str(directory), load_corpus=False)
+            self.retriever = bm25s.BM25.load(str(directory), load_corpus=False, mmap=mmap)
             self.tokenizer = self._make_tokenizer()
             self.tokenizer.load_vocab(str(directory))
         return self

@@ -19,6 +19,9 @@ class EmbedderConfig(Config):
     backend: Literal["onnx-int8", "torch"] = "onnx-int8"
     batch_size: int = 32
     max_seq_length: int | None = None
+    pooling: Literal["mean", "cls"] | None = None  # None: the model's own (sentence-transformers config)
+    query_prefix: str | None = None  # None: by model family (e5 "query: ", bge's instruction, else "")
+    passage_prefix: str | None = None
 
 
 class IndexConfig(Config):

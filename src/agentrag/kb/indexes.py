@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ class BM25Index:
         self.retriever: Any = None
         self.tokenizer: Any = None
         self.size = 0
+        self.vocab = "tokenizer"  # or "index": a plain bm25s index, queries matched by token string
 
     def _make_tokenizer(self) -> Any:
         tokenization = require("bm25s.tokenization", "kb", purpose="the BM25 index")
@@ -70,7 +72,19 @@ class BM25Index:
     def search(self, queries: Sequence[str], k: int) -> list[Ranked]:
         if self.retriever is None or self.size == 0 or k <= 0:
             return [[] for _ in queries]
-        q = self.tokenizer.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
+        if self.vocab == "index":
+            import bm25s
+
+            stemmer = None
+            if self.stemmer_name:
+                import Stemmer
+
+                stemmer = Stemmer.Stemmer(self.stemmer_name)
+            toks = bm25s.tokenize(list(queries), stopwords=self.stopwords or None, stemmer=stemmer,
+                                  return_ids=False, show_progress=False)
+            q: Any = [[t for t in qt if t in self.retriever.vocab_dict] or [""] for qt in toks]
+        else:
+            q = self.tokenizer.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
         docs, scores = self.retriever.retrieve(q, k=min(k, self.size), show_progress=False, n_threads=0)
         return [[(d, s) for d, s in zip(dr, sr, strict=True) if s > 0]
                 for dr, sr in zip(docs.tolist(), scores.tolist(), strict=True)]
@@ -81,7 +95,30 @@ class BM25Index:
             self.retriever.save(str(directory), show_progress=False)
             self.tokenizer.save_vocab(str(directory))
         (directory / "bm25.json").write_text(json.dumps(
-            {"stemmer": self.stemmer_name, "stopwords": self.stopwords, "size": self.size}))
+            {"stemmer": self.stemmer_name, "stopwords": self.stopwords, "size": self.size, "vocab": self.vocab}))
+
+    @classmethod
+    def adopt(cls, source: Path, directory: Path, *, stemmer: str | None = "english",
+              stopwords: str | None = "en") -> BM25Index:
+        """Copy a bm25s index directory (``retriever.save(dir)``, e.g. FlashRAG's) into ``directory``.
+
+        Queries are tokenized like ``bm25s.tokenize(..., stopwords, stemmer)``, which must match how
+        the index was built (FlashRAG: English stopwords and the Snowball English stemmer)."""
+        import bm25s
+
+        if not (source / "params.index.json").exists():
+            raise UserError(f"{source}: not a bm25s index directory (no params.index.json)")
+        directory.mkdir(parents=True, exist_ok=True)
+        for f in source.iterdir():
+            if f.is_file() and f.name != "bm25.json":
+                shutil.copyfile(f, directory / f.name)
+        retriever = bm25s.BM25.load(str(directory), load_corpus=False, mmap=True)
+        self = cls(stemmer=stemmer, stopwords=stopwords)
+        self.size = int(retriever.scores["num_docs"])
+        self.vocab = "tokenizer" if (directory / "vocab.tokenizer.json").exists() else "index"
+        (directory / "bm25.json").write_text(json.dumps(
+            {"stemmer": stemmer, "stopwords": stopwords, "size": self.size, "vocab": self.vocab}))
+        return cls.load(directory, mmap=True)
 
     @classmethod
     def load(cls, directory: Path, *, mmap: bool = False) -> BM25Index:
@@ -90,10 +127,12 @@ class BM25Index:
         meta = json.loads((directory / "bm25.json").read_text())
         self = cls(stemmer=meta["stemmer"], stopwords=meta["stopwords"])
         self.size = int(meta["size"])
+        self.vocab = meta.get("vocab", "tokenizer")
         if self.size:
             self.retriever = bm25s.BM25.load(str(directory), load_corpus=False, mmap=mmap)
-            self.tokenizer = self._make_tokenizer()
-            self.tokenizer.load_vocab(str(directory))
+            if self.vocab == "tokenizer":
+                self.tokenizer = self._make_tokenizer()
+                self.tokenizer.load_vocab(str(directory))
         return self
 
 

@@ -365,7 +365,8 @@ def _load_embedder(config: KBConfig) -> Embedder:
     from agentrag.kb.embedders import load_embedder
 
     e = config.embedder
-    return load_embedder(e.model, backend=e.backend, batch_size=e.batch_size, max_seq_length=e.max_seq_length)
+    return load_embedder(e.model, backend=e.backend, batch_size=e.batch_size, max_seq_length=e.max_seq_length,
+                         pooling=e.pooling, query_prefix=e.query_prefix, passage_prefix=e.passage_prefix)
 
 
 def _new_dense(dim: int, config: KBConfig) -> DenseIndex:

@@ -165,14 +165,20 @@ class DenseIndex:
         ivf.nprobe = self.nprobe
         return ivf
 
-    def add(self, vectors: np.ndarray) -> None:
-        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+    def add(self, vectors: np.ndarray, *, chunk: int = 4096) -> None:
+        """Add vectors (e.g. a memmap), ``chunk`` rows at a time: never copied whole, and IVF-PQ
+        encoding holds ~40 KB per vector in flight (measured), so chunks bound the build's memory.
+        An untrained index (ivfpq) is first trained on at most ``40 * nlist`` (>= 65,536) evenly
+        spaced rows (FAISS's k-means wants 39-256 points per list)."""
+        n = len(vectors)
         if self.index is None:
-            self.index = self._new(len(vecs))
+            self.index = self._new(n)
             if not self.index.is_trained:
-                self.index.train(vecs)
-        if len(vecs):
-            self.index.add(vecs)
+                max_train = max(65536, 40 * int(self.index.nlist))
+                rows = np.linspace(0, n - 1, num=min(n, max_train)).astype(np.int64) if n > max_train else slice(None)
+                self.index.train(np.ascontiguousarray(vectors[rows], dtype=np.float32))
+        for lo in range(0, n, chunk):
+            self.index.add(np.ascontiguousarray(vectors[lo:lo + chunk], dtype=np.float32))
 
     @property
     def size(self) -> int:
@@ -229,7 +235,7 @@ def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chu
     from tqdm import tqdm
 
     n, dim = len(texts), int(embedder.dim)
-    order = np.argsort([-len(t) for t in texts], kind="stable")
+    order = np.argsort(-np.fromiter((len(t) for t in texts), dtype=np.int64, count=n), kind="stable")
     state_path = path.with_name(path.name + ".progress.json")
     fingerprint = f"{n}:{dim}:{getattr(embedder, 'name', type(embedder).__name__)}:{chunk}:{key}"
     done = 0

@@ -169,3 +169,15 @@ def test_50k_passage_bm25_kb_under_an_address_space_cap(tmp_path, data_dir):
                        timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["50000", "5", "49999", "10"]
+
+
+def test_docs_yaml_shows_the_defaults_the_code_uses():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "kb.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(name: main\n.*?)```", doc, re.S)
+    assert block is not None
+    assert yaml.safe_load(block.group(1)) == KBConfig().model_dump(mode="json")

@@ -25,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 WIKI18 = 21_015_324
@@ -43,9 +42,9 @@ PRELUDE = textwrap.dedent("""
             return v / np.linalg.norm(v, axis=1, keepdims=True)
     def rss_mb():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    def now_rss_mb():
+    def now_rss_mb(field="VmRSS"):
         for line in open("/proc/self/status"):
-            if line.startswith("VmRSS"):
+            if line.startswith(field):
                 return int(line.split()[1]) / 1024
 """)
 
@@ -60,12 +59,21 @@ BUILD = PRELUDE + textwrap.dedent("""
     print(json.dumps({"seconds": time.perf_counter() - t0, "stages": kb.params["build_seconds"]}))
 """)
 
+BUILD_BM25 = PRELUDE + textwrap.dedent("""
+    from agentrag.kb import KBConfig, KnowledgeBase
+    from agentrag.kb.ingest import read_corpus
+    t0 = time.perf_counter()
+    kb = KnowledgeBase.build(read_corpus(sys.argv[1]), sys.argv[2], KBConfig(method="bm25"), progress=False)
+    print(json.dumps({"seconds": time.perf_counter() - t0}))
+""")
+
 LOAD = PRELUDE + textwrap.dedent("""
     from agentrag.kb import KnowledgeBase
     out, nq = sys.argv[1], int(sys.argv[2])
     t0 = time.perf_counter()
     kb = KnowledgeBase.load(out, embedder=RandomEmbedder())
-    res = {"load_seconds": time.perf_counter() - t0, "rss_after_load_mb": now_rss_mb(), "passages": len(kb)}
+    res = {"load_seconds": time.perf_counter() - t0, "rss_after_load_mb": now_rss_mb(), "passages": len(kb),
+           "anon_after_load_mb": now_rss_mb("RssAnon")}
     import random
     titles = kb.sample_titles(nq, seed=0)
     queries = [t.rsplit(" ", 1)[0] + " " + kb.get(str(random.Random(i).randrange(len(kb)))).text[:60]
@@ -77,6 +85,7 @@ LOAD = PRELUDE + textwrap.dedent("""
             kb.search([q], 10, method=method)
         res[f"{method}_qps"] = len(queries) / (time.perf_counter() - t0)
     res["rss_after_queries_mb"] = now_rss_mb()
+    res["anon_after_queries_mb"] = now_rss_mb("RssAnon")  # RSS minus file pages (mmap'd indexes, reclaimable)
     print(json.dumps(res))
 """)
 
@@ -123,6 +132,8 @@ def measure(n: int, work: Path, queries: int, anchor: bool) -> dict:
     shutil.rmtree(kb, ignore_errors=True)
     res: dict = {"passages": n, "corpus_mb": corpus.stat().st_size / 2**20}
     res["build"] = peak(BUILD, str(corpus), str(kb), str(n))
+    res["build"]["bm25_only_peak"] = peak(BUILD_BM25, str(corpus), str(work / f"kb_bm25_{n}"))["peak_rss_mb"]
+    shutil.rmtree(work / f"kb_bm25_{n}", ignore_errors=True)
     res["disk_mb"] = {p.name: round(du_mb(p) if p.is_dir() else p.stat().st_size / 2**20, 1) for p in kb.iterdir()}
     res["load"] = peak(LOAD, str(kb), str(queries))
     if anchor:
@@ -160,7 +171,11 @@ def main() -> None:
     print("| quantity | measured | projected to 21M |\n|---|---|---|")
     rows = [("build peak RSS (MB)", ("build", "peak_rss_mb")), ("build seconds", ("build", "seconds")),
             ("load peak RSS incl. 200 queries (MB)", ("load", "peak_rss_mb")),
-            ("RSS after load (MB)", ("load", "rss_after_load_mb")), ("load seconds", ("load", "load_seconds"))]
+            ("build peak RSS, --method bm25 only (MB)", ("build", "bm25_only_peak")),
+            ("RSS after load (MB)", ("load", "rss_after_load_mb")),
+            ("anonymous RSS after load (MB)", ("load", "anon_after_load_mb")),
+            ("anonymous RSS after 3x200 queries (MB)", ("load", "anon_after_queries_mb")),
+            ("load seconds", ("load", "load_seconds"))]
     if not args.no_anchor:
         rows += [("anchor: HF datasets load, peak RSS (MB)", ("anchor_hf_datasets", "peak_rss_mb")),
                  ("anchor: HF datasets load seconds", ("anchor_hf_datasets", "seconds"))]

@@ -35,7 +35,8 @@ def build(
     fmt: Annotated[str, typer.Option("--format", "-f", help="auto | flashrag | title_text | hotpotqa | 2wiki | "
                                      "musique (auto detects per file).")] = "auto",
     name: Annotated[str | None, typer.Option(help="KB name recorded on every hit (default 'main').")] = None,
-    backend: Annotated[str | None, typer.Option(help="Embedder backend: onnx-int8 (fast, default) or torch.")] = None,
+    backend: Annotated[str | None, typer.Option(help="Embedder backend: torch (fp32, default) or onnx-int8 "
+                                               "(int8, faster, lower recall; see docs/kb.md).")] = None,
     embedder: Annotated[str | None, typer.Option(help="sentence-transformers model name or path "
                                                  "(default: the embedded all-MiniLM-L6-v2).")] = None,
     index_type: Annotated[str | None, typer.Option("--index-type", help="flat (default) | hnsw | ivfpq.")] = None,

@@ -110,7 +110,7 @@ def import_kb(corpus: str | os.PathLike[str], out_dir: str | os.PathLike[str], c
         shutil.rmtree(out)
     os.replace(partial, out)
     log.info("imported KB %s: %d passages", out, n)
-    return KnowledgeBase.load(out)
+    return KnowledgeBase._open(out)
 
 
 __all__ = ["import_kb"]

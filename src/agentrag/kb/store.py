@@ -160,7 +160,7 @@ class KnowledgeBase:
             shutil.rmtree(out)
         os.replace(partial, out)
         log.info("built KB %s: %d passages (%s)", out, n, ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
-        return cls.load(out, embedder=emb)
+        return cls._open(out, embedder=emb)
 
     @classmethod
     def create(cls, directory: str | os.PathLike[str], config: KBConfig | None = None, *,
@@ -190,6 +190,11 @@ class KnowledgeBase:
         ``hybrid.*``, ``index.ef_search``, ``index.nprobe``, ``embedder.batch_size``.
         A KB written by an earlier version (``passages.jsonl``) is converted once in place.
         """
+        return cls._open(directory, embedder=embedder, overrides=overrides)
+
+    @classmethod
+    def _open(cls, directory: str | os.PathLike[str], *, embedder: Embedder | None = None,
+              overrides: Sequence[str] = ()) -> KnowledgeBase:
         d = Path(directory)
         if not (d / "params.json").exists():
             raise UserError(f"{d} is not a knowledge base (no params.json); build one with `agentrag kb build`")

@@ -37,7 +37,7 @@ def test_store_reads_lazily_and_matches_legacy_layout(tmp_path, shared_passages)
     kb = KnowledgeBase.build(shared_passages, tmp_path / "kb", KBConfig(method="bm25"), progress=False)
     assert not (tmp_path / "kb" / "dense.faiss").exists() and kb.params["embedder"] is None
     assert len(kb) == 300 and kb.get(shared_passages[7].id) == shared_passages[7]
-    assert [p.id for p in kb.passages()] == [p.id for p in shared_passages]
+    assert [p.id for p in kb.passages()] == [p.id for p in shared_passages] == list(kb.ids())
     titles = sorted({p.title for p in shared_passages if p.title})
     import random
 

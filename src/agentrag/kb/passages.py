@@ -204,6 +204,18 @@ class PassageStore:
                 yield self._passage(r[1:])
             last = int(rows[-1][0])
 
+    def ids(self) -> Iterator[str]:
+        """Passage ids in row order, streamed."""
+        conn = self._conn()
+        last = 0
+        while True:
+            rows = conn.execute("SELECT row, id FROM passages WHERE row > ? ORDER BY row LIMIT 10000",
+                                (last,)).fetchall()
+            if not rows:
+                return
+            yield from (str(r[1]) for r in rows)
+            last = int(rows[-1][0])
+
     def texts(self, start: int = 0, stop: int | None = None, batch: int = 5000) -> Iterator[list[str]]:
         """``contents`` (``Title\\ntext``) of rows ``[start, stop)`` in batches."""
         conn = self._conn()

@@ -320,6 +320,10 @@ class KnowledgeBase:
         """All passages in row order, streamed from disk."""
         return iter(self.store)
 
+    def ids(self) -> Iterator[str]:
+        """Passage ids in row order, streamed from disk."""
+        return self.store.ids()
+
     def sample_titles(self, n: int, seed: int = 0) -> list[str]:
         return self.store.sample_titles(n, seed)
 

@@ -181,3 +181,16 @@ def test_docs_yaml_shows_the_defaults_the_code_uses():
     block = re.search(r"```yaml\n(name: main\n.*?)```", doc, re.S)
     assert block is not None
     assert yaml.safe_load(block.group(1)) == KBConfig().model_dump(mode="json")
+
+
+def test_ivfpq_index_is_memory_mapped_on_load_and_still_accepts_adds(tmp_path, shared_passages):
+    cfg = KBConfig(index={"type": "ivfpq", "nlist": 4, "pq_m": 8, "nprobe": 4})
+    kb = KnowledgeBase.build(shared_passages, tmp_path / "kb", cfg, embedder=HashEmbedder(64), progress=False)
+    q = ["Journal of Mathematical Physics editor", "person-centered therapy"]
+    before = [[(h.id, round(h.score, 5)) for h in r] for r in kb.search(q, 5, method="dense")]
+    again = KnowledgeBase.load(kb.directory, embedder=HashEmbedder(64))
+    assert again.dense is not None and again.dense.mmapped
+    assert [[(h.id, round(h.score, 5)) for h in r] for r in again.search(q, 5, method="dense")] == before
+    again.add([Passage(id="new", title="Zzyzx Road", text="Zzyzx Road is a road in the Mojave Desert.")])
+    assert len(again) == 301 and again.search(["Zzyzx Road Mojave"], 1, method="bm25")[0][0].id == "new"
+    assert again.dense.size == 301

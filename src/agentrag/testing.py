@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Union
 
 import numpy as np
@@ -484,5 +484,35 @@ class GoldDecompositionLLM:
         return self.chat(messages, tools=tools, response_format=response_format, n=n, **sampling)
 
 
+def recombined_corpus(n: int, sources: Sequence[str], *, seed: int = 0, words: int = 100
+                      ) -> Iterator[dict[str, str]]:
+    """``n`` FlashRAG-format passages (``{"id", "contents": '"Title"\\ntext'}``) made of real
+    sentences, deterministically: the sentences and titles of the ``sources`` corpus files
+    (``{title, text}`` jsonl) are pooled; passage i takes the title of a random source passage with
+    suffix ``i // 7`` (about 7 passages per title, as in wiki-18) and random sentences until it
+    has ``words`` words (wiki-18's 100-word passages). Used by the scale test and benchmark."""
+    import json
+    import random
+
+    titles: list[str] = []
+    sentences: list[str] = []
+    for path in sources:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                obj = json.loads(line)
+                titles.append(str(obj.get("title", "")))
+                sentences.extend(s.strip() + "." for s in str(obj["text"]).split(". ") if s.strip())
+    rng = random.Random(seed)
+    for i in range(n):
+        title = f"{titles[rng.randrange(len(titles))]} {i // 7}"
+        parts: list[str] = []
+        count = 0
+        while count < words:
+            s = sentences[rng.randrange(len(sentences))]
+            parts.append(s)
+            count += len(s.split())
+        yield {"id": str(i), "contents": f'"{title}"\n{" ".join(parts)}'}
+
+
 __all__ = ["CrashOnceLLM", "ScriptedLLM", "OutageLLM", "FakeRetriever", "HashEmbedder", "ScriptItem",
-           "StubOpenAIServer", "chatml_byte_tokenizer", "GoldDecompositionLLM"]
+           "StubOpenAIServer", "chatml_byte_tokenizer", "GoldDecompositionLLM", "recombined_corpus"]

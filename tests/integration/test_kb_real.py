@@ -40,7 +40,7 @@ def test_real_kb_recall_and_reload(real_kb, subset):
     again = KnowledgeBase.load(real_kb.directory)
     q = ["Which band did Jeff Porcaro play drums for?"]
     assert again.search(q, 1, method="dense")[0][0].title == real_kb.search(q, 1, method="dense")[0][0].title
-    assert again.params["embedder"]["backend"] == "onnx-int8" and again.params["embedder"]["dim"] == 384
+    assert again.params["embedder"]["backend"] == "torch" and again.params["embedder"]["dim"] == 384
 
 
 def test_onnx_int8_close_to_fp32(real_kb):

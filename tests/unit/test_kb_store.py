@@ -71,7 +71,7 @@ def test_hybrid_weights_change_ranking(tmp_path):
 def test_save_load_needs_no_corpus_and_writes_plain_files(kb, tmp_path):
     d = tmp_path / "kb"
     names = {p.name for p in d.rglob("*") if p.is_file()}
-    assert {"params.json", "passages.jsonl", "dense.faiss"} <= names
+    assert {"params.json", "passages.sqlite", "dense.faiss"} <= names
     assert not any(n.endswith((".pkl", ".pickle")) for n in names)
     assert not (tmp_path / "kb.partial").exists()
     params = json.loads((d / "params.json").read_text())

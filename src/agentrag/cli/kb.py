@@ -35,10 +35,14 @@ def build(
     fmt: Annotated[str, typer.Option("--format", "-f", help="auto | flashrag | title_text | hotpotqa | 2wiki | "
                                      "musique (auto detects per file).")] = "auto",
     name: Annotated[str | None, typer.Option(help="KB name recorded on every hit (default 'main').")] = None,
-    backend: Annotated[str | None, typer.Option(help="Embedder backend: onnx-int8 (fast, default) or torch.")] = None,
+    backend: Annotated[str | None, typer.Option(help="Embedder backend: torch (fp32, default) or onnx-int8 "
+                                               "(int8, faster, lower recall; see docs/kb.md).")] = None,
     embedder: Annotated[str | None, typer.Option(help="sentence-transformers model name or path "
                                                  "(default: the embedded all-MiniLM-L6-v2).")] = None,
     index_type: Annotated[str | None, typer.Option("--index-type", help="flat (default) | hnsw | ivfpq.")] = None,
+    method: Annotated[str | None, typer.Option("--method", "-m", help="Default search method: hybrid (default), "
+                                               "dense, or bm25 (builds no dense index: nothing is embedded).")]
+    = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing KB directory.")] = False,
     config: ConfigOpt = None,
     set_: SetOpt = None,
@@ -48,13 +52,17 @@ def build(
     Passages of several files are deduplicated on (title, text). For raw multi-hop files the gold
     passage ids of every question are kept in gold.json (used by `kb eval-recall`). The build
     writes into DIR.partial and renames it when done; rerunning after an interruption resumes
-    the embeddings.
+    the ingestion and the embeddings. Passages are streamed to disk, so memory stays bounded.
     """
-    from agentrag.kb.ingest import MULTIHOP_FORMATS, file_format, gold_passages, pooled_passages
+    import itertools
+
+    from agentrag.kb.ingest import MULTIHOP_FORMATS, file_format, gold_passages, read_corpus
     from agentrag.kb.store import KBConfig, KnowledgeBase
 
     with user_errors():
         base: dict[str, Any] = {"name": name}
+        if method:
+            base["method"] = method
         emb = {k: v for k, v in {"backend": backend, "model": embedder}.items() if v is not None}
         if emb:
             base["embedder"] = emb
@@ -70,14 +78,61 @@ def build(
             if f in MULTIHOP_FORMATS:
                 gold.update(gold_passages(path, f))
         t0 = time.perf_counter()
-        kb = KnowledgeBase.build(pooled_passages(inputs, fmt), out, cfg, gold=gold or None, overwrite=overwrite,
+        stream = itertools.chain.from_iterable(read_corpus(p, fmt) for p in inputs)
+        kb = KnowledgeBase.build(stream, out, cfg, gold=gold or None, overwrite=overwrite, dedupe=True,
                                  progress=err_console.is_terminal or bool(os.environ.get("AGENTRAG_PROGRESS")))
         total = time.perf_counter() - t0
     secs = kb.params["build_seconds"]
     console.print(styled("built ", (str(out), "bold"), f": {len(kb)} passages, {len(gold)} questions with gold ids"))
     console.print("  " + ", ".join(f"{k} {v:.1f}s" for k, v in secs.items()) + f", total {total:.1f}s")
-    console.print(f"  peak memory {_peak_mb():.0f} MiB; embedder {kb.params['embedder']['name']} "
-                  f"({kb.params['embedder']['backend']}), index {kb.params['index_type']}")
+    e = kb.params["embedder"]
+    dense = f"embedder {e['name']} ({e['backend']}), index {kb.params['index_type']}" if e else "no dense index"
+    console.print(f"  peak memory {_peak_mb():.0f} MiB; {dense}")
+
+
+@kb_app.command("import")
+def import_cmd(
+    corpus: Annotated[Path, typer.Option("--corpus", help="FlashRAG/Search-R1 {id, contents} jsonl (e.g. "
+                                         "wiki-18.jsonl); line i must be row i of the indexes.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="KB directory to create.")],
+    faiss_index: Annotated[Path | None, typer.Option("--faiss", help="Prebuilt FAISS inner-product index over "
+                                                     "the corpus (e.g. e5_Flat.index).")] = None,
+    embedder: Annotated[str | None, typer.Option(help="The model that embedded the FAISS index (name or path, "
+                                                 "e.g. intfloat/e5-base-v2); queries are embedded with it.")] = None,
+    pooling: Annotated[str | None, typer.Option(help="mean | cls: how the index was pooled (FlashRAG: e5 mean, "
+                                                "bge cls; default: the model's own).")] = None,
+    query_prefix: Annotated[str | None, typer.Option(help="Prefix of queries (default by family: e5 'query: ', "
+                                                     "bge its instruction).")] = None,
+    backend: Annotated[str, typer.Option(help="Embedder backend for queries: torch or onnx-int8.")] = "torch",
+    bm25: Annotated[Path | None, typer.Option("--bm25", help="Prebuilt bm25s index directory (default: index "
+                                              "BM25 here).")] = None,
+    name: Annotated[str | None, typer.Option(help="KB name recorded on every hit (default 'main').")] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing KB directory.")] = False,
+) -> None:
+    """Make a KB from a corpus and prebuilt indexes, without re-embedding anything.
+
+    With --faiss the KB searches dense/hybrid with the given embedder's query vectors; without it
+    the KB is BM25 only. Example: agentrag kb import --corpus wiki-18.jsonl --faiss e5_Flat.index
+    --embedder intfloat/e5-base-v2 --pooling mean --query-prefix "query: " --out kb/wiki18
+    """
+    from agentrag.kb.config import KBConfig
+    from agentrag.kb.importer import import_kb
+
+    with user_errors():
+        emb: dict[str, Any] = {"backend": backend}
+        if embedder:
+            emb["model"] = embedder
+        if pooling:
+            emb["pooling"] = pooling
+        if query_prefix is not None:
+            emb["query_prefix"] = query_prefix
+        cfg = KBConfig.model_validate({"name": name or "main", "embedder": emb,
+                                       "method": "hybrid" if faiss_index else "bm25"})
+        t0 = time.perf_counter()
+        kb = import_kb(corpus, out, cfg, faiss_index=faiss_index, bm25_dir=bm25, overwrite=overwrite)
+    console.print(f"imported [bold]{out}[/]: {len(kb)} passages in {time.perf_counter() - t0:.1f}s, "
+                  f"index {kb.params['index_type'] if faiss_index else 'none (BM25 only)'}; "
+                  f"peak memory {_peak_mb():.0f} MiB")
 
 
 @kb_app.command()
@@ -193,8 +248,9 @@ def stats(kb: Annotated[Path, typer.Argument(help="KB directory.")]) -> None:
         store = KnowledgeBase.load(kb)
     p = store.params
     console.print(styled((str(kb), "bold"), f"  name={store.name}  passages={len(store)}  method={store.config.method}"))
-    console.print(f"  embedder {p['embedder']['name']} ({p['embedder']['backend']}, dim {p['embedder']['dim']}), "
-                  f"index {p['index_type']}")
+    e = p["embedder"]
+    console.print(f"  embedder {e['name']} ({e['backend']}, dim {e['dim']}), index {p['index_type']}" if e
+                  else "  BM25 only (no dense index)")
     console.print(f"  questions with gold ids: {len(store.gold())}")
     console.print(f"  build seconds: {p.get('build_seconds', {})}")
     console.print(f"  versions: {p.get('versions', {})}", highlight=False)

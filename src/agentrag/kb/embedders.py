@@ -110,15 +110,18 @@ class SentenceTransformerEmbedder(_Base):
     """Plain sentence-transformers on torch fp32 (the reference path)."""
 
     def __init__(self, name_or_path: str | None = None, *, batch_size: int = 32,
-                 max_seq_length: int | None = None) -> None:
+                 max_seq_length: int | None = None, pooling: str | None = None, query_prefix: str | None = None,
+                 passage_prefix: str | None = None) -> None:
         SentenceTransformer = require("sentence_transformers", "kb", purpose="the embedder").SentenceTransformer
         self.name = name_or_path or DEFAULT_EMBEDDER
         self.model = SentenceTransformer(resolve_model_path(name_or_path), device="cpu")
+        if pooling:
+            _set_pooling(self.model, pooling, self.name)
         if max_seq_length:
             self.model.max_seq_length = max_seq_length
         self.dim = _dim(self.model)
         self.batch_size = batch_size
-        self.query_prefix, self.passage_prefix = prefixes(self.name)
+        self.query_prefix, self.passage_prefix = _prefixes(self.name, query_prefix, passage_prefix)
 
     def embed(self, texts: list[str], kind: EmbedKind = "query") -> np.ndarray:
         if not texts:
@@ -132,7 +135,8 @@ class OnnxInt8Embedder(_Base):
     """The same model run by ONNX Runtime with int8 dynamic-quantized weights (about 2x faster)."""
 
     def __init__(self, name_or_path: str | None = None, *, batch_size: int = 32,
-                 max_seq_length: int | None = None) -> None:
+                 max_seq_length: int | None = None, pooling: str | None = None, query_prefix: str | None = None,
+                 passage_prefix: str | None = None) -> None:
         ort = require("onnxruntime", "kb", purpose="the onnx-int8 embedder backend")
         SentenceTransformer = require("sentence_transformers", "kb", purpose="the embedder").SentenceTransformer
         self.name = name_or_path or DEFAULT_EMBEDDER
@@ -141,12 +145,13 @@ class OnnxInt8Embedder(_Base):
         self.tokenizer = st.tokenizer
         self.dim = _dim(st)
         mode = st[1].get_pooling_mode_str() if len(st) > 1 and hasattr(st[1], "get_pooling_mode_str") else "mean"
+        mode = pooling or mode
         if mode not in ("mean", "cls"):
             raise UserError(f"embedder {self.name!r} pools with {mode!r}; the onnx-int8 backend supports "
                             "mean and cls pooling; use --set embedder.backend=torch")
         self.pooling = mode
         self.batch_size = batch_size
-        self.query_prefix, self.passage_prefix = prefixes(self.name)
+        self.query_prefix, self.passage_prefix = _prefixes(self.name, query_prefix, passage_prefix)
         path = self._export(st)
         so = ort.SessionOptions()
         so.intra_op_num_threads = max(1, os.cpu_count() or 1)
@@ -222,13 +227,36 @@ class OnnxInt8Embedder(_Base):
         return out
 
 
+def _prefixes(name: str, query: str | None, passage: str | None) -> tuple[str, str]:
+    q, p = prefixes(name)
+    return (q if query is None else query), (p if passage is None else passage)
+
+
+def _set_pooling(st: Any, pooling: str, name: str) -> None:
+    """Make a sentence-transformers model pool with ``pooling`` (FlashRAG: e5 mean, bge cls)."""
+    from sentence_transformers.models import Pooling
+
+    for i, module in enumerate(st):
+        if isinstance(module, Pooling):
+            st[i] = Pooling(module.get_sentence_embedding_dimension(), pooling_mode=pooling)
+            return
+    raise UserError(f"embedder {name!r} has no pooling module to set to {pooling!r}")
+
+
 def load_embedder(name_or_path: str | None = None, *, backend: str = "onnx-int8", batch_size: int = 32,
-                  max_seq_length: int | None = None) -> SentenceTransformerEmbedder | OnnxInt8Embedder:
-    """Load an embedder (default: the embedded all-MiniLM-L6-v2) on the given backend."""
+                  max_seq_length: int | None = None, pooling: str | None = None, query_prefix: str | None = None,
+                  passage_prefix: str | None = None) -> SentenceTransformerEmbedder | OnnxInt8Embedder:
+    """Load an embedder (default: the embedded all-MiniLM-L6-v2) on the given backend.
+
+    ``pooling`` (mean | cls) and the prefixes override the model's own settings and the
+    by-family prefixes, e.g. to query an index built by FlashRAG with its conventions.
+    """
+    kw: dict[str, Any] = {"batch_size": batch_size, "max_seq_length": max_seq_length, "pooling": pooling,
+                          "query_prefix": query_prefix, "passage_prefix": passage_prefix}
     if backend == "torch":
-        return SentenceTransformerEmbedder(name_or_path, batch_size=batch_size, max_seq_length=max_seq_length)
+        return SentenceTransformerEmbedder(name_or_path, **kw)
     if backend == "onnx-int8":
-        return OnnxInt8Embedder(name_or_path, batch_size=batch_size, max_seq_length=max_seq_length)
+        return OnnxInt8Embedder(name_or_path, **kw)
     raise UserError(f"unknown embedder backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 

@@ -3,9 +3,11 @@
 Layout of a KB directory::
 
     params.json      versions, config, embedder, index type, counts, build timings
-    passages.jsonl   one Passage a line (rows of the indexes follow this order)
-    bm25/            bm25s index files (json + npy)
-    dense.faiss      FAISS index of the normalised passage embeddings
+    passages.sqlite  the passages (row = position in the indexes; id and title+text hash indexed),
+                     read lazily (see agentrag.kb.passages); KBs of earlier versions kept
+                     passages.jsonl and are converted on first load
+    bm25/            bm25s index files (json + npy), memory-mapped on load
+    dense.faiss      FAISS index of the normalised passage embeddings (absent for --method bm25)
     gold.json        optional: question id -> gold passage ids (from raw multi-hop files)
 
 ``build`` writes into ``<dir>.partial`` and renames it when complete, so an interrupted build
@@ -15,11 +17,12 @@ leaves no half-written KB (and rerunning resumes the embeddings from the partial
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
-import random
 import shutil
+import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -38,6 +41,8 @@ from agentrag.kb.config import (
     KBConfig,
 )
 from agentrag.kb.indexes import BM25Index, DenseIndex, Ranked, embed_to_memmap, rrf_fuse
+from agentrag.kb.passages import FILE as PASSAGES_FILE
+from agentrag.kb.passages import Contents, PassageStore
 from agentrag.paths import check_out_dir
 from agentrag.records import Hit, Passage, read_jsonl
 
@@ -64,22 +69,31 @@ def _write_json(path: Path, obj: Any) -> None:
 
 
 class KnowledgeBase:
-    """Passages with BM25, dense and hybrid search; implements the Retriever protocol."""
+    """Passages with BM25, dense and hybrid search; implements the Retriever protocol.
 
-    def __init__(self, directory: Path, config: KBConfig, passages: list[Passage], bm25: BM25Index,
-                 dense: DenseIndex, embedder: Embedder | None, params: dict[str, Any]) -> None:
+    Passages stay on disk (:class:`~agentrag.kb.passages.PassageStore`); hits read only the
+    passages they return. A KB built with ``method="bm25"`` has no dense index (no embedding).
+    """
+
+    def __init__(self, directory: Path, config: KBConfig, store: PassageStore, bm25: BM25Index,
+                 dense: DenseIndex | None, embedder: Embedder | None, params: dict[str, Any]) -> None:
         self.directory, self.config, self.params = directory, config, params
-        self._passages, self.bm25, self.dense = passages, bm25, dense
+        self.store, self.bm25, self.dense = store, bm25, dense
         self._embedder = embedder
-        self._rows = {p.id: i for i, p in enumerate(passages)}
         self._lock = threading.RLock()
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
     def build(cls, passages: Iterable[Passage], out_dir: str | os.PathLike[str], config: KBConfig | None = None,
               *, embedder: Embedder | None = None, gold: dict[str, list[str]] | None = None,
-              overwrite: bool = False, progress: bool = True) -> KnowledgeBase:
-        """Index ``passages`` into a new KB directory (built in ``<dir>.partial``, then renamed)."""
+              overwrite: bool = False, progress: bool = True, dedupe: bool = False) -> KnowledgeBase:
+        """Index ``passages`` into a new KB directory (built in ``<dir>.partial``, then renamed).
+
+        Passages are streamed into the passage store in chunks (bounded memory); rerunning after a
+        kill skips the passages already stored and the embeddings already computed. With
+        ``dedupe``, a passage whose (normalised) title and text is already stored is skipped.
+        ``config.method == "bm25"`` builds no dense index (nothing is embedded).
+        """
         config = config or KBConfig()
         out = check_out_dir(out_dir)
         if out.exists() and not overwrite:
@@ -87,44 +101,66 @@ class KnowledgeBase:
         partial = check_out_dir(out.with_name(out.name + ".partial"))
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        plist = list(passages)  # an ingest error leaves nothing behind: <dir>.partial comes after
-        _check_unique(plist)
+        fresh = not partial.exists()
+        partial.mkdir(parents=True, exist_ok=True)  # kept on a kill or a later failure: the build resumes
+        store = PassageStore(partial / PASSAGES_FILE, writable=True)
+        fingerprint = json.dumps(config.model_dump(mode="json"), sort_keys=True) + f"|dedupe={dedupe}"
+        if store.get_meta("fingerprint") not in (None, fingerprint):
+            store.close()
+            (partial / PASSAGES_FILE).unlink()
+            fresh = not partial.exists()
+        partial.mkdir(parents=True, exist_ok=True)  # kept on a kill or a later failure: the build resumes
+        store = PassageStore(partial / PASSAGES_FILE, writable=True)
+        store.set_meta("fingerprint", fingerprint)
+        if store.get_meta("ingested") != "1":
+            skip = store.consumed()
+            if skip:
+                log.info("resuming the build: %d passages already stored", skip)
+            try:
+                store.append(itertools.islice(passages, skip, None), dedupe=dedupe)
+            except UserError:
+                if fresh:  # bad input leaves nothing behind
+                    store.close()
+                    shutil.rmtree(partial, ignore_errors=True)
+                raise
+            store.finish()
+            store.set_meta("ingested", "1")
+        n = len(store)
         timings["ingest"] = time.perf_counter() - t0
-        if not plist:
+        if not n:
             raise UserError("no passages to index; check the corpus files")
-        partial.mkdir(parents=True, exist_ok=True)  # kept on a later failure: embedding resumes from it
-        with (partial / "passages.jsonl").open("w", encoding="utf-8") as fh:
-            for p in plist:
-                fh.write(p.model_dump_json() + "\n")
-        texts = [p.contents for p in plist]
         t0 = time.perf_counter()
         bm25 = BM25Index(stemmer=config.bm25.stemmer, stopwords=config.bm25.stopwords)
-        bm25.index(texts)
+        bm25.index_batches(store.texts(), n)
         bm25.save(partial / "bm25")
         timings["bm25"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        emb = embedder or _load_embedder(config)
-        key = hashlib.sha1("\n".join(p.id for p in plist).encode()).hexdigest()[:16]
-        vecs = embed_to_memmap(emb, texts, partial / "embeddings.npy", progress=progress, key=key)
-        timings["embed"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        dense = _new_dense(int(emb.dim), config)
-        dense.add(vecs)
-        dense.save(partial / "dense.faiss")
-        timings["dense_index"] = time.perf_counter() - t0
-        del vecs
-        for f in ("embeddings.npy", "embeddings.npy.progress.json"):
-            (partial / f).unlink(missing_ok=True)
+        emb: Embedder | None = None
+        dense: DenseIndex | None = None
+        if config.method != "bm25":
+            t0 = time.perf_counter()
+            emb = embedder or _load_embedder(config)
+            key = store.get_meta("ids_sha1") or _ids_key(store)
+            store.set_meta("ids_sha1", key)
+            vecs = embed_to_memmap(emb, Contents(store), partial / "embeddings.npy", progress=progress, key=key)
+            timings["embed"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            dense = _new_dense(int(emb.dim), config)
+            dense.add(vecs)
+            dense.save(partial / "dense.faiss")
+            timings["dense_index"] = time.perf_counter() - t0
+            del vecs
+            for f in ("embeddings.npy", "embeddings.npy.progress.json"):
+                (partial / f).unlink(missing_ok=True)
         if gold:
             _write_json(partial / "gold.json", gold)
-        params = _params(config, emb, len(plist), timings)
+        params = _params(config, emb, n, timings)
         _write_json(partial / "params.json", params)
+        store.close()
         if out.exists():
             shutil.rmtree(out)
         os.replace(partial, out)
-        log.info("built KB %s: %d passages (%s)", out, len(plist),
-                 ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
-        return cls(out, config, plist, bm25, dense, emb, params)
+        log.info("built KB %s: %d passages (%s)", out, n, ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
+        return cls._open(out, embedder=emb)
 
     @classmethod
     def create(cls, directory: str | os.PathLike[str], config: KBConfig | None = None, *,
@@ -135,22 +171,30 @@ class KnowledgeBase:
         if (d / "params.json").exists():
             raise UserError(f"{d} already holds a knowledge base; load it with KnowledgeBase.load")
         d.mkdir(parents=True, exist_ok=True)
-        (d / "passages.jsonl").touch()
+        store = PassageStore(d / PASSAGES_FILE, writable=True)
+        store.finish()
         bm25 = BM25Index(stemmer=config.bm25.stemmer, stopwords=config.bm25.stopwords)
         bm25.save(d / "bm25")
         emb = embedder or _load_embedder(config)
         params = _params(config, emb, 0, {})
         _write_json(d / "params.json", params)
-        return cls(d, config, [], bm25, _new_dense(int(emb.dim), config), emb, params)
+        return cls(d, config, store, bm25, _new_dense(int(emb.dim), config), emb, params)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str], *, embedder: Embedder | None = None,
              overrides: Sequence[str] = ()) -> KnowledgeBase:
-        """Open a KB directory (no original corpus needed). The embedder loads on first dense search.
+        """Open a KB directory (no original corpus needed). Passages stay on disk, the BM25 index
+        is memory-mapped and the embedder loads on first dense search.
 
         ``overrides`` (``key=value``) change search-time settings only: ``name``, ``method``,
         ``hybrid.*``, ``index.ef_search``, ``index.nprobe``, ``embedder.batch_size``.
+        A KB written by an earlier version (``passages.jsonl``) is converted once in place.
         """
+        return cls._open(directory, embedder=embedder, overrides=overrides)
+
+    @classmethod
+    def _open(cls, directory: str | os.PathLike[str], *, embedder: Embedder | None = None,
+              overrides: Sequence[str] = ()) -> KnowledgeBase:
         d = Path(directory)
         if not (d / "params.json").exists():
             raise UserError(f"{d} is not a knowledge base (no params.json); build one with `agentrag kb build`")
@@ -165,21 +209,25 @@ class KnowledgeBase:
                                 "name, method, hybrid.*, index.ef_search, index.nprobe, embedder.batch_size "
                                 "can change")
         config = load_config(KBConfig, None, overrides, base=params["config"])
-        passages = list(read_jsonl(d / "passages.jsonl", Passage))
-        bm25 = BM25Index.load(d / "bm25")
-        if bm25.size != len(passages):
-            log.info("BM25 index of %s is stale (%d of %d passages); re-indexing", d, bm25.size, len(passages))
-            bm25.index([p.contents for p in passages])
+        store = _open_store(d)
+        n = len(store)
+        bm25 = BM25Index.load(d / "bm25", mmap=True)
+        if bm25.size != n:
+            log.info("BM25 index of %s is stale (%d of %d passages); re-indexing", d, bm25.size, n)
+            bm25.index_batches(store.texts(), n)
             bm25.save(d / "bm25")
-        dim = int(params["embedder"]["dim"])
-        if embedder is not None and int(embedder.dim) != dim:
-            raise UserError(f"embedder dim {embedder.dim} does not match the KB's {dim} ({d}/params.json)")
-        dense = _new_dense(dim, config)
-        dense.load_index(d / "dense.faiss")
-        if dense.size != len(passages):
-            raise UserError(f"{d}: dense index holds {dense.size} vectors but there are {len(passages)} passages; "
-                            "the KB is damaged, rebuild it")
-        return cls(d, config, passages, bm25, dense, embedder, params)
+            bm25 = BM25Index.load(d / "bm25", mmap=True)
+        dense: DenseIndex | None = None
+        if params.get("embedder") is not None:
+            dim = int(params["embedder"]["dim"])
+            if embedder is not None and int(embedder.dim) != dim:
+                raise UserError(f"embedder dim {embedder.dim} does not match the KB's {dim} ({d}/params.json)")
+            dense = _new_dense(dim, config)
+            dense.load_index(d / "dense.faiss")
+            if dense.size != n:
+                raise UserError(f"{d}: dense index holds {dense.size} vectors but there are {n} passages; "
+                                "the KB is damaged, rebuild it")
+        return cls(d, config, store, bm25, dense, embedder, params)
 
     # ---- incremental add ----------------------------------------------------------------------
     def add(self, passages: list[Passage]) -> None:
@@ -187,21 +235,21 @@ class KnowledgeBase:
         if not passages:
             return
         with self._lock:
-            _check_unique(passages, self._rows)
+            _check_unique(passages)
+            dense = self._need_dense("add passages to")
             vecs = self.embedder.embed([p.contents for p in passages], kind="passage")
-            with (self.directory / "passages.jsonl").open("a", encoding="utf-8") as fh:
-                for p in passages:
-                    fh.write(p.model_dump_json() + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            for p in passages:
-                self._rows[p.id] = len(self._passages)
-                self._passages.append(p)
-            self.dense.add(vecs)
-            self.dense.save(self.directory / "dense.faiss")
-            self.bm25.index([p.contents for p in self._passages])
+            writer = PassageStore(self.store.path, writable=True)
+            writer.append(passages)
+            writer.finish()
+            writer.close()
+            self.store = PassageStore(self.store.path)
+            n = len(self.store)
+            dense.add(vecs)
+            dense.save(self.directory / "dense.faiss")
+            self.bm25 = BM25Index(stemmer=self.config.bm25.stemmer, stopwords=self.config.bm25.stopwords)
+            self.bm25.index_batches(self.store.texts(), n)
             self.bm25.save(self.directory / "bm25")
-            self.params["counts"] = {"passages": len(self._passages)}
+            self.params["counts"] = {"passages": n}
             _write_json(self.directory / "params.json", self.params)
 
     # ---- search -------------------------------------------------------------------------------
@@ -215,15 +263,23 @@ class KnowledgeBase:
             self._embedder = _load_embedder(self.config)
         return self._embedder
 
+    def _need_dense(self, what: str) -> DenseIndex:
+        if self.dense is None:
+            raise UserError(f"KB {self.name!r} ({self.directory}) was built with --method bm25 and has no dense "
+                            f"index; cannot {what} it. Use --method bm25, or rebuild with dense/hybrid")
+        return self.dense
+
     def rank(self, queries: list[str], k: int, method: str) -> list[Ranked]:
         """(row, score) lists, best first, for one method."""
         if method == "bm25":
             return self.bm25.search(queries, k)
         if method == "dense":
-            if self.dense.size == 0:
+            dense = self._need_dense("search dense")
+            if dense.size == 0:
                 return [[] for _ in queries]
-            return self.dense.search_vectors(self.embedder.embed(list(queries), kind="query"), k)
+            return dense.search_vectors(self.embedder.embed(list(queries), kind="query"), k)
         if method == "hybrid":
+            self._need_dense("search hybrid")
             depth = max(k, self.config.hybrid.depth)
             weights = self.config.hybrid.weights
             used = [m for m in ("bm25", "dense") if weights.get(m, 1.0) > 0]
@@ -241,38 +297,71 @@ class KnowledgeBase:
         m = method or self.config.method
         with self._lock:
             ranked = self.rank(list(queries), k, m)
-            return [apply_threshold([self._hit(r, s, m) for r, s in rs], k, threshold) for rs in ranked]
+        rows = [r for rs in ranked for r, _ in rs]
+        by_row = dict(zip(rows, self.store.by_rows(rows), strict=True))
+        return [apply_threshold([self._hit(by_row[r], s, m) for r, s in rs], k, threshold) for rs in ranked]
 
-    def _hit(self, row: int, score: float, method: str) -> Hit:
-        p = self._passages[row]
-        # built from validated passages: skip re-validation (it dominates small-index search time)
+    def _hit(self, p: Passage, score: float, method: str) -> Hit:
+        # read from the store we wrote: skip re-validation (it dominates small-index search time)
         return Hit.model_construct(id=p.id, title=p.title, text=p.text, score=float(score), method=method,
                                    kb=self.name, metadata=dict(p.metadata))
 
     # ---- access -------------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._passages)
+        return len(self.store)
 
     def get(self, passage_id: str) -> Passage:
-        row = self._rows.get(passage_id)
-        if row is None:
+        p = self.store.by_id(passage_id)
+        if p is None:
             raise UserError(f"no passage with id {passage_id!r} in KB {self.name!r}")
-        return self._passages[row]
+        return p
 
     def passages(self) -> Iterator[Passage]:
-        return iter(list(self._passages))
+        """All passages in row order, streamed from disk."""
+        return iter(self.store)
+
+    def ids(self) -> Iterator[str]:
+        """Passage ids in row order, streamed from disk."""
+        return self.store.ids()
 
     def sample_titles(self, n: int, seed: int = 0) -> list[str]:
-        titles = sorted({p.title for p in self._passages if p.title})
-        return random.Random(seed).sample(titles, min(n, len(titles)))
+        return self.store.sample_titles(n, seed)
 
     def gold(self) -> dict[str, list[str]]:
         path = self.directory / "gold.json"
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def _check_unique(passages: list[Passage], existing: dict[str, int] | None = None) -> None:
-    seen = set(existing or {})
+def _open_store(d: Path) -> PassageStore:
+    path = d / PASSAGES_FILE
+    legacy = d / "passages.jsonl"
+    if not path.exists() and legacy.exists():
+        log.info("converting %s to %s (once)", legacy, path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.unlink(missing_ok=True)
+        try:
+            w = PassageStore(tmp, writable=True)
+            w.append(read_jsonl(legacy, Passage))
+            w.finish()
+            w.close()
+            os.replace(tmp, path)
+        except (OSError, sqlite3.Error) as exc:
+            raise UserError(f"{d}: a KB of an earlier version (passages.jsonl) must be converted once, in place, "
+                            f"and that failed ({exc}); make the directory writable or rebuild it with "
+                            "`agentrag kb build`") from exc
+        legacy.unlink()
+    return PassageStore(path)
+
+
+def _ids_key(store: PassageStore) -> str:
+    h = hashlib.sha1()
+    for p in store:
+        h.update(p.id.encode() + b"\n")
+    return h.hexdigest()[:16]
+
+
+def _check_unique(passages: list[Passage]) -> None:
+    seen: set[str] = set()
     for p in passages:
         if p.id in seen:
             raise UserError(f"duplicate passage id {p.id!r}; passage ids must be unique within a KB")
@@ -285,7 +374,8 @@ def _load_embedder(config: KBConfig) -> Embedder:
     from agentrag.kb.embedders import load_embedder
 
     e = config.embedder
-    return load_embedder(e.model, backend=e.backend, batch_size=e.batch_size, max_seq_length=e.max_seq_length)
+    return load_embedder(e.model, backend=e.backend, batch_size=e.batch_size, max_seq_length=e.max_seq_length,
+                         pooling=e.pooling, query_prefix=e.query_prefix, passage_prefix=e.passage_prefix)
 
 
 def _new_dense(dim: int, config: KBConfig) -> DenseIndex:
@@ -294,12 +384,12 @@ def _new_dense(dim: int, config: KBConfig) -> DenseIndex:
                       nprobe=i.nprobe)
 
 
-def _params(config: KBConfig, emb: Embedder, n: int, timings: dict[str, float]) -> dict[str, Any]:
+def _params(config: KBConfig, emb: Embedder | None, n: int, timings: dict[str, float]) -> dict[str, Any]:
     return {
         "format": "agentrag-kb", "format_version": KB_FORMAT_VERSION, "name": config.name,
         "versions": _versions(), "config": config.model_dump(mode="json"),
-        "embedder": {"name": getattr(emb, "name", type(emb).__name__), "backend": config.embedder.backend,
-                     "dim": int(emb.dim)},
+        "embedder": None if emb is None else {"name": getattr(emb, "name", type(emb).__name__),
+                                              "backend": config.embedder.backend, "dim": int(emb.dim)},
         "index_type": config.index.type, "counts": {"passages": n},
         "build_seconds": {k: round(v, 2) for k, v in timings.items()},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -66,7 +66,8 @@ def doctor(
         res = run_check(name)
         failed += not res.ok
         mark = ("PASS", "green") if res.ok else ("FAIL", "bold red")
-        console.print(styled(mark, f" {res.title:<44} {res.seconds:6.1f} s  ", res.detail), highlight=False)
+        console.print(styled(mark, f" {res.title:<44} {res.seconds:6.1f} s  ", res.detail), highlight=False,
+                      soft_wrap=True)
     if failed:
         console.print(f"{failed} check(s) failed", markup=False)
         raise typer.Exit(1)

@@ -243,7 +243,7 @@ def _set_pooling(st: Any, pooling: str, name: str) -> None:
     raise UserError(f"embedder {name!r} has no pooling module to set to {pooling!r}")
 
 
-def load_embedder(name_or_path: str | None = None, *, backend: str = "onnx-int8", batch_size: int = 32,
+def load_embedder(name_or_path: str | None = None, *, backend: str | None = None, batch_size: int = 32,
                   max_seq_length: int | None = None, pooling: str | None = None, query_prefix: str | None = None,
                   passage_prefix: str | None = None) -> SentenceTransformerEmbedder | OnnxInt8Embedder:
     """Load an embedder (default: the embedded all-MiniLM-L6-v2) on the given backend.
@@ -251,6 +251,10 @@ def load_embedder(name_or_path: str | None = None, *, backend: str = "onnx-int8"
     ``pooling`` (mean | cls) and the prefixes override the model's own settings and the
     by-family prefixes, e.g. to query an index built by FlashRAG with its conventions.
     """
+    if backend is None:  # the one home of the default is the KB config
+        from agentrag.kb.config import EmbedderConfig
+
+        backend = EmbedderConfig().backend
     kw: dict[str, Any] = {"batch_size": batch_size, "max_seq_length": max_seq_length, "pooling": pooling,
                           "query_prefix": query_prefix, "passage_prefix": passage_prefix}
     if backend == "torch":

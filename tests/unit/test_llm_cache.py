@@ -121,3 +121,30 @@ def test_processes_share_one_cache_file(tmp_path: Path) -> None:
     stored = [final.chat([Message(role="user", content=f"q{j}")])[0].text for j in range(6)]
     assert set(stored) <= {"A", "B"}
     assert a == b == [stored[j % 6] for j in range(30)]
+
+
+def _open_and_write(path: str, start, i: int) -> None:
+    from agentrag.llm.cache import ResponseCache
+
+    start.wait()  # every process opens the new file at the same moment (Ray workers starting together)
+    cache = ResponseCache(path)
+    cache.put(f"k{i}", "m", {0: ScriptedLLM(default=str(i)).chat(MSGS)[0]})
+    cache.close()
+
+
+def test_processes_opening_a_new_cache_together_all_succeed(tmp_path: Path) -> None:
+    import multiprocessing as mp
+
+    from agentrag.llm.cache import ResponseCache
+
+    ctx = mp.get_context("fork")
+    for attempt in range(5):  # the race is a window of microseconds: open the same new file 5 times
+        path = str(tmp_path / f"c{attempt}.sqlite")
+        start = ctx.Barrier(8)
+        procs = [ctx.Process(target=_open_and_write, args=(path, start, i)) for i in range(8)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        assert [p.exitcode for p in procs] == [0] * 8
+        assert len(ResponseCache(path)) == 8

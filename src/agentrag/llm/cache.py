@@ -10,6 +10,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,20 @@ def _shift_seed(sampling: dict[str, Any], offset: int) -> dict[str, Any]:
     return sampling
 
 
+def _with_retry(fn: Any, budget_s: float = 60.0) -> Any:
+    """``fn()``, retried while SQLite says the file is locked by another process (``budget_s`` in all)."""
+    deadline = time.monotonic() + budget_s
+    delay = 0.01
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
 class ResponseCache:
     """A sqlite table ``(key, idx) -> completion JSON``."""
 
@@ -44,14 +59,21 @@ class ResponseCache:
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=60000")
-            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT NOT NULL, idx INTEGER NOT NULL, "
-                             "model TEXT, value TEXT NOT NULL, PRIMARY KEY (key, idx))")
-            self._db.commit()
+            _with_retry(self._init_schema)
         except sqlite3.DatabaseError as exc:
             raise UserError(f"LLM cache {str(self.path)!r} is not a usable sqlite file ({exc}); "
                             "delete it or pass another path") from exc
+
+    def _init_schema(self) -> None:
+        # Switching to WAL takes an exclusive lock and SQLite answers SQLITE_BUSY at once (no busy
+        # handler) when another process opens the same new file at the same moment (Ray workers
+        # starting together): the journal mode persists in the file, so only switch when needed.
+        if str(self._db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT NOT NULL, idx INTEGER NOT NULL, "
+                         "model TEXT, value TEXT NOT NULL, PRIMARY KEY (key, idx))")
+        self._db.commit()
 
     def get(self, key: str, n: int) -> dict[int, Completion]:
         with self._lock:

@@ -54,6 +54,9 @@ def test_text_final_answer_is_a_turn_without_tool_call_and_not_a_step(retriever)
     ("Final Answer: Paris.\nExplanation: the documents agree.", "Paris."),
     ("**Final_Answer:** Rome", "Rome"),
     ("Final_Answer:\n  Berlin\n(see doc 2)", "Berlin"),
+    ("Final_Answer: Paris. The documents agree on it.", "Paris."),
+    ("Final_Answer: St. Louis (Missouri)", "St. Louis (Missouri)"),
+    ("Final_Answer: Washington D.C. It is the capital.", "Washington D.C. It is the capital."),
     ("no marker here", None),
 ])
 def test_text_final_answer_takes_the_answer_line_only(text, answer):

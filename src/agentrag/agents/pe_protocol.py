@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from agentrag.agents.tools import neutralize_tags
+
 PLANNER_SYSTEM = (
     "You answer a complex question by planning and searching step by step.\n"
     "First break the question into simpler sub-questions (a plan), then solve them in order.\n"
@@ -104,7 +106,9 @@ def render_observation(answers: list[str]) -> str:
 
 
 def render_evidence(texts: list[str]) -> str:
-    return "\n".join(f"[{i}] {' '.join(t.split())}" for i, t in enumerate(texts))
+    """The indexed evidence list (``[i] text``); protocol tags inside a passage are escaped so a
+    document cannot open ``<answer>``/``<select>`` for the executor (see ``neutralize_tags``)."""
+    return "\n".join(f"[{i}] {neutralize_tags(' '.join(t.split()))}" for i, t in enumerate(texts))
 
 
 def executor_user(question: str, evidence: list[str]) -> str:

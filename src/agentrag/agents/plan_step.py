@@ -3,8 +3,8 @@
 Turn 0 writes a plan with no tools offered. Every later turn gets the step prompt and takes one
 step: ``RAG_search(query, topk)`` or ``Final_Answer(answer)``. A reply without a tool call is a
 turn without a tool call: if its text says ``Final_Answer: X`` (as in the paper's transcripts)
-the run ends with answer ``X`` (the rest of that line; explanations on later lines are not part
-of it), otherwise the next turn re-asks with the step prompt alone (no extra instructions).
+the run ends with answer ``X`` (the rest of that line up to the end of its first sentence;
+explanations after it, on that line or later ones, are not part of it), otherwise the next turn re-asks with the step prompt alone (no extra instructions).
 Only retrieval calls are steps: the run ends right after the ``max_steps``-th (10th) search, as
 Tracer's evaluation does, with ``max_steps``; ``max_turns_without_tool`` (5) consecutive turns
 without a valid tool call end it with ``parse_error``. Several tool calls in one reply are all
@@ -29,6 +29,8 @@ from agentrag.records import Message, QAItem, Step, ToolCall, Trajectory, Usage
 RAG_SEARCH = "RAG_search"
 FINAL_ANSWER = "Final_Answer"
 _TEXT_ANSWER = re.compile(r"Final[_ ]Answer\**\s*[:：]", re.IGNORECASE)
+# a sentence end after a lower-case word (not an initial like "F." or "St.") followed by a new sentence
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\"'][a-z0-9)\"'][.!?])\s+(?=[A-Z(])")
 
 
 def text_final_answer(text: str) -> str | None:
@@ -39,6 +41,7 @@ def text_final_answer(text: str) -> str | None:
         return None
     rest = text[matches[-1].end():]
     line = next((ln for ln in rest.splitlines() if ln.strip()), "")
+    line = _SENTENCE_END.split(line, maxsplit=1)[0]  # "X. The documents say ..." -> "X."
     return line.strip().strip("*").strip().strip('"').strip()
 
 

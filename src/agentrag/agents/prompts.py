@@ -58,11 +58,6 @@ STEP_USER = (
     "number of documents (topk) you want, or, if you can answer, call Final_Answer with the short answer."
 )
 
-PLAN_NO_TOOL = (
-    "That turn called no tool. Each step must call exactly one tool: RAG_search(query, topk) to "
-    "search, or Final_Answer(answer) to finish."
-)
-
 REASONING_SYSTEM = """\
 You answer a question step by step, retrieving documents when you need more information.
 
@@ -109,6 +104,6 @@ SEARCH_R1_INVALID = (
 
 __all__ = [
     "REACT_SYSTEM", "REACT_NO_TAGS", "REACT_FORCE_ANSWER", "EMPTY_REPLY", "PLAN_SYSTEM", "PLAN_USER", "STEP_USER",
-    "PLAN_NO_TOOL", "REASONING_SYSTEM", "REASONING_USER", "FORCE_ANSWER", "GROUNDING_SYSTEM",
+    "REASONING_SYSTEM", "REASONING_USER", "FORCE_ANSWER", "GROUNDING_SYSTEM",
     "GROUNDING_USER", "SEARCH_R1_USER", "SEARCH_R1_INVALID",
 ]

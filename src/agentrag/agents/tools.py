@@ -24,8 +24,10 @@ SEARCH_TOOL = "dense_search"
 NO_DOCUMENTS = "No documents found."
 #: bound on string arguments, so schema-constrained decoding (embedded backend) always terminates
 QUERY_MAX_CHARS = 200
-#: the tags the tag-based protocols parse from model output (reason_ground, search_r1, react answers)
-PROTOCOL_TAGS = ("answer", "search", "information", "think", "query", "evidence", "tool_call", "tool_response")
+#: the tags the tag-based protocols parse from model output (reason_ground, search_r1, react answers,
+#: planner_executor's planner and executor)
+PROTOCOL_TAGS = ("answer", "search", "information", "think", "query", "evidence", "tool_call", "tool_response",
+                 "action", "select")
 _PROTOCOL_TAG_RE = re.compile(r"<\s*(/?)\s*(" + "|".join(PROTOCOL_TAGS) + r")\s*>", re.IGNORECASE)
 
 

@@ -86,7 +86,8 @@ def take_step(llm: LLM, retriever: Retriever, question: str, y: list[str], stage
                 raise
             out.error = f"retrieval failed: {exc}"
             return out
-        out.query, out.hits, out.documents = content or "", hits, format_documents(hits)
+        # escaped exactly as the reason_ground agent's tool does, so the tree's steps are its steps
+        out.query, out.hits, out.documents = content or "", hits, format_documents(hits, neutralize=True)
     return out
 
 

@@ -63,7 +63,7 @@ test-fast: setup
 	$(PY) -m pytest -q -m "not slow" tests/unit
 
 bench: setup
-	@set -e; for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f; done
+	@set -e; for f in benchmarks/[!_]*.py; do echo "== $$f"; $(PY) $$f; done
 
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks

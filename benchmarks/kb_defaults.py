@@ -23,6 +23,8 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from _shared import RECALL_FILES
+
 from agentrag.kb import KBConfig, KnowledgeBase  # noqa: E402
 from agentrag.kb.embedders import load_embedder  # noqa: E402
 from agentrag.kb.ingest import gold_passages, pooled_passages  # noqa: E402
@@ -47,7 +49,8 @@ class Cached:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("files", nargs="+", type=Path)
+    ap.add_argument("files", nargs="*", type=Path, default=RECALL_FILES,
+                    help="raw multi-hop files (default: the shared HotpotQA dev and MuSiQue files)")
     ap.add_argument("--backends", default="torch,onnx-int8")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/agentrag_kb_defaults"))
     ap.add_argument("--k", type=int, default=10)

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import RECALL_FILES
 from kb_defaults import Cached  # noqa: E402
 
 from agentrag.kb import KBConfig, KnowledgeBase  # noqa: E402
@@ -33,7 +34,8 @@ SETTINGS = [("flat", {}), ("hnsw", {"hnsw_m": 32, "ef_search": 128}),
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("files", nargs="+", type=Path)
+    ap.add_argument("files", nargs="*", type=Path, default=RECALL_FILES,
+                    help="raw multi-hop files (default: the shared HotpotQA dev and MuSiQue files)")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/agentrag_kb_defaults"))
     args = ap.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)

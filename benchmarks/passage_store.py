@@ -15,6 +15,8 @@ import subprocess
 import sys
 import textwrap
 
+from _shared import DATA
+
 CODE = textwrap.dedent("""
     import json, os, random, sys, time
     def rss():
@@ -72,7 +74,8 @@ CODE = textwrap.dedent("""
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("corpus")
+    ap.add_argument("corpus", nargs="?", default=str(DATA / "corpora" / "2wiki_passages_6119.jsonl"),
+                    help="a {title,text} or FlashRAG corpus (default: the shared 2Wiki corpus)")
     ap.add_argument("--gets", type=int, default=2000)
     ap.add_argument("--work", default="/tmp/agentrag_passage_store")
     args = ap.parse_args()

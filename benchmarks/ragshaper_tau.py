@@ -3,6 +3,8 @@ supporting passage (relevant) and question vs random passage (random) on a KB bu
 multi-hop file, and the share of each kept at several tau (docs/ragshaper.md).
 
     python benchmarks/ragshaper_tau.py KB_DIR RAW_FILE  (e.g. ../shared/data/hotpotqa/train_distractor_100.jsonl)
+    python benchmarks/ragshaper_tau.py                  (the shared HotpotQA train file; its KB is built
+                                                          once into /tmp/agentrag_ragshaper_tau_kb)
 """
 
 from __future__ import annotations
@@ -12,8 +14,24 @@ import random
 import sys
 
 import numpy as np
+from _shared import DATA
 
 from agentrag.kb import KnowledgeBase
+
+DEFAULT_RAW = DATA / "hotpotqa" / "train_distractor_100.jsonl"
+DEFAULT_KB = "/tmp/agentrag_ragshaper_tau_kb"
+
+
+def default_kb() -> str:
+    """The KB over the default file's pooled contexts (built once, with the default KB settings)."""
+    from pathlib import Path
+
+    from agentrag.kb.ingest import gold_passages, read_corpus
+
+    if not (Path(DEFAULT_KB) / "params.json").exists():  # as `agentrag kb build DEFAULT_RAW` does
+        KnowledgeBase.build(read_corpus(DEFAULT_RAW, "auto"), DEFAULT_KB, gold=gold_passages(DEFAULT_RAW),
+                            overwrite=True, dedupe=True, progress=False)
+    return DEFAULT_KB
 
 
 def main(kb_dir: str, raw: str) -> None:
@@ -41,4 +59,9 @@ def main(kb_dir: str, raw: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) == 3:
+        main(sys.argv[1], sys.argv[2])
+    elif len(sys.argv) == 1:
+        main(default_kb(), str(DEFAULT_RAW))
+    else:
+        sys.exit(__doc__)

@@ -232,7 +232,9 @@ class StubOpenAIServer:
     request body returning either) after ``latency`` seconds. ``kill_client_at=N`` SIGKILLs the
     process that sent the N-th request (found by its TCP port), once, to kill a worker mid-call.
     ``requests`` counts requests; ``bodies`` keeps their JSON; ``injected`` lists the faults
-    served. Use as a context manager.
+    served. With ``upstream`` (a base URL such as ``agentrag llm serve``'s ``http://host:port/v1``)
+    it is a fault-injecting proxy: a request that draws no fault is forwarded there and the
+    upstream's status and body are relayed. Use as a context manager.
     """
 
     FAULT_KINDS = ("500", "stall", "malformed", "garbage", "null_choice", "bad_message")
@@ -240,9 +242,11 @@ class StubOpenAIServer:
     def __init__(self, faults: Sequence[str] = (), *,
                  reply: str | dict[str, Any] | Callable[[dict[str, Any]], str | dict[str, Any]] = "ok",
                  latency: float = 0.0, stall_s: float = 5.0, kill_client_at: int | None = None,
-                 fault_rate: float = 0.0, fault_kinds: Sequence[str] = FAULT_KINDS, seed: int = 0) -> None:
+                 fault_rate: float = 0.0, fault_kinds: Sequence[str] = FAULT_KINDS, seed: int = 0,
+                 upstream: str | None = None) -> None:
         import random
 
+        self.upstream = upstream.rstrip("/") if upstream else None
         self.fault_rate = fault_rate
         self.fault_kinds = list(fault_kinds)
         self._rng = random.Random(seed)
@@ -293,6 +297,20 @@ class StubOpenAIServer:
                 self.killed.append(conn.pid)
                 return True
         return False
+
+    def _forward(self, path: str, raw: bytes) -> tuple[int, bytes]:
+        """POST ``raw`` to the upstream (``path`` below its ``/v1``); its status and body."""
+        import urllib.error
+        import urllib.request
+
+        suffix = path[len("/v1"):] if path.startswith("/v1") else path
+        req = urllib.request.Request(f"{self.upstream}{suffix}", data=raw, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
 
     def _response(self, body: dict[str, Any]) -> dict[str, Any]:
         reply = self.reply(body) if callable(self.reply) else self.reply
@@ -351,6 +369,9 @@ class StubOpenAIServer:
                     return
                 if stub.latency:
                     time.sleep(stub.latency)
+                if stub.upstream:
+                    self._send(*stub._forward(self.path, raw))
+                    return
                 self._send(200, json.dumps(stub._response(body)).encode())
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

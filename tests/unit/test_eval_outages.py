@@ -42,15 +42,15 @@ def plan_step_policy(messages: list[Message], **kwargs: Any) -> object:
 
 
 class ServerThread:
-    """agentrag's FastAPI retrieval server under uvicorn on 127.0.0.1, in a thread."""
+    """agentrag's FastAPI retrieval server (or another ``app``) under uvicorn on 127.0.0.1, in a thread."""
 
-    def __init__(self, retriever: Any) -> None:
+    def __init__(self, retriever: Any, app: Any = None) -> None:
         import uvicorn
 
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        config = uvicorn.Config(create_app(retriever), host="127.0.0.1", port=self.port, log_level="error")
+        config = uvicorn.Config(app or create_app(retriever), host="127.0.0.1", port=self.port, log_level="error")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -174,6 +174,38 @@ def test_fault_injecting_llm_server_leaves_failed_items_unfinished_and_rerun_fin
         asked = {b["messages"][1]["content"] for b in healthy.bodies}
     assert asked == {PLAN_USER.format(question=q.question) for q in qs if q.id in unfinished}
     assert len(rerun) == 8 and json.loads((tmp_path / "unfinished.json").read_text()) == {}
+
+
+def test_fault_injecting_proxy_in_front_of_llm_serve(tmp_path):
+    """`agentrag llm serve`'s app (uvicorn, a deterministic plan_step model behind it) reached
+    through a proxy that injects 500s, stalls, garbage and wrong shapes at 20 %."""
+    from agentrag.llm.server import create_app as llm_app
+
+    qs = items(10)
+    retriever = FakeRetriever(PASSAGES)
+    model = ScriptedLLM(default=plan_step_policy)
+    served = ServerThread(None, app=llm_app(model)).start()
+    try:
+        with StubOpenAIServer(upstream=f"{served.url}/v1", fault_rate=0.2, stall_s=0.6, seed=5) as proxy:
+            llm = OpenAIBackend("served", base_url=proxy.base_url, timeout=0.4, max_retries=1,
+                                backoff_initial=0.0, backoff_max=0.0)
+            results = evaluate(build_agent("plan_step", llm, retriever), qs, tmp_path, concurrency=1)
+            injected = set(proxy.injected)
+        unfinished = json.loads((tmp_path / "unfinished.json").read_text())
+        assert len(injected) >= 2  # several kinds of fault fired
+        assert unfinished and results  # the run completed, with some items unfinished
+        assert {r.id for r in results} | set(unfinished) == {q.id for q in qs}
+        assert all(r.correct and r.finish_reason == "answered" for r in results)
+        assert all("LLM call to" in v for v in unfinished.values())
+
+        before = len(model.requests)
+        llm = OpenAIBackend("served", base_url=f"{served.url}/v1", timeout=5, max_retries=0)
+        rerun = evaluate(build_agent("plan_step", llm, retriever), qs, tmp_path, concurrency=1)
+        asked = {r["messages"][1].content for r in model.requests[before:]}
+        assert asked == {PLAN_USER.format(question=q.question) for q in qs if q.id in unfinished}
+        assert len(rerun) == 10 and json.loads((tmp_path / "unfinished.json").read_text()) == {}
+    finally:
+        served.stop()
 
 
 @pytest.mark.parametrize("fault", ["null_choice", "bad_message", "garbage"])

@@ -1,0 +1,160 @@
+"""What every run kind's loader shares: text limits, the deduplicated document table, reading
+optional stage files, and the payload shape the page renders.
+
+A payload is a plain dict: ``kind`` and ``title``; ``summary`` (small tables: metrics, funnel);
+``columns`` / ``rows`` (one row per listed record, aligned with ``details``); ``filters`` (what
+the page can filter on); ``details`` (one JSON object per row, rendered on click) and ``docs``
+(documents referenced by index from the details, each stored once).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel
+
+from agentrag.errors import UserError
+from agentrag.records import read_jsonl
+
+M = TypeVar("M", bound=BaseModel)
+
+#: characters of a document's text kept in the static page (the full text stays in the run's JSONL)
+DOC_CHARS = 300
+#: characters kept of other long record text (observations, thoughts, responses, raw outputs)
+TEXT_CHARS = 2000
+
+
+@dataclass
+class Limits:
+    """Text limits of one page; ``None`` keeps the text whole (``--serve`` pages)."""
+
+    doc_chars: int | None = DOC_CHARS
+    text_chars: int | None = TEXT_CHARS
+
+    def clip(self, text: str | None, doc: bool = False) -> str | None:
+        if text is None:
+            return None
+        n = self.doc_chars if doc else self.text_chars
+        if n is None or len(text) <= n:
+            return text
+        return text[:n] + f"… [+{len(text) - n} chars]"
+
+
+@dataclass
+class DocTable:
+    """Documents stored once per page and referenced by index: ``[id, title, text, kb, type]``."""
+
+    limits: Limits
+    rows: list[list[Any]] = field(default_factory=list)
+    index: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def add(self, doc_id: str, title: str, text: str, kb: str = "", dtype: str | None = None) -> int:
+        key = (doc_id, kb)
+        if key not in self.index:
+            self.index[key] = len(self.rows)
+            self.rows.append([doc_id, title, self.limits.clip(text, doc=True), kb, dtype])
+        return self.index[key]
+
+
+@dataclass
+class Payload:
+    """The data of one page (see the module docstring)."""
+
+    kind: str
+    title: str
+    columns: list[dict[str, str]]
+    rows: list[list[Any]] = field(default_factory=list)
+    details: list[dict[str, Any]] = field(default_factory=list)
+    filters: list[dict[str, str]] = field(default_factory=list)
+    summary: list[dict[str, Any]] = field(default_factory=list)
+    charts: list[dict[str, str]] = field(default_factory=list)
+    docs: DocTable | None = None
+    limits: Limits = field(default_factory=Limits)
+
+    def add(self, row: dict[str, Any], detail: dict[str, Any]) -> None:
+        self.rows.append([row.get(c["key"]) for c in self.columns])
+        self.details.append(detail)
+
+    def meta(self) -> dict[str, Any]:
+        """Everything but the details and documents (parsed when the page opens)."""
+        return {"kind": self.kind, "title": self.title, "columns": self.columns, "rows": self.rows,
+                "filters": self.filters, "summary": self.summary,
+                "limits": {"doc_chars": self.limits.doc_chars, "text_chars": self.limits.text_chars}}
+
+    def bulk(self) -> dict[str, Any]:
+        return {"details": self.details, "docs": self.docs.rows if self.docs else []}
+
+
+def col(key: str, label: str, kind: str = "text") -> dict[str, str]:
+    """A table column: ``kind`` is text, num or bool (how it sorts and shows)."""
+    return {"key": key, "label": label, "type": kind}
+
+
+def failures_filter(label: str = "failures only") -> dict[str, str]:
+    """The filter that keeps the rows whose ``ok`` column is not true."""
+    return {"key": "ok", "label": label, "kind": "failures"}
+
+
+def select_filter(key: str, label: str) -> dict[str, str]:
+    return {"key": key, "label": label, "kind": "select"}
+
+
+def stage_file(run_dir: Path, name: str) -> Path:
+    return run_dir / f"{name}.jsonl"
+
+
+def read_stage(run_dir: Path, name: str, model: type[M]) -> list[M]:
+    """The records of ``<run_dir>/<name>.jsonl`` (none when the stage has not run yet)."""
+    p = stage_file(run_dir, name)
+    return list(read_jsonl(p, model)) if p.exists() else []
+
+
+def read_json(run_dir: Path, name: str) -> dict[str, Any]:
+    """``<run_dir>/<name>`` as a JSON object (empty when absent); bad JSON is a UserError."""
+    p = run_dir / name
+    if not p.exists():
+        return {}
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{p}:{exc.lineno}: invalid JSON ({exc.msg})") from exc
+    return obj if isinstance(obj, dict) else {}
+
+
+def read_config(run_dir: Path) -> dict[str, Any]:
+    """The run's resolved ``config.yaml`` (empty when absent or unreadable)."""
+    p = run_dir / "config.yaml"
+    if not p.exists():
+        return {}
+    try:
+        obj = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise UserError(f"{p}: invalid YAML ({exc})") from exc
+    return obj if isinstance(obj, dict) else {}
+
+
+def table(title: str, headers: list[str], rows: Iterable[list[Any]]) -> dict[str, Any]:
+    """A summary table of the page."""
+    return {"title": title, "headers": headers, "rows": [list(r) for r in rows]}
+
+
+def metric_rows(metrics: dict[str, Any], keys: Iterable[str]) -> Iterator[list[Any]]:
+    """``[key, value]`` for the scalar ``keys`` present in ``metrics``."""
+    for k in keys:
+        v = metrics.get(k)
+        if v is not None and not isinstance(v, (dict, list)):
+            yield [k, round(v, 4) if isinstance(v, float) else v]
+
+
+def display_name(run_dir: Path) -> str:
+    return os.path.basename(os.path.abspath(run_dir))
+
+
+__all__ = ["DOC_CHARS", "TEXT_CHARS", "Limits", "DocTable", "Payload", "col", "failures_filter", "select_filter",
+           "read_stage", "read_json", "read_config", "table", "metric_rows", "display_name", "stage_file"]

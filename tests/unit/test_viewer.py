@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import random
 import re
 import threading
 import urllib.request
@@ -18,6 +19,8 @@ from viewer_support import XSS, eval_run, ragshaper_run, reasonrag_run, tracer_r
 from agentrag.cli.main import app
 from agentrag.errors import UserError
 from agentrag.report.viewer import build_payload, detect_run_kind, make_server, write_viewer
+from agentrag.report.viewer.common import DOC_LIMITS, Payload
+from agentrag.report.viewer.page import fit_documents
 
 
 def _page_data(html: str) -> tuple[dict, dict]:
@@ -75,13 +78,27 @@ def test_record_text_is_escaped_in_the_page(runs: dict[str, Path], tmp_path: Pat
 
 
 def test_text_limits(runs: dict[str, Path], tmp_path: Path) -> None:
-    p = build_payload(runs["eval"], doc_chars=10)
-    assert all(len(d[2]) <= 10 + len("… [+999 chars]") for d in p.docs.rows)
-    assert any("… [+" in d[2] for d in p.docs.rows)
-    whole = build_payload(runs["eval"], doc_chars=0)
-    assert not any("… [+" in d[2] for d in whole.docs.rows)
+    _meta, bulk = _page_data(write_viewer(runs["eval"], tmp_path / "cut.html", doc_chars=10).read_text())
+    assert all(len(d[2]) <= 10 + len("… [+999 chars]") for d in bulk["docs"]) and any("… [+" in d[2] for d in bulk["docs"])
+    html = write_viewer(runs["eval"], tmp_path / "whole.html").read_text()
+    assert not any("… [+" in d[2] for d in _page_data(html)[1]["docs"]) and "Documents are shown whole" in html
+    p = build_payload(runs["eval"], text_chars=5)
+    assert p.details[0]["steps"][-1]["th"].endswith("chars]")
     with pytest.raises(UserError, match="doc_chars"):
-        build_payload(runs["eval"], doc_chars=-1)
+        write_viewer(runs["eval"], doc_chars=-1)
+
+
+def test_documents_are_cut_to_fit_the_size_budget() -> None:
+    p = Payload(kind="eval", title="t", columns=[])
+    rng = random.Random(0)
+    for i in range(300):
+        p.docs.add(f"d{i}", "T", " ".join(f"w{rng.randrange(10**6)}" for _ in range(150)))
+    assert fit_documents(p, None, max_mb=50)[1] is None  # fits whole
+    blob, cut = fit_documents(p, None, max_mb=0.2)
+    assert cut in DOC_LIMITS and len(blob) <= 100_000
+    bigger, longer = fit_documents(p, None, max_mb=0.25)
+    assert longer > cut and len(bigger) > len(blob)  # the longest cut that fits is taken
+    assert fit_documents(p, 0, max_mb=0.2)[1] is None  # 0: whole, whatever the size
 
 
 def test_synth_payloads(runs: dict[str, Path]) -> None:

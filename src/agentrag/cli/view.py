@@ -19,10 +19,13 @@ def view(
                                         "(for large runs: records are fetched one at a time, text is not cut); "
                                         "Ctrl-C stops it.")] = False,
     port: Annotated[int, typer.Option("--port", help="Port of --serve (0: a free port).")] = 0,
-    doc_chars: Annotated[int, typer.Option("--doc-chars", help="Characters of each document kept in the file "
-                                           "(0: whole documents; a bigger file).")] = 300,
+    doc_chars: Annotated[int | None, typer.Option("--doc-chars", help="Cut every document at this many "
+                                                  "characters (0: whole documents). Default: whole when the file "
+                                                  "stays under --max-mb, else the longest cut that fits.")] = None,
+    max_mb: Annotated[float, typer.Option("--max-mb", help="Size the file is fitted into by cutting documents.")]
+    = 5.0,
     text_chars: Annotated[int, typer.Option("--text-chars", help="Characters kept of other long texts "
-                                            "(observations, thoughts, responses; 0: whole).")] = 2000,
+                                            "(observations, thoughts, responses, evidence; 0: whole).")] = 2000,
 ) -> None:
     """Write one self-contained HTML page to browse a run: eval runs (items with EM/F1/judge, filters,
     trajectories with gold passages, charts) and synthesizer runs (RAGShaper trees and funnel, EviPath
@@ -46,7 +49,7 @@ def view(
             return
         from agentrag.report.viewer import write_viewer
 
-        path = write_viewer(run_dir, out, doc_chars=doc_chars, text_chars=text_chars)
+        path = write_viewer(run_dir, out, doc_chars=doc_chars, text_chars=text_chars, max_mb=max_mb)
         size = path.stat().st_size / 1e6
         console.print(f"wrote {path} ({size:.2f} MB); open it in a browser")
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentrag.errors import UserError
-from agentrag.report.viewer.common import DOC_CHARS, TEXT_CHARS, Limits, Payload
+from agentrag.report.viewer.common import MAX_MB, TEXT_CHARS, Limits, Payload
 from agentrag.report.viewer.detect import detect_run_kind
 
 log = logging.getLogger(__name__)
@@ -34,35 +34,36 @@ def _loader(kind: str) -> Callable[[Path, Limits], Payload]:
     return tracer_payload
 
 
-def limits(doc_chars: int | None = DOC_CHARS, text_chars: int | None = TEXT_CHARS) -> Limits:
-    """Text limits; ``None`` or 0 keeps the text whole, a negative limit is a UserError."""
-    for name, v in (("doc_chars", doc_chars), ("text_chars", text_chars)):
-        if v is not None and v < 0:
-            raise UserError(f"{name} must be >= 0 (0: no limit), got {v!r}")
-    return Limits(doc_chars or None, text_chars or None)
-
-
-def build_payload(run_dir: str | os.PathLike[str], *, doc_chars: int | None = DOC_CHARS,
-                  text_chars: int | None = TEXT_CHARS) -> Payload:
-    """The page data of the run in ``run_dir`` (its kind detected from its files)."""
+def build_payload(run_dir: str | os.PathLike[str], *, text_chars: int | None = TEXT_CHARS) -> Payload:
+    """The page data of the run in ``run_dir`` (its kind detected from its files); long texts other
+    than documents are cut at ``text_chars`` characters (0 or ``None``: whole)."""
+    if text_chars is not None and text_chars < 0:
+        raise UserError(f"text_chars must be >= 0 (0: whole texts), got {text_chars!r}")
     d = Path(run_dir)
     kind = detect_run_kind(d)
-    payload = _loader(kind)(d, limits(doc_chars, text_chars))
-    log.info("%s run %s: %d rows", kind, d, len(payload.rows))
+    payload = _loader(kind)(d, Limits(text_chars or None))
+    log.info("%s run %s: %d rows, %d distinct documents", kind, d, len(payload.rows), len(payload.docs.rows))
     return payload
 
 
 def write_viewer(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
-                 doc_chars: int | None = DOC_CHARS, text_chars: int | None = TEXT_CHARS) -> Path:
+                 doc_chars: int | None = None, text_chars: int | None = TEXT_CHARS, max_mb: float = MAX_MB) -> Path:
     """Write the run viewer of ``run_dir`` — one self-contained HTML file that opens from disk —
-    to ``out`` (default ``<run_dir>/viewer.html``); returns its path. Documents are cut at
-    ``doc_chars`` characters and other long texts at ``text_chars`` (0 or ``None``: whole)."""
+    to ``out`` (default ``<run_dir>/viewer.html``); returns its path.
+
+    Documents are kept whole when the file stays under ``max_mb`` MB, else cut at the longest
+    limit that fits (``doc_chars`` fixes the limit; 0 keeps them whole); other long texts are cut
+    at ``text_chars`` characters (0 or ``None``: whole)."""
     from agentrag.report.viewer.page import render_page
 
-    page = render_page(build_payload(run_dir, doc_chars=doc_chars, text_chars=text_chars))
+    if doc_chars is not None and doc_chars < 0:
+        raise UserError(f"doc_chars must be >= 0 (0: whole documents), got {doc_chars!r}")
+    if max_mb <= 0:
+        raise UserError(f"max_mb must be > 0, got {max_mb!r}")
     target = Path(out) if out is not None else Path(run_dir) / VIEWER_FILE
     if target.is_dir():
         raise UserError(f"--out {str(target)!r} is a directory: name the HTML file to write")
+    page = render_page(build_payload(run_dir, text_chars=text_chars), doc_chars=doc_chars, max_mb=max_mb)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(page, encoding="utf-8")

@@ -24,33 +24,36 @@ from agentrag.records import read_jsonl
 
 M = TypeVar("M", bound=BaseModel)
 
-#: characters of a document's text kept in the static page (the full text stays in the run's JSONL)
-DOC_CHARS = 300
-#: characters kept of other long record text (observations, thoughts, responses, raw outputs)
+#: the size the page of a run is fitted into by cutting its documents (see :func:`DocTable.clipped`)
+MAX_MB = 5.0
+#: document limits tried, longest first, when the page with whole documents is too big
+DOC_LIMITS = (1000, 600, 400, 300, 200, 150, 100)
+#: characters kept of other long record text (observations, thoughts, responses, evidence, raw outputs)
 TEXT_CHARS = 2000
 
 
 @dataclass
 class Limits:
-    """Text limits of one page; ``None`` keeps the text whole (``--serve`` pages)."""
+    """How much long record text the page keeps: ``None`` keeps it whole (``--serve`` pages)."""
 
-    doc_chars: int | None = DOC_CHARS
     text_chars: int | None = TEXT_CHARS
 
-    def clip(self, text: str | None, doc: bool = False) -> str | None:
-        if text is None:
-            return None
-        n = self.doc_chars if doc else self.text_chars
-        if n is None or len(text) <= n:
-            return text
-        return text[:n] + f"… [+{len(text) - n} chars]"
+    def clip(self, text: str | None) -> str | None:
+        return clip(text, self.text_chars)
+
+
+def clip(text: str | None, n: int | None) -> str | None:
+    """``text`` cut at ``n`` characters with a note of how many were left out (``None``: whole)."""
+    if text is None or n is None or len(text) <= n:
+        return text
+    return text[:n] + f"… [+{len(text) - n} chars]"
 
 
 @dataclass
 class DocTable:
-    """Documents stored once per page and referenced by index: ``[id, title, text, kb, type]``."""
+    """Documents stored once per page and referenced by index: ``[id, title, text, kb, type]``.
+    Texts are kept whole here; the page cuts them (:meth:`clipped`) to fit its size."""
 
-    limits: Limits
     rows: list[list[Any]] = field(default_factory=list)
     index: dict[tuple[str, str], int] = field(default_factory=dict)
 
@@ -58,8 +61,14 @@ class DocTable:
         key = (doc_id, kb)
         if key not in self.index:
             self.index[key] = len(self.rows)
-            self.rows.append([doc_id, title, self.limits.clip(text, doc=True), kb, dtype])
+            self.rows.append([doc_id, title, text, kb, dtype])
         return self.index[key]
+
+    def clipped(self, doc_chars: int | None) -> list[list[Any]]:
+        """The rows with each text cut at ``doc_chars`` characters (``None``: whole)."""
+        if doc_chars is None:
+            return self.rows
+        return [[r[0], r[1], clip(r[2], doc_chars), *r[3:]] for r in self.rows]
 
 
 @dataclass
@@ -74,7 +83,7 @@ class Payload:
     filters: list[dict[str, str]] = field(default_factory=list)
     summary: list[dict[str, Any]] = field(default_factory=list)
     charts: list[dict[str, str]] = field(default_factory=list)
-    docs: DocTable | None = None
+    docs: DocTable = field(default_factory=DocTable)
     limits: Limits = field(default_factory=Limits)
 
     def add(self, row: dict[str, Any], detail: dict[str, Any]) -> None:
@@ -84,11 +93,11 @@ class Payload:
     def meta(self) -> dict[str, Any]:
         """Everything but the details and documents (parsed when the page opens)."""
         return {"kind": self.kind, "title": self.title, "columns": self.columns, "rows": self.rows,
-                "filters": self.filters, "summary": self.summary,
-                "limits": {"doc_chars": self.limits.doc_chars, "text_chars": self.limits.text_chars}}
+                "filters": self.filters}
 
-    def bulk(self) -> dict[str, Any]:
-        return {"details": self.details, "docs": self.docs.rows if self.docs else []}
+    def bulk(self, doc_chars: int | None = None) -> dict[str, Any]:
+        """The details and the documents (cut at ``doc_chars``), unpacked on the first click."""
+        return {"details": self.details, "docs": self.docs.clipped(doc_chars)}
 
 
 def col(key: str, label: str, kind: str = "text") -> dict[str, str]:
@@ -156,5 +165,5 @@ def display_name(run_dir: Path) -> str:
     return os.path.basename(os.path.abspath(run_dir))
 
 
-__all__ = ["DOC_CHARS", "TEXT_CHARS", "Limits", "DocTable", "Payload", "col", "failures_filter", "select_filter",
+__all__ = ["MAX_MB", "DOC_LIMITS", "TEXT_CHARS", "Limits", "clip", "DocTable", "Payload", "col", "failures_filter", "select_filter",
            "read_stage", "read_json", "read_config", "table", "metric_rows", "display_name", "stage_file"]

@@ -91,7 +91,7 @@ def eval_payload(run_dir: Path, limits: Limits) -> Payload:
     results = read_stage(run_dir, "results", EvalResult)
     metrics = read_json(run_dir, "metrics.json")
     golds = gold_passages(run_dir)
-    docs = DocTable(limits)
+    docs = DocTable()
     p = Payload(kind="eval", title=f"Eval run {display_name(run_dir)}", columns=COLUMNS, docs=docs, limits=limits,
                 filters=[failures_filter("wrong only"), select_filter("hops", "hops"),
                          select_filter("finish", "finish reason")])

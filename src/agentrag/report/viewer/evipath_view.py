@@ -39,7 +39,7 @@ COLUMNS = [col("id", "item id"), col("question", "question"), col("answer", "ans
 def _selection(sel: SelectionRecord | None, limits: Limits) -> dict[str, Any] | None:
     if sel is None:
         return None
-    return {"evidence": [limits.clip(e, doc=True) for e in sel.evidence], "gold": sel.gold_positions,
+    return {"evidence": [limits.clip(e) for e in sel.evidence], "gold": sel.gold_positions,
             "sims": [round(s, 4) for s in sel.similarities], "fallback": sel.fallback, "thought": limits.clip(sel.thought),
             "select": sel.select, "status": sel.status, "reason": sel.reason}
 
@@ -75,7 +75,7 @@ def evipath_payload(run_dir: Path, limits: Limits) -> Payload:
             gate_text = f"skipped: {item.reason}"
         detail = {
             "question": item.question, "answer": item.answer, "answers": item.answers, "hops": item.hops,
-            "facts": [[f.title, limits.clip(f.text, doc=True)] for f in item.facts], "gold": item.gold,
+            "facts": [[f.title, limits.clip(f.text)] for f in item.facts], "gold": item.gold,
             "plan": None if plan is None else {"status": plan.status, "reason": plan.reason, "steps": plan.plan},
             "iterations": [{"n": r.n, "thought": limits.clip(r.thought), "actions": r.actions,
                             "observations": [limits.clip(o) for o in r.observations], "answer": r.answer,

@@ -15,11 +15,14 @@ import gzip
 import hashlib
 import html
 import json
+import logging
 from importlib import resources
 from typing import Any
 
 from agentrag.report.render import fmt_cell
-from agentrag.report.viewer.common import Payload
+from agentrag.report.viewer.common import DOC_LIMITS, MAX_MB, Payload
+
+log = logging.getLogger(__name__)
 
 
 def json_for_html(obj: Any) -> str:
@@ -53,9 +56,37 @@ def _charts_html(p: Payload) -> str:
                    for c in p.charts)
 
 
-def render_page(p: Payload, *, detail_url: str | None = None) -> str:
-    """The HTML of the page; with ``detail_url`` the details are fetched from it (``--serve``)
-    instead of being embedded."""
+def fit_documents(p: Payload, doc_chars: int | None, max_mb: float) -> tuple[str, int | None]:
+    """The packed details and documents, and the document limit used: ``doc_chars`` when given
+    (0: whole documents), else whole documents if the page stays under ``max_mb`` MB, otherwise the
+    longest of :data:`DOC_LIMITS` that fits (the last one when none does)."""
+    if doc_chars is not None:
+        return packed(p.bulk(doc_chars or None)), doc_chars or None
+    budget = max_mb * 1e6 - len(json_for_html(p.meta())) - 100_000  # the table, script and styles
+    blob = packed(p.bulk(None))
+    if len(blob) <= budget:
+        return blob, None
+    # predict each limit's size from the compression of the whole documents, check the first that fits
+    whole = sum(len(r[2] or "") for r in p.docs.rows)
+    rest = len(json.dumps(p.details, ensure_ascii=False, separators=(",", ":")))
+    per_char = len(blob) / max(1, whole + rest)
+    for n in DOC_LIMITS:
+        predicted = per_char * (rest + sum(min(len(r[2] or ""), n) for r in p.docs.rows))
+        if predicted > budget and n != DOC_LIMITS[-1]:
+            continue
+        blob = packed(p.bulk(n))
+        if len(blob) <= budget:
+            return blob, n
+    log.warning("the page is over %.1f MB even with documents cut at %d characters; `agentrag view --serve` "
+                "serves large runs", max_mb, DOC_LIMITS[-1])
+    return blob, DOC_LIMITS[-1]
+
+
+def render_page(p: Payload, *, detail_url: str | None = None, doc_chars: int | None = None,
+                max_mb: float = MAX_MB) -> str:
+    """The HTML of the page. With ``detail_url`` the records are fetched from it (``--serve``)
+    instead of being embedded; otherwise documents are cut to fit ``max_mb`` (see
+    :func:`fit_documents`; ``doc_chars`` fixes the limit, 0 keeps them whole)."""
     meta = p.meta()
     meta["detail_url"] = detail_url
     script = _asset("viewer.js")
@@ -63,12 +94,16 @@ def render_page(p: Payload, *, detail_url: str | None = None) -> str:
     csp = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:; "
            "connect-src 'self'")
     tabs = [("items", "Items"), ("summary", "Summary")] + ([("charts", "Charts")] if p.charts else [])
-    lim = p.limits
-    note = ("Text is shown whole." if lim.doc_chars is None and lim.text_chars is None else
-            f"Documents are cut at {lim.doc_chars} characters and other long texts at {lim.text_chars} "
-            "(the run's JSONL files hold them whole; `agentrag view --serve` or --doc-chars 0 shows them whole).")
-    bulk = "" if detail_url else (f'<script type="application/octet-stream" id="viewer-details">'
-                                  f'{packed(p.bulk())}</script>')
+    blob, cut = ("", None) if detail_url else fit_documents(p, doc_chars, max_mb)
+    text = p.limits.text_chars
+    note = " ".join([
+        "Documents are shown whole." if cut is None else
+        f"Documents are cut at {cut} characters (to keep this file under {max_mb:g} MB).",
+        "Other long texts are shown whole." if text is None else
+        f"Other long texts (observations, thoughts, responses) are cut at {text} characters.",
+        "" if cut is None and text is None else
+        "The run's JSONL files hold them whole; `agentrag view --serve` shows them whole."])
+    bulk = f'<script type="application/octet-stream" id="viewer-details">{blob}</script>' if blob else ""
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
         f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp, quote=False)}">',
@@ -82,9 +117,9 @@ def render_page(p: Payload, *, detail_url: str | None = None) -> str:
         '<section id="tab-items" class="tab"><div class="split"><div id="list"><div id="filters"></div>',
         '<div id="count"></div><table id="items"><thead></thead><tbody></tbody></table><div id="pager"></div></div>',
         '<aside id="detail"><p class="hint">Click a row to see its record.</p></aside></div></section>',
-        f"<footer>{html.escape(note)}</footer>",
+        f'<footer id="limits">{html.escape(note)}</footer>',
         f'<script type="application/json" id="viewer-data">{json_for_html(meta)}</script>', bulk,
         f"<script>{script}</script></body></html>\n"])
 
 
-__all__ = ["render_page", "json_for_html", "packed"]
+__all__ = ["render_page", "fit_documents", "json_for_html", "packed"]

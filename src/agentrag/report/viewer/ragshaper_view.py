@@ -87,7 +87,7 @@ def ragshaper_payload(run_dir: Path, limits: Limits) -> Payload:
     for d in distractors:
         by_seed[d.seed_id] += 1
     metrics = read_json(run_dir, "metrics.json")
-    docs = DocTable(limits)
+    docs = DocTable()
     p = Payload(kind="ragshaper", title=f"RAGShaper run {display_name(run_dir)}", columns=COLUMNS, docs=docs,
                 limits=limits, filters=[failures_filter(), select_filter("status", "tree status")])
     funnel = _funnel(metrics)

@@ -53,7 +53,7 @@ def _nodes(tree: SearchTree, alpha: float, limits: Limits) -> list[dict[str, Any
                     "q": round(n.q(alpha), 4), "n": n.N, "response": limits.clip(n.response), "query": query,
                     "answer": n.answer, "correct": None if not n.answer else em(n.answer, tree.golden_answers) >= 1,
                     "flag": n.flag, "pruned": n.id in drop, "estimates": len(n.estimates), "forced": n.forced,
-                    "docs": limits.clip(docs, doc=True) if docs else ""})
+                    "docs": limits.clip(docs) if docs else ""})
     return out
 
 

@@ -23,8 +23,6 @@ HOST = "127.0.0.1"
 def _detail(p: Payload, row: int) -> dict[str, Any]:
     """The record of ``row`` with only the documents it references (renumbered)."""
     d = p.details[row]
-    if p.docs is None:
-        return {"d": d, "docs": []}
     used: dict[int, int] = {}
 
     def remap(obj: Any) -> Any:  # hits are [doc index, score, mark]; node docs are [doc index, score]
@@ -91,7 +89,7 @@ def make_server(run_dir: str | os.PathLike[str], port: int = 0) -> ViewerServer:
     ``serve_forever()`` on it, ``shutdown()`` from another thread to stop it."""
     if not 0 <= port <= 65535:
         raise UserError(f"--port must be in 0..65535, got {port!r}")
-    return ViewerServer(build_payload(run_dir, doc_chars=None, text_chars=None), port)
+    return ViewerServer(build_payload(run_dir, text_chars=None), port)
 
 
 __all__ = ["make_server", "ViewerServer", "HOST"]

@@ -33,7 +33,7 @@ def _checks(checks: list[Check], limits: Limits) -> list[dict[str, Any]]:
 
 def _hop(h: Hop, limits: Limits) -> dict[str, Any]:
     return {"level": h.level, "template": h.template, "atomic_q": h.atomic_question, "atomic_a": h.atomic_answer,
-            "doc_id": h.doc_id, "doc_title": h.doc_title, "doc_text": limits.clip(h.doc_text, doc=True),
+            "doc_id": h.doc_id, "doc_title": h.doc_title, "doc_text": limits.clip(h.doc_text),
             "question": h.question, "answer": h.answer, "aliases": h.aliases, "verified": h.verified,
             "reason": h.reason, "checks": _checks(h.checks, limits)}
 
@@ -57,7 +57,7 @@ def tracer_payload(run_dir: Path, limits: Limits) -> Payload:
             for r in funnel if isinstance(r, dict)]))
     for rec in atomic:
         doc = docs.get(rec.doc_id)
-        base = {"doc": None if doc is None else {"title": doc.title, "text": limits.clip(doc.text, doc=True),
+        base = {"doc": None if doc is None else {"title": doc.title, "text": limits.clip(doc.text),
                                                  "type": doc.entity_type, "domain": doc.domain}}
         if rec.status != "ok":
             p.add({"id": rec.id, "question": "", "depth": 0, "template": "", "domain": doc.domain if doc else "",
@@ -73,7 +73,7 @@ def tracer_payload(run_dir: Path, limits: Limits) -> Payload:
                 continue
             chain = [{"level": 1, "template": "atomic", "atomic_q": pair.question, "atomic_a": pair.answer,
                       "doc_id": doc.passage_id if doc else rec.doc_id, "doc_title": doc.title if doc else "",
-                      "doc_text": limits.clip(doc.text, doc=True) if doc else "", "question": pair.question,
+                      "doc_text": limits.clip(doc.text) if doc else "", "question": pair.question,
                       "answer": pair.answer, "aliases": pair.aliases, "verified": True, "reason": None,
                       "checks": _checks(pair.checks, limits)}]
             failed: dict[str, Any] | None = None

@@ -27,12 +27,14 @@ def view(
     text_chars: Annotated[int, typer.Option("--text-chars", help="Characters kept of other long texts "
                                             "(observations, thoughts, responses, evidence; 0: whole).")] = 2000,
 ) -> None:
-    """Write one self-contained HTML page to browse a run: eval runs (items with EM/F1/judge, filters,
-    trajectories with gold passages, charts) and synthesizer runs (RAGShaper trees and funnel, EviPath
-    plans and selections, ReasonRAG MCTS trees with Q/N and pairs, Tracer chains with verdicts).
+    """Write a self-contained HTML page to browse a run directory (eval or synthesizer run).
 
-    The kind of run is detected from its files. The page needs no server and no network; it opens
-    from disk. Example: agentrag view runs/demo/eval_react (writes runs/demo/eval_react/viewer.html).
+    Eval runs: items with EM/F1/judge, filters (wrong only, hops, finish reason), trajectories
+    with gold passages, charts. Synthesizer runs: RAGShaper trees and funnel, EviPath plans and
+    selections, ReasonRAG MCTS trees with Q/N and pairs, Tracer chains with verdicts. The kind of
+    run is detected from its files. The page needs no server and no network; it opens from disk.
+
+    Example: agentrag view runs/demo/eval_react (writes runs/demo/eval_react/viewer.html).
     """
     with user_errors():
         if serve:

@@ -10,7 +10,7 @@ the first record is opened (its details are unpacked on that first click). Basel
 browser and process: a plain static HTML table of the same 1,000 rows (no script). Targets: page
 < 5 MB, open < 2 s.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/viewer.py [--items 1000] [--repeat 5]
+    PYTHONPATH=src .venv/bin/python benchmarks/viewer.py [--items 1000] [--repeat 5] [--steps 5] [--docs 5]
 """
 
 from __future__ import annotations
@@ -39,23 +39,23 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
 STEPS, K = 5, 5
 
 
-def synthetic_run(run_dir: Path, n: int) -> None:
+def synthetic_run(run_dir: Path, n: int, steps_n: int = STEPS, k: int = K) -> None:
     rng = random.Random(0)
-    corpus = recombined_corpus(n * STEPS * K, [str(s) for s in SOURCES], words=100)
+    corpus = recombined_corpus(n * steps_n * k, [str(s) for s in SOURCES], words=100)
     results = []
     for i in range(n):
         question = f"Question {i}: which entity connects the facts of these passages, and when did it happen?"
         steps = []
-        for s in range(STEPS):
+        for s in range(steps_n):
             hits = []
-            for r in range(K):
+            for r in range(k):
                 p = next(corpus)
                 title, text = p["contents"].split("\n", 1)
                 hits.append(Hit(id=f"d{p['id']}", title=title.strip('"'), text=text, score=round(0.9 - 0.05 * r, 3)))
             thought = (f"Step {s + 1}: the previous documents mention {hits[0].title}; I should look up how it "
                        "relates to the question before answering, and check the dates.")
             steps.append(Step(thought=thought, action=ToolCall(name="dense_search", arguments={
-                "query": f"{hits[0].title} relation question {i} step {s}", "top_k": K}),
+                "query": f"{hits[0].title} relation question {i} step {s}", "top_k": k}),
                 observation="\n".join(f"Doc {j + 1} (Title: {h.title}) {h.text}" for j, h in enumerate(hits)),
                 hits=hits, usage=Usage(prompt_tokens=900 + 700 * s, completion_tokens=60, calls=1),
                 latency=round(rng.uniform(0.5, 2.0), 3)))
@@ -64,10 +64,10 @@ def synthetic_run(run_dir: Path, n: int) -> None:
         steps.append(Step(thought=f"The answer is {answer}. <answer>{answer}</answer>",
                           usage=Usage(prompt_tokens=4500, completion_tokens=20, calls=1), latency=0.8))
         traj = Trajectory(id=f"q{i}", question=question, steps=steps, answer=answer, agent="react", model="synthetic",
-                          usage=Usage(prompt_tokens=12000, completion_tokens=320, calls=STEPS + 1), elapsed=7.5)
+                          usage=Usage(prompt_tokens=12000, completion_tokens=320, calls=steps_n + 1), elapsed=7.5)
         results.append(EvalResult(id=f"q{i}", question=question, golden_answers=[f"answer {i}"], prediction=answer,
                                   hops=2 + i % 3, em=float(right), f1=float(right), acc=float(right), correct=right,
-                                  steps=STEPS, topk_per_step=[K] * STEPS, trajectory=traj))
+                                  steps=steps_n, topk_per_step=[k] * steps_n, trajectory=traj))
     write_jsonl(run_dir / "results.jsonl", results)
 
 
@@ -105,6 +105,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--items", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=STEPS, help="retrieval steps per item")
+    ap.add_argument("--docs", type=int, default=K, help="documents per step")
     ap.add_argument("--chromium", default=os.environ.get("AGENTRAG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium")
     args = ap.parse_args()
     if not os.path.exists(args.chromium):
@@ -118,7 +120,7 @@ def main() -> None:
         run = Path(tmp) / "eval_run"
         run.mkdir()
         t0 = time.perf_counter()
-        synthetic_run(run, args.items)
+        synthetic_run(run, args.items, args.steps, args.docs)
         jsonl_mb = (run / "results.jsonl").stat().st_size / 1e6
         t1 = time.perf_counter()
         page = write_viewer(run)
@@ -126,7 +128,7 @@ def main() -> None:
         whole = write_viewer(run, Path(tmp) / "whole.html", doc_chars=0, text_chars=0)
         base = Path(tmp) / "baseline.html"
         baseline_table(run, base)
-        print(f"items={args.items}  steps/item={STEPS}  docs/step={K} (100 words, all distinct)  "
+        print(f"items={args.items}  steps/item={args.steps}  docs/step={args.docs} (100 words, all distinct)  "
               f"results.jsonl={jsonl_mb:.1f} MB  (made in {t1 - t0:.1f}s)")
         note = re.search(r'<footer id="limits">(.*?)</footer>', page.read_text(encoding="utf-8"))
         print(f"page: {page.stat().st_size / 1e6:.2f} MB (target < 5)  written in {write_s:.1f}s  | "

@@ -51,6 +51,15 @@ def test_unknown_or_missing_directory_names_the_files_looked_for(tmp_path: Path)
     assert res.exit_code == 2 and "results.jsonl" in res.output
 
 
+def test_a_bad_record_names_its_file_line_and_field(runs: dict[str, Path], tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    lines = (runs["eval"] / "results.jsonl").read_text().splitlines()
+    (bad / "results.jsonl").write_text(lines[0] + "\n" + lines[1].replace('"steps":', '"steps":"many","x":') + "\n")
+    with pytest.raises(UserError, match=r"results.jsonl:2: EvalResult field"):
+        build_payload(bad)
+
+
 def test_eval_payload_rows_details_and_gold_marks(runs: dict[str, Path]) -> None:
     p = build_payload(runs["eval"])
     keys = [c["key"] for c in p.columns]
@@ -93,12 +102,13 @@ def test_documents_are_cut_to_fit_the_size_budget() -> None:
     rng = random.Random(0)
     for i in range(300):
         p.docs.add(f"d{i}", "T", " ".join(f"w{rng.randrange(10**6)}" for _ in range(150)))
-    assert fit_documents(p, None, max_mb=50)[1] is None  # fits whole
-    blob, cut = fit_documents(p, None, max_mb=0.2)
-    assert cut in DOC_LIMITS and len(blob) <= 100_000
-    bigger, longer = fit_documents(p, None, max_mb=0.25)
+    assert fit_documents(p, None, max_mb=50)[1:] == (None, True)  # fits whole
+    blob, cut, fits = fit_documents(p, None, max_mb=0.2)
+    assert cut in DOC_LIMITS and fits and len(blob) <= 100_000
+    bigger, longer, _ = fit_documents(p, None, max_mb=0.25)
     assert longer > cut and len(bigger) > len(blob)  # the longest cut that fits is taken
-    assert fit_documents(p, 0, max_mb=0.2)[1] is None  # 0: whole, whatever the size
+    assert fit_documents(p, 0, max_mb=0.2)[1:] == (None, False)  # 0: whole, whatever the size
+    assert fit_documents(p, None, max_mb=0.11)[1:] == (DOC_LIMITS[-1], False)  # the shortest cut, still over
 
 
 def test_synth_payloads(runs: dict[str, Path]) -> None:

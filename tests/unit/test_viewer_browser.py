@@ -96,6 +96,10 @@ def test_eval_view_filters_sorts_pages_and_opens_trajectories(browser: Any, tmp_
     assert "Hop-aware diagnosis" in pg.inner_text("#tab-summary")
     p.close()
     assert (tmp_path / "eval_view.png").stat().st_size > 10_000
+    linked = Page(browser, (tmp_path / "eval" / "viewer.html").as_uri() + "#item=q3")  # a link opens its record
+    linked.page.wait_for_selector("#detail .record")
+    assert "Which answer has town 3?" in linked.page.inner_text("#detail h2")
+    linked.close()
 
 
 def test_ragshaper_tree_with_distractors_paths_and_funnel(browser: Any, tmp_path: Path) -> None:

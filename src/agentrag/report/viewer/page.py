@@ -56,16 +56,18 @@ def _charts_html(p: Payload) -> str:
                    for c in p.charts)
 
 
-def fit_documents(p: Payload, doc_chars: int | None, max_mb: float) -> tuple[str, int | None]:
-    """The packed details and documents, and the document limit used: ``doc_chars`` when given
-    (0: whole documents), else whole documents if the page stays under ``max_mb`` MB, otherwise the
-    longest of :data:`DOC_LIMITS` that fits (the last one when none does)."""
-    if doc_chars is not None:
-        return packed(p.bulk(doc_chars or None)), doc_chars or None
+def fit_documents(p: Payload, doc_chars: int | None, max_mb: float) -> tuple[str, int | None, bool]:
+    """The packed details and documents, the document limit used and whether the page fits:
+    ``doc_chars`` when given (0: whole documents), else whole documents if the page stays under
+    ``max_mb`` MB, otherwise the longest of :data:`DOC_LIMITS` that fits (the last one when none
+    does)."""
     budget = max_mb * 1e6 - len(json_for_html(p.meta())) - 100_000  # the table, script and styles
+    if doc_chars is not None:
+        blob = packed(p.bulk(doc_chars or None))
+        return blob, doc_chars or None, len(blob) <= budget
     blob = packed(p.bulk(None))
     if len(blob) <= budget:
-        return blob, None
+        return blob, None, True
     # predict each limit's size from the compression of the whole documents, check the first that fits
     whole = sum(len(r[2] or "") for r in p.docs.rows)
     rest = len(json.dumps(p.details, ensure_ascii=False, separators=(",", ":")))
@@ -76,10 +78,22 @@ def fit_documents(p: Payload, doc_chars: int | None, max_mb: float) -> tuple[str
             continue
         blob = packed(p.bulk(n))
         if len(blob) <= budget:
-            return blob, n
+            return blob, n, True
     log.warning("the page is over %.1f MB even with documents cut at %d characters; `agentrag view --serve` "
                 "serves large runs", max_mb, DOC_LIMITS[-1])
-    return blob, DOC_LIMITS[-1]
+    return blob, DOC_LIMITS[-1], False
+
+
+def _note(cut: int | None, fits: bool, auto: bool, text: int | None, max_mb: float) -> str:
+    docs = ("Documents are shown whole." if cut is None else
+            f"Documents are cut at {cut} characters" + (
+                "." if not auto else f" (to keep this file under {max_mb:g} MB)." if fits else
+                f", the shortest cut; this file is still over {max_mb:g} MB."))
+    other = ("Other long texts are shown whole." if text is None else
+             f"Other long texts (observations, thoughts, responses) are cut at {text} characters.")
+    tail = "" if cut is None and text is None else \
+        "The run's JSONL files hold them whole; `agentrag view --serve` shows them whole."
+    return " ".join(x for x in (docs, other, tail) if x)
 
 
 def render_page(p: Payload, *, detail_url: str | None = None, doc_chars: int | None = None,
@@ -94,15 +108,8 @@ def render_page(p: Payload, *, detail_url: str | None = None, doc_chars: int | N
     csp = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:; "
            "connect-src 'self'")
     tabs = [("items", "Items"), ("summary", "Summary")] + ([("charts", "Charts")] if p.charts else [])
-    blob, cut = ("", None) if detail_url else fit_documents(p, doc_chars, max_mb)
-    text = p.limits.text_chars
-    note = " ".join([
-        "Documents are shown whole." if cut is None else
-        f"Documents are cut at {cut} characters (to keep this file under {max_mb:g} MB).",
-        "Other long texts are shown whole." if text is None else
-        f"Other long texts (observations, thoughts, responses) are cut at {text} characters.",
-        "" if cut is None and text is None else
-        "The run's JSONL files hold them whole; `agentrag view --serve` shows them whole."])
+    blob, cut, fits = ("", None, True) if detail_url else fit_documents(p, doc_chars, max_mb)
+    note = _note(cut, fits, doc_chars is None, p.limits.text_chars, max_mb)
     bulk = f'<script type="application/octet-stream" id="viewer-details">{blob}</script>' if blob else ""
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",

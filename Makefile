@@ -27,13 +27,13 @@ PIP_INSTALL := $(PIP) install -q --constraint constraints.txt --build-constraint
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=ON -DCMAKE_C_FLAGS=-mno-amx-tile\ -mno-amx-int8\ -mno-amx-bf16 \
   -DCMAKE_CXX_FLAGS=-mno-amx-tile\ -mno-amx-int8\ -mno-amx-bf16 -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
 
-.PHONY: setup demo demo-quick test test-fast bench lint lock clean help
+.PHONY: setup browser demo demo-quick test test-fast bench lint lock clean help
 
 help:
 	@echo "make setup      - create .venv and install agentrag with all extras from constraints.txt (idempotent)"
 	@echo "make demo       - set up, check the embedded components (agentrag doctor), run the main job"
 	@echo "make demo-quick - the demo path on 1 item per pipeline (what CI runs)"
-	@echo "make test       - set up, then run unit + integration tests"
+	@echo "make test       - set up (and install Debian's chromium for the viewer tests), then run unit + integration tests"
 	@echo "make bench      - run the benchmark scripts in benchmarks/"
 	@echo "make lint       - ruff + mypy"
 	@echo "make lock       - re-resolve every dependency in a scratch venv and rewrite constraints.txt"
@@ -56,7 +56,19 @@ demo: setup
 demo-quick: setup
 	DEMO_QUICK=1 bash scripts/demo.sh runs/demo-quick
 
-test: setup
+# The run viewer's browser tests drive the system Chromium through Playwright (no browser is ever
+# downloaded): install Debian's chromium package when it is missing (as root; otherwise say how).
+browser:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	    echo "error: chromium is not installed; the viewer's browser tests need it. Install it, e.g." \
+	      "'sudo apt-get install -y chromium' (Debian/Ubuntu), then rerun make test." >&2; exit 1; \
+	  fi; \
+	  echo "installing Debian's chromium for the viewer's browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+test: setup browser
 	$(PY) -m pytest -q -ra tests
 
 test-fast: setup

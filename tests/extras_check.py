@@ -28,3 +28,21 @@ def require_module(name: str, extra: str, *, import_it: bool = True) -> ModuleTy
         if in_ci():
             pytest.fail(f"CI=true and a test dependency is missing: {reason}", pytrace=False)
         pytest.skip(reason, allow_module_level=True)
+
+
+#: where Debian's chromium package puts the browser (`make test` installs it when missing)
+CHROMIUM = "/usr/bin/chromium"
+
+
+def require_browser() -> str:
+    """The path of the system Chromium the browser tests drive through Playwright. Missing: a
+    failure under CI (``make test`` installs it there), a skip with the fix elsewhere."""
+    import shutil
+
+    path = os.environ.get("AGENTRAG_CHROMIUM") or shutil.which("chromium") or CHROMIUM
+    if not os.path.exists(path):
+        reason = "chromium is not installed; run `make test` as root or: apt-get install -y chromium"
+        if in_ci():
+            pytest.fail(f"CI=true and a test dependency is missing: {reason}", pytrace=False)
+        pytest.skip(reason, allow_module_level=True)
+    return path

@@ -72,6 +72,9 @@ _EXPORTS: dict[str, str] = {
     "summarize": "agentrag.eval",
     "Section": "agentrag.report", "write_report": "agentrag.report", "bar_chart_svg": "agentrag.report",
     "eval_sections": "agentrag.report", "write_eval_report": "agentrag.report",
+    "grouped_bar_chart_svg": "agentrag.report", "write_viewer": "agentrag.report",
+    "build_payload": "agentrag.report", "detect_run_kind": "agentrag.report", "RUN_KINDS": "agentrag.report",
+    "make_server": "agentrag.report",
     # errors
     "AgentRagError": "agentrag.errors", "UserError": "agentrag.errors", "RunError": "agentrag.errors",
     "LLMError": "agentrag.errors", "RetrievalError": "agentrag.errors", "ParseError": "agentrag.errors",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from extras_check import require_module
+from extras_check import require_browser, require_module
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -34,6 +34,16 @@ def test_require_module_fails_under_ci_and_skips_elsewhere(monkeypatch):
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception, match="agentrag_no_such_module"):
         require_module("agentrag_no_such_module", "kb")
+
+
+def test_require_browser_fails_under_ci_and_skips_elsewhere(monkeypatch, tmp_path):
+    monkeypatch.setenv("AGENTRAG_CHROMIUM", str(tmp_path / "no-chromium"))
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="chromium is not installed.*apt-get install -y chromium"):
+        require_browser()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="chromium"):
+        require_browser()
 
 
 def test_unit_tests_cannot_reach_the_installed_models():

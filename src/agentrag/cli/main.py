@@ -15,7 +15,8 @@ from agentrag.cli.common import console, setup_logging, styled
 app = typer.Typer(
     name="agentrag",
     help="Agentic RAG toolkit: build knowledge bases, run and evaluate search agents, synthesize "
-    "training data (`agentrag synth --help` lists the synthesizers), export it and train on it.",
+    "training data (`agentrag synth --help` lists the synthesizers), export it and train on it, and browse "
+    "any run in a self-contained HTML viewer (`agentrag view RUN_DIR`).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -24,7 +25,7 @@ app = typer.Typer(
 # Command-group modules; each exposes ``register(app)``. Only modules that exist are listed: a
 # missing one is an import error, never a silently absent group. Heavy libraries are imported
 # inside the commands themselves.
-GROUPS = ["kb", "llm", "eval", "synth", "export", "train"]
+GROUPS = ["kb", "llm", "eval", "synth", "export", "train", "view"]
 
 
 @app.callback()

@@ -40,29 +40,53 @@ def fmt_cell(value: Any) -> str:
 def bar_chart_svg(counts: Mapping[str, int | float], *, x_label: str = "", y_label: str = "count",
                   width: int = 480, height: int = 240) -> str:
     """A bar chart of ``counts`` (label → value) as a standalone inline SVG string."""
-    labels = list(counts)
-    values = [float(counts[k]) for k in labels]
-    top = max(values, default=0.0) or 1.0
-    pad_l, pad_b, pad_t, pad_r = 44, 40, 14, 10
+    return grouped_bar_chart_svg({"": counts}, x_label=x_label, y_label=y_label, width=width, height=height)
+
+
+#: bar colours of the series of a grouped chart, in order
+SERIES_COLOURS = ("#4878a8", "#d8743c", "#6a9f58", "#9c6ab0")
+
+
+def _num(v: float) -> str:
+    return str(int(v)) if not v % 1 else fmt_cell(v)
+
+
+def grouped_bar_chart_svg(series: Mapping[str, Mapping[str, int | float]], *, x_label: str = "",
+                          y_label: str = "count", width: int = 480, height: int = 240) -> str:
+    """Bars of several series (series name → label → value) side by side per label, with a legend
+    when there is more than one series, as a standalone inline SVG string. Labels are the union
+    of every series' labels in first-seen order; a missing value is 0."""
+    names = list(series)
+    labels = list(dict.fromkeys(k for s in series.values() for k in s))
+    top = max((float(v) for s in series.values() for v in s.values()), default=0.0) or 1.0
+    pad_l, pad_b, pad_t, pad_r = 44, 40, 14 + (14 if len(names) > 1 else 0), 10
     plot_w, plot_h = width - pad_l - pad_r, height - pad_b - pad_t
     slot = plot_w / max(1, len(labels))
-    bar_w = slot * 0.7
+    bar_w = slot * 0.7 / max(1, len(names))
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
              f'<line x1="{pad_l}" y1="{pad_t + plot_h}" x2="{width - pad_r}" y2="{pad_t + plot_h}" stroke="#333"/>',
              f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{pad_t + plot_h}" stroke="#333"/>',
              f'<text x="{pad_l - 6}" y="{pad_t + 4}" text-anchor="end">{fmt_cell(top) if top % 1 else int(top)}</text>',
              f'<text x="{pad_l - 6}" y="{pad_t + plot_h}" text-anchor="end">0</text>']
-    for i, (label, v) in enumerate(zip(labels, values, strict=True)):
-        h = plot_h * v / top
-        x = pad_l + i * slot + (slot - bar_w) / 2
-        y = pad_t + plot_h - h
-        parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{h:.1f}" fill="#4878a8">'
-                     f'<title>{html.escape(str(label))}: {fmt_cell(v) if v % 1 else int(v)}</title></rect>')
-        parts.append(f'<text x="{x + bar_w / 2:.1f}" y="{pad_t + plot_h + 14}" text-anchor="middle">'
+    for i, label in enumerate(labels):
+        x0 = pad_l + i * slot + slot * 0.15
+        for j, name in enumerate(names):
+            v = float(series[name].get(label, 0))
+            h = plot_h * v / top
+            x, y = x0 + j * bar_w, pad_t + plot_h - h
+            tip = f"{name} " if name else ""
+            parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{h:.1f}" '
+                         f'fill="{SERIES_COLOURS[j % len(SERIES_COLOURS)]}">'
+                         f'<title>{html.escape(tip + str(label))}: {_num(v)}</title></rect>')
+            parts.append(f'<text x="{x + bar_w / 2:.1f}" y="{y - 3:.1f}" text-anchor="middle">{_num(v)}</text>')
+        parts.append(f'<text x="{pad_l + i * slot + slot / 2:.1f}" y="{pad_t + plot_h + 14}" text-anchor="middle">'
                      f'{html.escape(str(label))}</text>')
-        parts.append(f'<text x="{x + bar_w / 2:.1f}" y="{y - 3:.1f}" text-anchor="middle">'
-                     f'{int(v) if not v % 1 else fmt_cell(v)}</text>')
+    if len(names) > 1:
+        for j, name in enumerate(names):
+            x = pad_l + 8 + j * 110
+            parts.append(f'<rect x="{x}" y="4" width="10" height="10" fill="{SERIES_COLOURS[j % len(SERIES_COLOURS)]}"/>'
+                         f'<text x="{x + 14}" y="13">{html.escape(name)}</text>')
     if x_label:
         parts.append(f'<text x="{pad_l + plot_w / 2}" y="{height - 6}" text-anchor="middle">{html.escape(x_label)}</text>')
     if y_label:
@@ -149,4 +173,4 @@ def write_report(run_dir: str | os.PathLike[str], title: str,
     return md_path, html_path
 
 
-__all__ = ["Section", "write_report", "bar_chart_svg", "to_markdown", "to_html", "fmt_cell"]
+__all__ = ["Section", "write_report", "bar_chart_svg", "grouped_bar_chart_svg", "to_markdown", "to_html", "fmt_cell"]

@@ -1,0 +1,8 @@
+"""The run viewer (``agentrag view``): one self-contained HTML page per run directory — eval runs
+and the runs of every synthesizer — or the same page served on 127.0.0.1 for large runs."""
+
+from agentrag.report.viewer.build import build_payload, write_viewer
+from agentrag.report.viewer.detect import RUN_KINDS, detect_run_kind
+from agentrag.report.viewer.serve import make_server
+
+__all__ = ["write_viewer", "build_payload", "detect_run_kind", "RUN_KINDS", "make_server"]

@@ -1,0 +1,74 @@
+"""``build_payload`` (a run directory's data for the page) and ``write_viewer`` (the static page)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from agentrag.errors import UserError
+from agentrag.report.viewer.common import MAX_MB, TEXT_CHARS, Limits, Payload
+from agentrag.report.viewer.detect import detect_run_kind
+
+log = logging.getLogger(__name__)
+
+#: the default file name of the page inside the run directory
+VIEWER_FILE = "viewer.html"
+
+
+def _loader(kind: str) -> Callable[[Path, Limits], Payload]:
+    if kind == "eval":
+        from agentrag.report.viewer.eval_view import eval_payload
+        return eval_payload
+    if kind == "ragshaper":
+        from agentrag.report.viewer.ragshaper_view import ragshaper_payload
+        return ragshaper_payload
+    if kind == "evipath":
+        from agentrag.report.viewer.evipath_view import evipath_payload
+        return evipath_payload
+    if kind == "reasonrag":
+        from agentrag.report.viewer.reasonrag_view import reasonrag_payload
+        return reasonrag_payload
+    from agentrag.report.viewer.tracer_view import tracer_payload
+    return tracer_payload
+
+
+def build_payload(run_dir: str | os.PathLike[str], *, text_chars: int | None = TEXT_CHARS) -> Payload:
+    """The page data of the run in ``run_dir`` (its kind detected from its files); long texts other
+    than documents are cut at ``text_chars`` characters (0 or ``None``: whole)."""
+    if text_chars is not None and text_chars < 0:
+        raise UserError(f"text_chars must be >= 0 (0: whole texts), got {text_chars!r}")
+    d = Path(run_dir)
+    kind = detect_run_kind(d)
+    payload = _loader(kind)(d, Limits(text_chars or None))
+    log.info("%s run %s: %d rows, %d distinct documents", kind, d, len(payload.rows), len(payload.docs.rows))
+    return payload
+
+
+def write_viewer(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
+                 doc_chars: int | None = None, text_chars: int | None = TEXT_CHARS, max_mb: float = MAX_MB) -> Path:
+    """Write the run viewer of ``run_dir`` — one self-contained HTML file that opens from disk —
+    to ``out`` (default ``<run_dir>/viewer.html``); returns its path.
+
+    Documents are kept whole when the file stays under ``max_mb`` MB, else cut at the longest
+    limit that fits (``doc_chars`` fixes the limit; 0 keeps them whole); other long texts are cut
+    at ``text_chars`` characters (0 or ``None``: whole)."""
+    from agentrag.report.viewer.page import render_page
+
+    if doc_chars is not None and doc_chars < 0:
+        raise UserError(f"doc_chars must be >= 0 (0: whole documents), got {doc_chars!r}")
+    if max_mb <= 0:
+        raise UserError(f"max_mb must be > 0, got {max_mb!r}")
+    target = Path(out) if out is not None else Path(run_dir) / VIEWER_FILE
+    if target.is_dir():
+        raise UserError(f"--out {str(target)!r} is a directory: name the HTML file to write")
+    page = render_page(build_payload(run_dir, text_chars=text_chars), doc_chars=doc_chars, max_mb=max_mb)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, target)
+    return target
+
+
+__all__ = ["build_payload", "write_viewer", "VIEWER_FILE"]

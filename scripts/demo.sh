@@ -65,5 +65,9 @@ if [ -s "$DPO_DATA" ]; then
 else
   echo "no preference pair passed the filters; skipping agentrag train dpo"
 fi
+# --- viewer: one self-contained HTML page per run (trajectories, trees, chains; opens from disk) ---
+for run in eval_react ragshaper tracer evipath reasonrag; do
+  $AG view "$OUT/$run"
+done
 echo
-echo "demo outputs are under: $OUT"
+echo "demo outputs are under: $OUT (open any RUN/viewer.html in a browser)"

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -122,6 +123,28 @@ def read_stage(run_dir: Path, name: str, model: type[M]) -> list[M]:
     """The records of ``<run_dir>/<name>.jsonl`` (none when the stage has not run yet)."""
     p = stage_file(run_dir, name)
     return list(read_jsonl(p, model)) if p.exists() else []
+
+
+def read_grouped(run_dir: Path, name: str, model: type[M], key: Callable[[M], Any]) -> dict[str, list[M]]:
+    """The records of stage ``name`` grouped by ``str(key(record))``, in file order."""
+    out: dict[str, list[M]] = defaultdict(list)
+    for rec in read_stage(run_dir, name, model):
+        out[str(key(rec))].append(rec)
+    return out
+
+
+def funnel_table(metrics: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's ``metrics["funnel"]`` (stage, in, out, rejected reasons, unfinished) as a summary
+    table; None when the run has no funnel yet."""
+    rows = metrics.get("funnel")
+    if not isinstance(rows, list) or not rows:
+        return None
+    rows = [r for r in rows if isinstance(r, dict)]
+    unfinished = any("unfinished" in r for r in rows)
+    head = ["stage", "in", "out", "rejected (why)"] + (["unfinished"] if unfinished else [])
+    return table("Funnel", head, [
+        [r.get("stage"), r.get("in"), r.get("out"), ", ".join(f"{k}: {v}" for k, v in (r.get("rejected") or {}).items())]
+        + ([r.get("unfinished", "")] if unfinished else []) for r in rows])
 
 
 def read_json(run_dir: Path, name: str) -> dict[str, Any]:

@@ -5,7 +5,6 @@ the quality gates' verdict."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,9 @@ from agentrag.report.viewer.common import (
     col,
     display_name,
     failures_filter,
+    funnel_table,
     metric_rows,
+    read_grouped,
     read_json,
     read_stage,
     select_filter,
@@ -47,12 +48,8 @@ def _selection(sel: SelectionRecord | None, limits: Limits) -> dict[str, Any] | 
 def evipath_payload(run_dir: Path, limits: Limits) -> Payload:
     items = read_stage(run_dir, "items", EviItem)
     plans = {x.id: x for x in read_stage(run_dir, "plans", PlanRecord)}
-    iterations: dict[str, list[IterationRecord]] = defaultdict(list)
-    for it in read_stage(run_dir, "iterations", IterationRecord):
-        iterations[it.item_id].append(it)
-    subs: dict[str, list[SubAnswerRecord]] = defaultdict(list)
-    for s in read_stage(run_dir, "sub_answers", SubAnswerRecord):
-        subs[s.item_id].append(s)
+    iterations = read_grouped(run_dir, "iterations", IterationRecord, lambda it: it.item_id)
+    subs = read_grouped(run_dir, "sub_answers", SubAnswerRecord, lambda s: s.item_id)
     sels = {s.id: s for s in read_stage(run_dir, "selections", SelectionRecord)}
     gates = {g.id: g for g in read_stage(run_dir, "gates", GateRecord)}
     metrics = read_json(run_dir, "metrics.json")
@@ -61,11 +58,9 @@ def evipath_payload(run_dir: Path, limits: Limits) -> Payload:
     scalars = list(metric_rows(metrics, ("mode", "split", "items", "eq6_fallback_rate", "elapsed")))
     if scalars:
         p.summary.append(table("Run", ["metric", "value"], scalars))
-    funnel = metrics.get("funnel")
-    if isinstance(funnel, list) and funnel:
-        p.summary.append(table("Funnel", ["stage", "in", "out", "rejected (why)"], [
-            [r.get("stage"), r.get("in"), r.get("out"), ", ".join(f"{k}: {v}" for k, v in (r.get("rejected") or {}).items())]
-            for r in funnel if isinstance(r, dict)]))
+    funnel = funnel_table(metrics)
+    if funnel:
+        p.summary.append(funnel)
     for item in items:
         plan, gate = plans.get(item.id), gates.get(item.id)
         its = sorted(iterations.get(item.id, []), key=lambda r: r.n)

@@ -18,10 +18,11 @@ from agentrag.report.viewer.common import (
     col,
     display_name,
     failures_filter,
+    funnel_table,
+    read_grouped,
     read_json,
     read_stage,
     select_filter,
-    table,
 )
 from agentrag.report.viewer.trajectory import trajectory_detail
 from agentrag.synth.ragshaper.schema import (
@@ -37,16 +38,6 @@ from agentrag.synth.ragshaper.schema import (
 COLUMNS = [col("id", "seed id"), col("seed", "seed entity"), col("status", "tree"), col("nodes", "nodes", "num"),
            col("distractors", "K~ docs", "num"), col("paths", "paths", "num"), col("accepted", "QA accepted", "num"),
            col("rejected", "QA rejected", "num"), col("kept", "trajectories kept", "num"), col("ok", "ok", "bool")]
-
-
-def _funnel(metrics: dict[str, Any]) -> dict[str, Any] | None:
-    rows = metrics.get("funnel")
-    if not isinstance(rows, list) or not rows:
-        return None
-    return table("Funnel", ["stage", "in", "out", "rejected (why)", "unfinished"],
-                 [[r.get("stage"), r.get("in"), r.get("out"),
-                   ", ".join(f"{k}: {v}" for k, v in (r.get("rejected") or {}).items()), r.get("unfinished", "")]
-                  for r in rows if isinstance(r, dict)])
 
 
 def _nodes(tree: InfoTree, paths: list[PathRecord], docs: DocTable, limits: Limits) -> list[dict[str, Any]]:
@@ -73,12 +64,8 @@ def ragshaper_payload(run_dir: Path, limits: Limits) -> Payload:
     seeds = read_stage(run_dir, "seeds", SeedRecord)
     trees = {t.id: t for t in read_stage(run_dir, "trees", InfoTree)}
     distractors = read_stage(run_dir, "distractors", DistractorDoc)
-    paths: dict[str, list[PathRecord]] = defaultdict(list)
-    for rec in read_stage(run_dir, "paths", PathRecord):
-        paths[rec.seed_id].append(rec)
-    qas: dict[str, list[QARecord]] = defaultdict(list)
-    for q in read_stage(run_dir, "qa", QARecord):
-        qas[q.seed_id].append(q)
+    paths = read_grouped(run_dir, "paths", PathRecord, lambda rec: rec.seed_id)
+    qas = read_grouped(run_dir, "qa", QARecord, lambda q: q.seed_id)
     trajs = {str(t.metadata.get("qa_id")): t for t in read_stage(run_dir, "trajectories", Trajectory)}
     filters = {f.id: f for f in read_stage(run_dir, "filter", FilterRecord)}
     tags = {t.id: t for t in read_stage(run_dir, "tags", TagRecord)}
@@ -90,7 +77,7 @@ def ragshaper_payload(run_dir: Path, limits: Limits) -> Payload:
     docs = DocTable()
     p = Payload(kind="ragshaper", title=f"RAGShaper run {display_name(run_dir)}", columns=COLUMNS, docs=docs,
                 limits=limits, filters=[failures_filter(), select_filter("status", "tree status")])
-    funnel = _funnel(metrics)
+    funnel = funnel_table(metrics)
     if funnel:
         p.summary.append(funnel)
     for seed in seeds:

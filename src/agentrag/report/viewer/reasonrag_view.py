@@ -5,7 +5,6 @@ question still being searched is shown as the replay of its events so far."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from agentrag.report.viewer.common import (
     failures_filter,
     metric_rows,
     read_config,
+    read_grouped,
     read_json,
     read_stage,
     select_filter,
@@ -60,12 +60,8 @@ def _nodes(tree: SearchTree, alpha: float, limits: Limits) -> list[dict[str, Any
 def reasonrag_payload(run_dir: Path, limits: Limits) -> Payload:
     questions = read_stage(run_dir, "questions", QAItem)
     trees = {t.id: t for t in read_stage(run_dir, "trees", SearchTree)}
-    events: dict[str, list[IterationEvent]] = defaultdict(list)
-    for ev in read_stage(run_dir, "events", IterationEvent):
-        events[ev.question_id].append(ev)
-    pairs: dict[str, list[PreferencePair]] = defaultdict(list)
-    for pr in read_stage(run_dir, "pairs", PreferencePair):
-        pairs[str(pr.metadata.get("question_id"))].append(pr)
+    events = read_grouped(run_dir, "events", IterationEvent, lambda ev: ev.question_id)
+    pairs = read_grouped(run_dir, "pairs", PreferencePair, lambda pr: pr.metadata.get("question_id"))
     greedy = {t.id: t for t in read_stage(run_dir, "greedy", Trajectory)}
     alpha, alpha_label = _alphas(run_dir)
     metrics = read_json(run_dir, "metrics.json")

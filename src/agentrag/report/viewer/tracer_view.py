@@ -15,10 +15,10 @@ from agentrag.report.viewer.common import (
     col,
     display_name,
     failures_filter,
+    funnel_table,
     read_json,
     read_stage,
     select_filter,
-    table,
 )
 from agentrag.synth.tracer.schema import AtomicRecord, Check, DocRecord, Hop, HopRecord
 
@@ -50,11 +50,9 @@ def tracer_payload(run_dir: Path, limits: Limits) -> Payload:
     metrics = read_json(run_dir, "metrics.json")
     p = Payload(kind="tracer", title=f"Tracer run {display_name(run_dir)}", columns=COLUMNS, limits=limits,
                 filters=[failures_filter(), select_filter("depth", "hops"), select_filter("template", "template")])
-    funnel = metrics.get("funnel")
-    if isinstance(funnel, list) and funnel:
-        p.summary.append(table("Funnel", ["stage", "in", "out", "rejected (why)"], [
-            [r.get("stage"), r.get("in"), r.get("out"), ", ".join(f"{k}: {v}" for k, v in (r.get("rejected") or {}).items())]
-            for r in funnel if isinstance(r, dict)]))
+    funnel = funnel_table(metrics)
+    if funnel:
+        p.summary.append(funnel)
     for rec in atomic:
         doc = docs.get(rec.doc_id)
         base = {"doc": None if doc is None else {"title": doc.title, "text": limits.clip(doc.text),

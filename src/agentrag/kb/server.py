@@ -1,9 +1,17 @@
 """A Search-R1-compatible retrieval server over a knowledge base (FastAPI).
 
-``POST /retrieve {"queries": [...], "topk": k, "return_scores": bool}`` answers
-``{"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}`` (with
-``return_scores`` false, each inner list holds the documents themselves). ``GET /health``
-reports the KB. Bad requests get a 4xx with a reason; the server keeps serving.
+``POST /retrieve`` takes a batch ``{"queries": [...], "topk"|"top_k": k, "return_scores": bool}``
+and answers ``{"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}``, or one query
+``{"query": "...", "topk"|"top_k": k}`` answered ``{"results": [{"doc_id", "contents", "score"}]}``
+(the shapes and their rule: :mod:`agentrag.kb.retrieve_api`). ``GET /health`` reports the KB.
+
+The token (``Authorization: Bearer TOKEN``, scheme in any case, compared in constant time) is
+checked before the body is read. A request may ask at most ``max_work`` hits
+(``len(queries) * topk``); beyond that it is refused with a 413 saying how to split it. The
+handler is async: the searches run in a bounded thread pool, a large batch in chunks of about
+``chunk_work`` hits, so small requests interleave with a large one instead of waiting for it.
+Bad requests get a 4xx naming the field; the server keeps serving. OpenAPI docs are off unless
+``docs=True``.
 
 With ``navigation`` (a :class:`~agentrag.kb.nav_state.TrajectoryNavigation`, ``agentrag kb serve
 --navigation constrained --distractors K~_DIR``) every query is one step of a trajectory under
@@ -13,43 +21,99 @@ batch of rollouts). Distractor documents come back like any other document.
 ``DELETE /trajectories/{id}`` forgets a finished trajectory.
 """
 
-
+import asyncio
+import hmac
+import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from agentrag._extras import require
 from agentrag.errors import AgentRagError, UserError
 from agentrag.kb.base import Retriever
+from agentrag.kb.retrieve_api import (
+    Limits,
+    RequestError,
+    RetrieveRequest,
+    assemble,
+    encode_hits,
+    parse_request,
+)
+from agentrag.records import Hit
 
 if TYPE_CHECKING:
     from agentrag.kb.nav_state import TrajectoryNavigation
 
 log = logging.getLogger(__name__)
 
+DEFAULT_MAX_WORK = 4096
+
+
+def bearer_ok(header: str | None, token: str) -> bool:
+    """Whether ``header`` is ``Bearer <token>`` (scheme in any case), compared in constant time."""
+    scheme, _, credential = (header or "").strip().partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(credential.strip().encode(), token.encode())
+
+
+def _json_error(status: int, detail: str, headers: dict[str, str] | None = None) -> Any:
+    from starlette.responses import Response
+
+    return Response(content=json.dumps({"detail": detail}), status_code=status, media_type="application/json",
+                    headers=headers)
+
+
+class _Searcher:
+    """Runs the searches of one request in a bounded thread pool, ``chunk_work`` hits at a time,
+    and encodes the hits there too (the event loop only moves bytes)."""
+
+    def __init__(self, retriever: Retriever, method: str | None, navigation: "TrajectoryNavigation | None",
+                 threads: int, chunk_work: int) -> None:
+        self.retriever, self.method, self.navigation = retriever, method, navigation
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kb-search")
+        self.chunk_work = chunk_work
+
+    def _search(self, queries: list[str], ids: list[str] | None, req: RetrieveRequest) -> list[bytes]:
+        hits: list[list[Hit]]
+        if ids is not None:
+            assert self.navigation is not None
+            hits = [self.navigation.search(t, q, req.topk) for t, q in zip(ids, queries, strict=True)]
+        elif self.method is not None:
+            hits = self.retriever.search(queries, req.topk, method=self.method)  # type: ignore[call-arg]
+        else:
+            hits = self.retriever.search(queries, req.topk)
+        return encode_hits(hits, req)
+
+    async def run(self, req: RetrieveRequest, ids: list[str] | None) -> bytes:
+        loop = asyncio.get_running_loop()
+        size = max(1, self.chunk_work // req.topk)
+        fragments: list[bytes] = []
+        for i in range(0, len(req.queries), size):
+            fragments += await loop.run_in_executor(self.pool, self._search, req.queries[i:i + size],
+                                                    None if ids is None else ids[i:i + size], req)
+        return assemble(fragments, req)
+
 
 def create_app(retriever: Retriever, *, token: str | None = None, default_topk: int = 3, max_topk: int = 100,
-               max_queries: int = 512, max_query_chars: int = 4096, method: str | None = None,
-               navigation: "TrajectoryNavigation | None" = None) -> Any:
+               max_queries: int = 512, max_query_chars: int = 4096, max_work: int = DEFAULT_MAX_WORK,
+               method: str | None = None, navigation: "TrajectoryNavigation | None" = None, docs: bool = False,
+               threads: int = 4, chunk_work: int = 256) -> Any:
     """The FastAPI app serving ``retriever`` (a KnowledgeBase or any Retriever); with
     ``navigation``, queries are steps of trajectories under Eq. 8 (see the module docstring)."""
     require("fastapi", "kb", purpose="the retrieval server")
     from fastapi import FastAPI, HTTPException, Request
-    from fastapi.responses import JSONResponse
-    from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
+    from starlette.responses import Response
 
-    class RetrieveRequest(BaseModel):
-        model_config = ConfigDict(extra="ignore")
-        queries: list[StrictStr]
-        topk: StrictInt | None = None
-        return_scores: StrictBool = False
-        trajectory_id: StrictStr | None = None
-        trajectory_ids: list[StrictStr] | None = None
+    limits = Limits(default_topk=default_topk, max_topk=max_topk, max_queries=max_queries,
+                    max_query_chars=max_query_chars, max_work=max_work)
+    searcher = _Searcher(retriever, method, navigation, threads, chunk_work)
+    app = FastAPI(title="agentrag retrieval server", version="1", docs_url="/docs" if docs else None,
+                  redoc_url="/redoc" if docs else None, openapi_url="/openapi.json" if docs else None)
 
-    app = FastAPI(title="agentrag retrieval server", version="1")
-
-    def _check_auth(request: Request) -> None:
-        if token and request.headers.get("authorization", "") != f"Bearer {token}":
-            raise HTTPException(status_code=401, detail="missing or wrong bearer token")
+    def _denied(request: Request) -> Any:
+        if token and not bearer_ok(request.headers.get("authorization"), token):
+            return _json_error(401, "missing or wrong bearer token: send 'Authorization: Bearer TOKEN'",
+                               {"WWW-Authenticate": "Bearer"})
+        return None
 
     @app.get("/health")
     def health() -> dict[str, Any]:
@@ -65,70 +129,58 @@ def create_app(retriever: Retriever, *, token: str | None = None, default_topk: 
         return info
 
     @app.delete("/trajectories/{trajectory_id}")
-    def end_trajectory(trajectory_id: str, request: Request) -> dict[str, Any]:
-        _check_auth(request)
+    def end_trajectory(trajectory_id: str, request: Request) -> Any:
+        denied = _denied(request)
+        if denied is not None:
+            return denied
         if navigation is None:
             raise HTTPException(status_code=404, detail="this server does not run constrained navigation")
         return {"trajectory_id": trajectory_id, "forgotten": navigation.end(trajectory_id)}
 
-    def _navigate(req: RetrieveRequest, k: int) -> list[Any]:
-        assert navigation is not None
+    def _trajectories(req: RetrieveRequest) -> list[str] | None:
+        if navigation is None:
+            return None
         if req.trajectory_ids is not None:
             if len(req.trajectory_ids) != len(req.queries):
-                raise HTTPException(status_code=422, detail=f"trajectory_ids has {len(req.trajectory_ids)} ids for "
-                                    f"{len(req.queries)} queries; give one id per query")
-            ids = req.trajectory_ids
-        elif req.trajectory_id is not None:
-            ids = [req.trajectory_id] * len(req.queries)
-        else:
-            raise HTTPException(status_code=422, detail="constrained navigation needs the trajectory of each query: "
-                                "add \"trajectory_id\": \"...\" (or \"trajectory_ids\": [one per query])")
-        return [navigation.search(tid, q, k) for tid, q in zip(ids, req.queries, strict=True)]
+                raise RequestError(422, f"trajectory_ids has {len(req.trajectory_ids)} ids for {len(req.queries)} "
+                                   "queries; give one id per query")
+            return req.trajectory_ids
+        if req.trajectory_id is not None:
+            return [req.trajectory_id] * len(req.queries)
+        raise RequestError(422, "constrained navigation needs the trajectory of each query: add \"trajectory_id\": "
+                           "\"...\" (or \"trajectory_ids\": [one per query])")
 
-    @app.post("/retrieve")
-    def retrieve(req: RetrieveRequest, request: Request) -> Any:
-        _check_auth(request)
-        k = default_topk if req.topk is None else req.topk
-        if not 1 <= k <= max_topk:
-            raise HTTPException(status_code=422, detail=f"topk must be between 1 and {max_topk}, got {k}")
-        if not req.queries:
-            raise HTTPException(status_code=422, detail="queries must be a non-empty list of strings")
-        if len(req.queries) > max_queries:
-            raise HTTPException(status_code=413, detail=f"at most {max_queries} queries per request, got "
-                                f"{len(req.queries)}")
-        for i, q in enumerate(req.queries):
-            if not q.strip():
-                raise HTTPException(status_code=422, detail=f"queries[{i}] is empty")
-            if len(q) > max_query_chars:
-                raise HTTPException(status_code=413, detail=f"queries[{i}] is longer than {max_query_chars} "
-                                    "characters")
+    async def retrieve(request: Request) -> Any:
+        denied = _denied(request)  # before the body is read: a stranger learns nothing about the API
+        if denied is not None:
+            return denied
         try:
-            if navigation is not None:
-                hits = _navigate(req, k)
-            elif method is not None:
-                hits = retriever.search(req.queries, k, method=method)  # type: ignore[call-arg]
-            else:
-                hits = retriever.search(req.queries, k)
+            req = parse_request(await request.body(), limits)
+            ids = _trajectories(req)
+        except RequestError as exc:
+            return _json_error(exc.status, exc.detail)
+        try:
+            content = await searcher.run(req, ids)
         except UserError as exc:
-            raise HTTPException(status_code=400, detail=str(exc)) from exc
+            return _json_error(400, str(exc))
         except AgentRagError as exc:
             log.warning("retrieval failed: %s", exc)
-            return JSONResponse(status_code=503, content={"detail": f"retrieval failed: {exc}"})
-        result = []
-        for per_q in hits:
-            docs = [{"id": h.id, "contents": h.contents} for h in per_q]
-            result.append([{"document": d, "score": h.score} for d, h in zip(docs, per_q, strict=True)]
-                          if req.return_scores else docs)
-        return {"result": result}
+            return _json_error(503, f"retrieval failed: {exc}")
+        headers = {"X-Ignored-Fields": ",".join(req.ignored)} if req.ignored else None
+        return Response(content=content, media_type="application/json", headers=headers)
 
+    # a plain Starlette route: no per-request dependency injection or response-model validation
+    app.add_route("/retrieve", retrieve, methods=["POST"], include_in_schema=False)
     return app
 
 
 def serve(retriever: Retriever, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
-          method: str | None = None, default_topk: int = 3, navigation: "TrajectoryNavigation | None" = None) -> None:
+          method: str | None = None, default_topk: int = 3, navigation: "TrajectoryNavigation | None" = None,
+          max_work: int = DEFAULT_MAX_WORK, docs: bool = False) -> None:
     """Run the server with uvicorn until interrupted."""
     uvicorn = require("uvicorn", "kb", purpose="the retrieval server")
-    app = create_app(retriever, token=token, method=method, default_topk=default_topk, navigation=navigation)
+    app = create_app(retriever, token=token, method=method, default_topk=default_topk, navigation=navigation,
+                     max_work=max_work, docs=docs)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
@@ -137,8 +189,7 @@ SERVE_ENV = "AGENTRAG_SERVE"
 
 def app_from_env() -> Any:
     """App factory of a worker process of :func:`serve_workers`: loads the KB directory named in
-    ``$AGENTRAG_SERVE`` (JSON: kb, overrides, method, topk) read-only and serves it."""
-    import json
+    ``$AGENTRAG_SERVE`` (JSON: kb, overrides, method, topk, max_work, docs) read-only and serves it."""
     import os
 
     from agentrag.kb.store import KnowledgeBase
@@ -148,24 +199,25 @@ def app_from_env() -> Any:
     if spec.get("method") in (None, "dense", "hybrid"):
         store.embedder  # load the embedder before the first request  # noqa: B018
     return create_app(store, token=os.environ.get("AGENTRAG_KB_TOKEN") or None, method=spec.get("method"),
-                      default_topk=int(spec.get("topk", 3)))
+                      default_topk=int(spec.get("topk", 3)), max_work=int(spec.get("max_work", DEFAULT_MAX_WORK)),
+                      docs=bool(spec.get("docs", False)))
 
 
 def serve_workers(kb: str, workers: int, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
-                  method: str | None = None, default_topk: int = 3, overrides: list[str] | None = None) -> None:
+                  method: str | None = None, default_topk: int = 3, overrides: list[str] | None = None,
+                  max_work: int = DEFAULT_MAX_WORK, docs: bool = False) -> None:
     """Serve the KB directory ``kb`` from ``workers`` uvicorn worker processes on one port; each
     loads the on-disk KB read-only (the OS shares its pages), the kernel balances connections."""
-    import json
     import os
 
     import uvicorn
 
     os.environ[SERVE_ENV] = json.dumps({"kb": str(kb), "overrides": overrides or [], "method": method,
-                                        "topk": default_topk})
+                                        "topk": default_topk, "max_work": max_work, "docs": docs})
     if token:
         os.environ["AGENTRAG_KB_TOKEN"] = token
     uvicorn.run("agentrag.kb.server:app_from_env", factory=True, workers=workers, host=host, port=port,
                 log_level="warning")
 
 
-__all__ = ["create_app", "serve", "serve_workers", "app_from_env"]
+__all__ = ["DEFAULT_MAX_WORK", "bearer_ok", "create_app", "serve", "serve_workers", "app_from_env"]

@@ -226,3 +226,38 @@ def test_bad_method_fails_at_startup(kb, monkeypatch, method, words):
     res = CliRunner().invoke(app, ["kb", "serve", str(kb.directory), "--method", "bm25", "--max-work", "64", "--docs"])
     assert res.exit_code == 0, res.output
     assert started == [("serve", 64, True)]
+
+
+def test_concurrent_small_requests_batched_get_their_own_answers(kb):
+    """Small BM25 requests arriving together are searched as one batch; each still gets exactly
+    the answer it would get alone (its own topk and shape)."""
+    class Counting:
+        config = kb.config
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def search(self, queries: list[str], k: int, threshold: float | None = None) -> list[list[Hit]]:
+            self.calls += 1
+            return kb.search(queries, k, threshold)
+
+    counting = Counting()
+    app = create_app(counting)
+    queries = ["Toto band", "capital of France", "drummer", "Everest mountain", "Paris", "rock"]
+    bodies = [({"query": q, "topk": 1 + i % 3} if i % 2 else
+               {"queries": [q, queries[(i + 1) % len(queries)]], "top_k": 1 + i % 3, "return_scores": bool(i % 4)})
+              for i, q in enumerate(queries * 4)]
+
+    async def main() -> list[bytes]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kb") as ac:
+            together = await asyncio.gather(*(ac.post("/retrieve", json=b) for b in bodies))
+            assert counting.calls < len(bodies)  # batched
+            alone = [await ac.post("/retrieve", json=b) for b in bodies]
+        assert all(r.status_code == 200 for r in together + alone)
+        return [r.content for r in together] + [r.content for r in alone]
+
+    got = asyncio.run(main())
+    assert got[: len(bodies)] == got[len(bodies):]
+    searcher_hits = kb.search(["Toto band"], 1)[0]
+    assert TestClient(app).post("/retrieve", json={"query": "Toto band", "topk": 1}).json()["results"][0]["doc_id"] \
+        == searcher_hits[0].id

@@ -60,10 +60,11 @@ class _Searcher:
     """Runs the searches of one request in a bounded thread pool, ``chunk_work`` hits at a time,
     and encodes the hits there too (the event loop only moves bytes).
 
-    A small BM25 request (at most ``inline_work`` hits) runs on the event loop instead: it takes
-    well under a millisecond, less than the GIL hand-offs of a trip through the pool cost (that
-    trip made single-query BM25 over HTTP 3x slower). Dense and hybrid searches (an embedder
-    call) and constrained navigation always go through the pool.
+    Small BM25 requests (at most ``inline_work`` hits each) run on the event loop instead, and
+    those that arrive together are searched as one batch: a BM25 query takes a fraction of a
+    millisecond, less than a trip through the pool costs in GIL hand-offs (that trip made
+    single-query BM25 over HTTP 3x slower), and bm25s answers a batch faster per query. Dense and
+    hybrid searches (an embedder call) and constrained navigation always go through the pool.
     """
 
     def __init__(self, retriever: Retriever, method: str | None, navigation: "TrajectoryNavigation | None",
@@ -73,28 +74,64 @@ class _Searcher:
         self.chunk_work = chunk_work
         effective = method or getattr(getattr(retriever, "config", None), "method", None)
         self.inline_work = inline_work if effective == "bm25" and navigation is None else 0
+        self._waiting: list[tuple[RetrieveRequest, asyncio.Future[bytes]]] = []
 
-    def _search(self, queries: list[str], ids: list[str] | None, req: RetrieveRequest) -> list[bytes]:
-        hits: list[list[Hit]]
+    def _hits(self, queries: list[str], ids: list[str] | None, k: int) -> list[list[Hit]]:
         if ids is not None:
             assert self.navigation is not None
-            hits = [self.navigation.search(t, q, req.topk) for t, q in zip(ids, queries, strict=True)]
-        elif self.method is not None:
-            hits = self.retriever.search(queries, req.topk, method=self.method)  # type: ignore[call-arg]
-        else:
-            hits = self.retriever.search(queries, req.topk)
-        return encode_hits(hits, req)
+            return [self.navigation.search(t, q, k) for t, q in zip(ids, queries, strict=True)]
+        if self.method is not None:
+            return self.retriever.search(queries, k, method=self.method)  # type: ignore[call-arg]
+        return self.retriever.search(queries, k)
+
+    def _search(self, queries: list[str], ids: list[str] | None, req: RetrieveRequest) -> list[bytes]:
+        return encode_hits(self._hits(queries, ids, req.topk), req)
 
     async def run(self, req: RetrieveRequest, ids: list[str] | None) -> bytes:
-        if len(req.queries) * req.topk <= self.inline_work:
-            return assemble(self._search(req.queries, ids, req), req)
         loop = asyncio.get_running_loop()
+        if len(req.queries) * req.topk <= self.inline_work:
+            done: asyncio.Future[bytes] = loop.create_future()
+            if not self._waiting:
+                loop.call_soon(self._search_waiting)  # after the requests already parsed in this loop turn
+            self._waiting.append((req, done))
+            return await done
         size = max(1, self.chunk_work // req.topk)
         fragments: list[bytes] = []
         for i in range(0, len(req.queries), size):
             fragments += await loop.run_in_executor(self.pool, self._search, req.queries[i:i + size],
                                                     None if ids is None else ids[i:i + size], req)
         return assemble(fragments, req)
+
+    def _search_waiting(self) -> None:
+        """One BM25 batch of the waiting small requests with the same topk (at most ``chunk_work``
+        hits, so the loop is never held long); the rest go on in the next loop turn."""
+        k = self._waiting[0][0].topk
+        batch: list[tuple[RetrieveRequest, asyncio.Future[bytes]]] = []
+        rest: list[tuple[RetrieveRequest, asyncio.Future[bytes]]] = []
+        work = 0
+        for item in self._waiting:
+            n = len(item[0].queries) * k
+            if item[0].topk == k and (not batch or work + n <= self.chunk_work):
+                batch.append(item)
+                work += n
+            else:
+                rest.append(item)
+        self._waiting = rest
+        if rest:
+            asyncio.get_running_loop().call_soon(self._search_waiting)
+        try:
+            hits = self._hits([q for req, _ in batch for q in req.queries], None, k)
+        except Exception as exc:  # noqa: BLE001 - handed to every waiting request, which reports it
+            for _, done in batch:
+                if not done.done():
+                    done.set_exception(exc)
+            return
+        start = 0
+        for req, done in batch:
+            end = start + len(req.queries)
+            if not done.done():
+                done.set_result(assemble(encode_hits(hits[start:end], req), req))
+            start = end
 
 
 def create_app(retriever: Retriever, *, token: str | None = None, default_topk: int = 3, max_topk: int = 100,

@@ -64,6 +64,8 @@ def main() -> None:
     ap.add_argument("--skip-http", action="store_true", help="without the HTTP server part")
     ap.add_argument("--http-seconds", type=float, default=2.0, help="seconds per HTTP/in-process measurement")
     ap.add_argument("--workers", default="1,2", help="server worker processes to measure, comma-separated")
+    ap.add_argument("--server-src", type=Path, default=None,
+                    help="run the server from this src/ (e.g. an older checkout's) for a before/after comparison")
     args = ap.parse_args()
 
     src = DATA / "hotpotqa" / "dev_distractor_200.jsonl"
@@ -102,7 +104,7 @@ def run_http(args: argparse.Namespace, kb: KnowledgeBase, qs: list[str]) -> None
     print(f"HTTP benchmark on {kb.directory} ({len(kb)} passages), {len(qs)} distinct queries; {os.cpu_count()} "
           f"CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     http_benchmark(kb.directory, lambda b, k: kb.search(b, k, method="bm25"), qs, seconds=args.http_seconds,
-                   workers=[int(w) for w in args.workers.split(",") if w.strip()])
+                   workers=[int(w) for w in args.workers.split(",") if w.strip()], server_src=args.server_src)
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 

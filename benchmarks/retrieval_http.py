@@ -26,14 +26,18 @@ CONCURRENCY = 16
 
 
 @contextmanager
-def kb_server(kb_dir: Path, *, workers: int = 1, method: str = "bm25") -> Iterator[int]:
-    """`agentrag kb serve KB --method METHOD --workers N` on a free port; yields the port."""
+def kb_server(kb_dir: Path, *, workers: int = 1, method: str = "bm25", server_src: Path | None = None) -> Iterator[int]:
+    """`agentrag kb serve KB --method METHOD --workers N` on a free port (agentrag imported from
+    ``server_src`` when given, e.g. an older checkout's src/); yields the port."""
+    env = {**os.environ}
+    if server_src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(server_src), *filter(None, [env.get("PYTHONPATH")])])
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([sys.executable, "-m", "agentrag.cli.main", "kb", "serve", str(kb_dir), "--port",
                              str(port), "--method", method, "--workers", str(workers)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ})
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     try:
         deadline = time.time() + 120
         while time.time() < deadline:
@@ -171,7 +175,7 @@ def large_vs_small(port: int, small: dict, large: dict, n: int = 60, gap: float 
 
 
 def http_benchmark(kb_dir: Path, search: Callable[[list[str], int], object], qs: list[str], *, seconds: float,
-                   workers: list[int], rounds: int = 2) -> None:
+                   workers: list[int], rounds: int = 2, server_src: Path | None = None) -> None:
     """Print HTTP vs in-process throughput (BM25, concurrency 16) for single queries and 32-query
     batches, per server worker count, and the small-vs-large latency table."""
     batches = [(qs * 32)[i:i + 32] for i in range(0, 32 * len(qs), 32)][: len(qs)]
@@ -182,7 +186,7 @@ def http_benchmark(kb_dir: Path, search: Callable[[list[str], int], object], qs:
     print("| shape | server workers | in-process q/s | HTTP q/s | RATIO http/in-process |")
     print("|---|---|---|---|---|")
     for w in workers:
-        with kb_server(kb_dir, workers=w) as port:
+        with kb_server(kb_dir, workers=w, server_src=server_src) as port:
             for name, (calls, bodies) in shapes.items():
                 per_call = len(calls[0])
                 best_in = best_http = 0.0
@@ -190,11 +194,11 @@ def http_benchmark(kb_dir: Path, search: Callable[[list[str], int], object], qs:
                     best_in = max(best_in, per_call * inprocess_rate(lambda b: search(b, 3), calls, seconds))
                     best_http = max(best_http, per_call * http_rate(port, bodies, seconds))
                 print(f"| {name} | {w} | {best_in:.0f} | {best_http:.0f} | {best_http / best_in:.2f} |")
-    with kb_server(kb_dir, workers=1) as port:
+    with kb_server(kb_dir, workers=1, server_src=server_src) as port:
         large = {"queries": (qs * (512 // len(qs) + 1))[:512], "topk": 8, "return_scores": True}
-        r = large_vs_small(port, {"query": qs[0], "topk": 3}, large)
-    print("small request ({\"query\", \"topk\": 3}) latency, 1 worker, alone vs while 512 queries x topk 8 "
-          "(the default --max-work 4096) run back to back on another connection:")
+        r = large_vs_small(port, {"queries": qs[:1], "topk": 3, "return_scores": True}, large)
+    print("small request (1 query, topk 3) latency, 1 worker, alone vs while 512 queries x topk 8 (the default "
+          "--max-work 4096) run back to back on another connection:")
     print("| small alone median / p95 | small during median / p95 | large request | RATIO small-during p95 / large |")
     print("|---|---|---|---|")
     print(f"| {1e3 * r['alone_median']:.1f} / {1e3 * r['alone_p95']:.1f} ms | {1e3 * r['during_median']:.1f} / "

@@ -138,8 +138,9 @@ def create_app(retriever: Retriever, *, token: str | None = None, default_topk: 
                max_queries: int = 512, max_query_chars: int = 4096, max_work: int = DEFAULT_MAX_WORK,
                method: str | None = None, navigation: "TrajectoryNavigation | None" = None, docs: bool = False,
                threads: int = 4, chunk_work: int = 256, inline_work: int = 64) -> Any:
-    """The FastAPI app serving ``retriever`` (a KnowledgeBase or any Retriever); with
-    ``navigation``, queries are steps of trajectories under Eq. 8 (see the module docstring)."""
+    """The ASGI app serving ``retriever`` (a KnowledgeBase or any Retriever): ``POST /retrieve``
+    handled directly, the other routes by FastAPI; with ``navigation``, queries are steps of
+    trajectories under Eq. 8 (see the module docstring)."""
     require("fastapi", "kb", purpose="the retrieval server")
     from fastapi import FastAPI, HTTPException, Request
     from starlette.responses import Response
@@ -206,7 +207,7 @@ def create_app(retriever: Retriever, *, token: str | None = None, default_topk: 
             return 503, _detail(f"retrieval failed: {exc}"), []
         return 200, content, [(b"x-ignored-fields", ",".join(req.ignored).encode())] if req.ignored else []
 
-    max_body = max_queries * (max_query_chars + 16) + 65536
+    max_body = max_queries * (6 * max_query_chars + 16) + 65536  # a character is at most 6 bytes in JSON (\uXXXX)
 
     async def retrieve(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["method"] != "POST":
@@ -246,7 +247,7 @@ async def _send(send: Any, status: int, body: bytes, headers: list[tuple[bytes, 
 
 class _RetrieveFirst:
     """The ASGI app: ``/retrieve`` goes straight to its handler (no routing, middleware or
-    dependency injection per request: most of a single-query BM25 request's time went there);
+    dependency injection per request, a measurable share of a single-query BM25 request);
     everything else to the FastAPI app."""
 
     def __init__(self, retrieve: Any, api: Any) -> None:

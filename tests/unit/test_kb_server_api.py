@@ -261,3 +261,29 @@ def test_concurrent_small_requests_batched_get_their_own_answers(kb):
     searcher_hits = kb.search(["Toto band"], 1)[0]
     assert TestClient(app).post("/retrieve", json={"query": "Toto band", "topk": 1}).json()["results"][0]["doc_id"] \
         == searcher_hits[0].id
+
+
+def test_search_r1_answers_unchanged_on_shared_data(data_dir, tmp_path):
+    """On the shared HotpotQA paragraphs the server answers exactly what the Search-R1 format of
+    kb.search is (the pre-change handler's mapping), for BM25 (batched on the loop, and in pool
+    chunks) and hybrid (pool), with and without scores."""
+    from agentrag.kb.ingest import pooled_passages, questions
+
+    src = data_dir / "hotpotqa" / "dev_distractor_200.jsonl"
+    sub = tmp_path / "sub.jsonl"
+    with src.open(encoding="utf-8") as f:
+        sub.write_text("".join(line for _, line in zip(range(20), f, strict=False)), encoding="utf-8")
+    kb = KnowledgeBase.build(list(pooled_passages([sub])), tmp_path / "kb", KBConfig(), embedder=HashEmbedder(32),
+                             progress=False)
+    qs = [q for _, q, _ in questions(sub)]
+    for method in ("bm25", "hybrid"):
+        for scores in (True, False):
+            expected = [[{"document": {"id": h.id, "contents": h.contents}, "score": h.score} if scores else
+                         {"id": h.id, "contents": h.contents} for h in per_q]
+                        for per_q in kb.search(qs, 5, method=method)]
+            for app in (create_app(kb, method=method), create_app(kb, method=method, chunk_work=7)):
+                c = TestClient(app)
+                got = c.post("/retrieve", json={"queries": qs, "topk": 5, "return_scores": scores}).json()
+                assert got == {"result": expected}
+                one = c.post("/retrieve", json={"queries": qs[:1], "topk": 5, "return_scores": scores}).json()
+                assert one == {"result": expected[:1]}

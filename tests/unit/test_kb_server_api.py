@@ -287,3 +287,20 @@ def test_search_r1_answers_unchanged_on_shared_data(data_dir, tmp_path):
                 assert got == {"result": expected}
                 one = c.post("/retrieve", json={"queries": qs[:1], "topk": 5, "return_scores": scores}).json()
                 assert one == {"result": expected[:1]}
+
+
+def test_constrained_navigation_default_method_is_checked_at_startup(kb, monkeypatch):
+    """Constrained navigation searches dense unless --method says otherwise: on a BM25-only KB
+    that fails at startup (exit 2), not on every request."""
+    from typer.testing import CliRunner
+
+    import agentrag.kb.server as server
+    from agentrag.cli.main import app
+
+    started: list[str] = []
+    monkeypatch.setattr(server, "serve", lambda *a, **k: started.append("serve"))
+    args = ["kb", "serve", str(kb.directory), "--navigation", "constrained", "--distractors", str(kb.directory)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and "no dense index" in " ".join(res.output.split()), res.output
+    assert started == []
+    assert CliRunner().invoke(app, [*args, "--method", "bm25"]).exit_code == 0 and started == ["serve"]

@@ -230,7 +230,8 @@ def serve(
             raise UserError(f"--method {method!r}: choose one of {', '.join(METHODS)}")
         store = KnowledgeBase.load(kb, overrides=set_ or [])  # validates the directory and overrides
         # one search now: a method the KB cannot serve (dense on a BM25-only KB) fails here, not per request
-        store.search(["startup check"], 1, method=method)
+        probe = method or ("dense" if navigation == "constrained" else None)  # constrained navigation's default
+        store.search(["startup check"], 1, method=probe)
         if workers > 1:
             err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port} "
                               f"with {workers} worker processes")
@@ -244,6 +245,7 @@ def serve(
             from agentrag.synth.ragshaper.elicit import MethodRetriever
 
             tilde = KnowledgeBase.load(distractors)
+            tilde.search(["startup check"], 1, method=probe)
             nav = TrajectoryNavigation(MethodRetriever(store, method or "dense"),
                                        MethodRetriever(tilde, method or "dense"),
                                        k_distractor=k_distractor, p_e=p_e, seed=seed)

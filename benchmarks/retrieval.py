@@ -4,7 +4,11 @@ path (ONNX Runtime int8) vs naive sentence-transformers fp32, with recall@10 of 
 Corpus: the context paragraphs of the first N questions of HotpotQA dev (shared data); queries:
 those questions. Every ratio compares two measurements taken in this process on the same data.
 
-    .venv/bin/python benchmarks/retrieval.py [--questions 40] [--repeat 20]
+Then the retrieval server (``agentrag kb serve``, a subprocess) against the same KB searched in
+this process, BM25 at concurrency 16, single queries and 32-query batches, with 1 and 2 server
+worker processes; and a small request's latency alone vs while max-size requests run.
+
+    .venv/bin/python benchmarks/retrieval.py [--questions 40] [--repeat 20] [--http-only] [--skip-http]
 """
 
 from __future__ import annotations
@@ -56,6 +60,12 @@ def main() -> None:
     ap.add_argument("--kb", type=Path, default=None,
                     help="measure search throughput on this existing KB (e.g. runs/kb_full) instead of the small one")
     ap.add_argument("--skip-embedding", action="store_true", help="only the search-throughput part")
+    ap.add_argument("--http-only", action="store_true", help="only the HTTP server part (BM25, no model)")
+    ap.add_argument("--skip-http", action="store_true", help="without the HTTP server part")
+    ap.add_argument("--http-seconds", type=float, default=2.0, help="seconds per HTTP/in-process measurement")
+    ap.add_argument("--workers", default="1,2", help="server worker processes to measure, comma-separated")
+    ap.add_argument("--server-src", type=Path, default=None,
+                    help="run the server from this src/ (e.g. an older checkout's) for a before/after comparison")
     args = ap.parse_args()
 
     src = DATA / "hotpotqa" / "dev_distractor_200.jsonl"
@@ -69,6 +79,11 @@ def main() -> None:
     qs = [q for _, q, _ in items]
     golds = [g for _, _, g in items]
     print(f"corpus: {len(passages)} passages from {len(items)} HotpotQA dev questions")
+    if args.http_only:
+        kb = (KnowledgeBase.load(args.kb) if args.kb else
+              KnowledgeBase.build(passages, tmp / "kb", KBConfig(method="bm25"), progress=False))
+        run_http(args, kb, qs)
+        return
 
     ours_emb = OnnxInt8Embedder()
     if not args.skip_embedding:
@@ -77,7 +92,21 @@ def main() -> None:
         fast = ours_emb.embed(texts, kind="passage")
     else:
         fast = np.zeros((0, ours_emb.dim), dtype=np.float32)
-    search_benchmark(args, passages, texts, fast, qs, ours_emb, tmp)
+    kb = search_benchmark(args, passages, texts, fast, qs, ours_emb, tmp)
+    if not args.skip_http:
+        run_http(args, kb, qs)
+
+
+def run_http(args: argparse.Namespace, kb: KnowledgeBase, qs: list[str]) -> None:
+    from retrieval_http import http_benchmark
+
+    load = os.getloadavg()
+    print(f"HTTP benchmark on {kb.directory} ({len(kb)} passages), {len(qs)} distinct queries; {os.cpu_count()} "
+          f"CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    http_benchmark(kb.directory, lambda b, k: kb.search(b, k, method="bm25"), qs, seconds=args.http_seconds,
+                   workers=[int(w) for w in args.workers.split(",") if w.strip()], server_src=args.server_src)
+    load = os.getloadavg()
+    print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 
 def embedding_benchmark(texts: list[str], ids: list[str], qs: list[str], golds: list[list[str]],
@@ -114,7 +143,7 @@ def embedding_benchmark(texts: list[str], ids: list[str], qs: list[str], golds: 
 
 
 def search_benchmark(args: argparse.Namespace, passages: list, texts: list[str], fast: np.ndarray, qs: list[str],
-                     ours_emb: OnnxInt8Embedder, tmp: Path) -> None:
+                     ours_emb: OnnxInt8Embedder, tmp: Path) -> KnowledgeBase:
     """Our KB search vs bm25s / faiss called directly on the same index and queries."""
     if args.kb:
         kb = KnowledgeBase.load(args.kb, embedder=ours_emb)
@@ -142,6 +171,7 @@ def search_benchmark(args: argparse.Namespace, passages: list, texts: list[str],
     t_raw_idx, t_our_idx = best_of(lambda: kb.dense.index.search(qv, 10), lambda: kb.dense.search_vectors(qv, 10),
                                    inner=20)
     print(f"dense index only (pre-embedded queries, no Hit objects): RATIO ours/raw faiss = {t_raw_idx / t_our_idx:.2f}")
+    return kb
 
 
 def best_of(raw, ours, *, rounds: int = 3, inner: int = 1) -> tuple[float, float]:

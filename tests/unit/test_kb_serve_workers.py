@@ -60,6 +60,13 @@ def test_serve_with_two_worker_processes(kb_dir):
         for i in range(40):  # new connections: the kernel spreads them over the processes
             r = httpx.post(url + "/retrieve", json={"queries": [NAMES[i % 30]], "topk": 1}, timeout=10)
             assert r.json()["result"][0][0]["id"] == f"p{i % 30}"
+        with httpx.Client(base_url=url, timeout=10) as client:  # keep-alive: no ~40 ms Nagle/delayed-ACK stall
+            times = []
+            for i in range(21):
+                t0 = time.perf_counter()
+                assert client.post("/retrieve", json={"query": NAMES[i % 30], "top_k": 1}).status_code == 200
+                times.append(time.perf_counter() - t0)
+            assert sorted(times)[10] < 0.025, times
         import psutil
 
         pids = {c.pid for c in psutil.Process(proc.pid).children(recursive=True)}

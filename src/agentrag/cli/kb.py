@@ -193,9 +193,18 @@ def serve(
     workers: Annotated[int, typer.Option("--workers", min=1, help="Server processes on the port, each "
                                          "loading the KB directory read-only (one server per node at RL "
                                          "scale: docs/scale.md). Plain navigation only.")] = 1,
+    max_work: Annotated[int, typer.Option("--max-work", min=1, help="Most hits one request may ask "
+                                          "(queries x topk); larger requests get a 413 saying how to split "
+                                          "them.")] = 4096,
+    docs: Annotated[bool, typer.Option("--docs", help="Serve the OpenAPI docs (/docs, /openapi.json); off by "
+                                       "default.")] = False,
     set_: SetOpt = None,
 ) -> None:
     """Serve a KB over HTTP with the Search-R1 API: POST /retrieve, GET /health.
+
+    POST /retrieve takes a batch {"queries": [...], "topk": k, "return_scores": true} (answered
+    {"result": [[...], ...]}) or one {"query": "...", "topk": k} (answered {"results": [...]});
+    top_k is an alias of topk. See docs/kb.md.
 
     With --navigation constrained --distractors K~_DIR, RL rollouts meet distractors as
     RAGShaper's teacher does: add "trajectory_id" to each /retrieve request (one process keeps
@@ -215,28 +224,35 @@ def serve(
         if workers > 1 and navigation == "constrained":
             raise UserError(f"--workers {workers} with --navigation constrained: the per-trajectory state "
                             "lives in one process; serve constrained navigation with --workers 1")
+        from agentrag.kb.config import METHODS
+
+        if method is not None and method not in METHODS:
+            raise UserError(f"--method {method!r}: choose one of {', '.join(METHODS)}")
         store = KnowledgeBase.load(kb, overrides=set_ or [])  # validates the directory and overrides
+        # one search now: a method the KB cannot serve (dense on a BM25-only KB) fails here, not per request
+        probe = method or ("dense" if navigation == "constrained" else None)  # constrained navigation's default
+        store.search(["startup check"], 1, method=probe)
         if workers > 1:
             err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port} "
                               f"with {workers} worker processes")
             del store
             serve_workers(str(kb), workers, host=host, port=port, token=token, method=method, default_topk=topk,
-                          overrides=set_)
+                          overrides=set_, max_work=max_work, docs=docs)
             return
-        if method in (None, "dense", "hybrid"):
-            store.embedder  # load the embedder before the first request  # noqa: B018
         nav = None
         if distractors is not None:
             from agentrag.kb.nav_state import TrajectoryNavigation
             from agentrag.synth.ragshaper.elicit import MethodRetriever
 
             tilde = KnowledgeBase.load(distractors)
+            tilde.search(["startup check"], 1, method=probe)
             nav = TrajectoryNavigation(MethodRetriever(store, method or "dense"),
                                        MethodRetriever(tilde, method or "dense"),
                                        k_distractor=k_distractor, p_e=p_e, seed=seed)
             err_console.print(f"constrained navigation (Eq. 8, p_e={p_e}) with K~ {distractors} ({len(tilde)} passages)")
         err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port}")
-        run_server(store, host=host, port=port, token=token, method=method, default_topk=topk, navigation=nav)
+        run_server(store, host=host, port=port, token=token, method=method, default_topk=topk, navigation=nav,
+                   max_work=max_work, docs=docs)
 
 
 @kb_app.command()

@@ -98,7 +98,7 @@ def main() -> None:
 
 
 def run_http(args: argparse.Namespace, kb: KnowledgeBase, qs: list[str]) -> None:
-    from retrieval_http import http_benchmark
+    from _retrieval_http import http_benchmark
 
     load = os.getloadavg()
     print(f"HTTP benchmark on {kb.directory} ({len(kb)} passages), {len(qs)} distinct queries; {os.cpu_count()} "

@@ -4,6 +4,7 @@ executed, no console errors; screenshots of the eval view and the tree views go 
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,6 +126,7 @@ def test_reasonrag_tree_with_q_n_stage_and_pairs(browser: Any, tmp_path: Path) -
     qn = rec.locator(".qn").all_inner_texts()
     assert len(qn) >= 5 and all(t.startswith("Q=") and " N=" in t for t in qn)
     assert rec.locator(".badge", has_text="grounding").count() >= 1
+    assert re.search(r"node Q at α = [0-9.]+; pairs at each fork with ΔQ at α = [0-9.]+", rec.inner_text())
     pairs = rec.locator("tr.pair")
     assert pairs.count() >= 1 and float(pairs.first.locator("td.gap").inner_text()) > 0
     p.page.screenshot(path=str(tmp_path / "reasonrag_tree.png"), full_page=True)

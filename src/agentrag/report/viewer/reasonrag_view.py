@@ -84,6 +84,7 @@ def reasonrag_payload(run_dir: Path, limits: Limits) -> Payload:
                    "chosen_q": pr.metadata.get("chosen_value"), "rejected_q": pr.metadata.get("rejected_value"),
                    "gap": pr.metadata.get("gap")} for pr in pairs.get(q.id, [])]
         detail = {"question": q.question, "golds": q.golden_answers, "status": status, "iterations": tree.iterations,
+                  "alpha": alpha, "alpha_label": alpha_label,
                   "nodes": _nodes(tree, alpha, limits), "pairs": qpairs,
                   "greedy": None if g is None else {"answer": g.answer, "f1": greedy_f1, "finish": g.finish_reason}}
         p.add({"id": q.id, "question": q.question[:200], "status": status, "iterations": tree.iterations,

@@ -254,7 +254,7 @@
             h("td", null, fmt(p.chosen_q)), h("td", null, fmt(p.rejected_q)), h("td", { class: "gap" }, fmt(p.gap))))) : null);
       return [h("h2", null, d.question), kv([["gold answers", d.golds.join(" | ")], ["search", d.status], ["iterations", d.iterations],
         ["pairs", d.pairs.length], ["greedy baseline", d.greedy ? fmt(d.greedy.answer) + " (F1 " + fmt(d.greedy.f1) + ", " + d.greedy.finish + ")" : undefined]]),
-      h("h3", null, "Search tree (Q at the search's alpha; pairs at each fork with ΔQ at alpha_label)"), treeOf(d.nodes, head, body)];
+      h("h3", null, "Search tree (node Q at α = " + fmt(d.alpha) + "; pairs at each fork with ΔQ at α = " + fmt(d.alpha_label) + ")"), treeOf(d.nodes, head, body)];
     },
     tracer(d) {
       const checks = (cs) => h("table", { class: "checks" }, h("tr", null, ["stage", "verdict", "reason", "answer", "EM", "F1", "judge"].map((x) => h("th", null, x))),

@@ -27,8 +27,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+from _shared import DATA
+
 WIKI18 = 21_015_324
-DATA = Path(os.environ.get("AGENTRAG_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "data"
 SOURCES = [DATA / "corpora" / "2wiki_passages_6119.jsonl", DATA / "corpora" / "musique_train_passages_1890.jsonl"]
 
 PRELUDE = textwrap.dedent("""

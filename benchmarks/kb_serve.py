@@ -22,12 +22,11 @@ import time
 from pathlib import Path
 
 import httpx
+from _shared import DATA
 
 from agentrag.kb import KBConfig, KnowledgeBase
 from agentrag.kb.ingest import pooled_passages, questions
 from agentrag.testing import HashEmbedder
-
-DATA = Path(os.environ.get("AGENTRAG_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "data"
 
 
 def free_port() -> int:

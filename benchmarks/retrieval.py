@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _shared import DATA
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -27,8 +28,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from agentrag.kb import KBConfig, KnowledgeBase  # noqa: E402
 from agentrag.kb.embedders import OnnxInt8Embedder, embedded_model_path  # noqa: E402
 from agentrag.kb.ingest import pooled_passages, questions  # noqa: E402
-
-DATA = Path(os.environ.get("AGENTRAG_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "data"
 
 
 def recall_at(rows: list[list[int]], ids: list[str], golds: list[list[str]], k: int) -> tuple[float, float]:

@@ -27,12 +27,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from _shared import DATA
+
 from agentrag.eval.result import EvalResult
 from agentrag.records import Hit, Step, ToolCall, Trajectory, Usage, write_jsonl
 from agentrag.report.viewer import build_payload, write_viewer
 from agentrag.testing import recombined_corpus
 
-DATA = Path(os.environ.get("AGENTRAG_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "data"
 SOURCES = [DATA / "corpora" / "2wiki_passages_6119.jsonl", DATA / "corpora" / "musique_train_passages_1890.jsonl"]
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -4,7 +4,8 @@ Turn 0 writes a plan with no tools offered. Every later turn gets the step promp
 step: ``RAG_search(query, topk)`` or ``Final_Answer(answer)``. A reply without a tool call is a
 turn without a tool call: if its text says ``Final_Answer: X`` (as in the paper's transcripts)
 the run ends with answer ``X`` (the rest of that line up to the end of its first sentence;
-explanations after it, on that line or later ones, are not part of it), otherwise the next turn re-asks with the step prompt alone (no extra instructions).
+explanations after it, on that line or later ones, are not part of it), otherwise the next turn
+re-asks with the step prompt alone (no extra instructions).
 Only retrieval calls are steps: the run ends right after the ``max_steps``-th (10th) search, as
 Tracer's evaluation does, with ``max_steps``; ``max_turns_without_tool`` (5) consecutive turns
 without a valid tool call end it with ``parse_error``. Several tool calls in one reply are all

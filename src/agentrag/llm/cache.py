@@ -44,7 +44,8 @@ def _with_retry(fn: Any, budget_s: float = 60.0) -> Any:
         try:
             return fn()
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+            locked = "locked" in str(exc) or "busy" in str(exc)
+            if not locked or time.monotonic() > deadline:
                 raise
             time.sleep(delay)
             delay = min(delay * 2, 0.5)

@@ -13,6 +13,7 @@ import typer
 
 from agentrag.cli.common import ConfigOpt, SetOpt, console, err_console, resolve_config, styled, user_errors
 from agentrag.errors import UserError
+from agentrag.kb.retrieve_api import DEFAULT_MAX_WORK
 from agentrag.paths import check_out_dir
 
 kb_app = typer.Typer(help="Knowledge bases: build from corpus files, search, serve over HTTP "
@@ -195,7 +196,7 @@ def serve(
                                          "scale: docs/scale.md). Plain navigation only.")] = 1,
     max_work: Annotated[int, typer.Option("--max-work", min=1, help="Most hits one request may ask "
                                           "(queries x topk); larger requests get a 413 saying how to split "
-                                          "them.")] = 4096,
+                                          "them.")] = DEFAULT_MAX_WORK,
     docs: Annotated[bool, typer.Option("--docs", help="Serve the OpenAPI docs (/docs, /openapi.json); off by "
                                        "default.")] = False,
     set_: SetOpt = None,

@@ -36,6 +36,10 @@ class RequestError(UserError):
         self.detail = detail
 
 
+#: default bound on ``len(queries) * topk`` (hits) per request; `kb serve --max-work` overrides it
+DEFAULT_MAX_WORK = 4096
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one request may ask: ``max_work`` bounds ``len(queries) * topk`` (hits per request)."""
@@ -44,7 +48,7 @@ class Limits:
     max_topk: int = 100
     max_queries: int = 512
     max_query_chars: int = 4096
-    max_work: int = 4096
+    max_work: int = DEFAULT_MAX_WORK
 
 
 @dataclass
@@ -160,4 +164,4 @@ def assemble(fragments: list[bytes], req: RetrieveRequest) -> bytes:
     return b'{"result":[' + b",".join(fragments) + b"]}"
 
 
-__all__ = ["KNOWN_FIELDS", "Limits", "RequestError", "RetrieveRequest", "assemble", "encode_hits", "parse_request"]
+__all__ = ["DEFAULT_MAX_WORK", "KNOWN_FIELDS", "Limits", "RequestError", "RetrieveRequest", "assemble", "encode_hits", "parse_request"]

@@ -33,6 +33,7 @@ from agentrag._extras import require
 from agentrag.errors import AgentRagError, UserError
 from agentrag.kb.base import Retriever
 from agentrag.kb.retrieve_api import (
+    DEFAULT_MAX_WORK,
     Limits,
     RequestError,
     RetrieveRequest,
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_WORK = 4096
 
 
 def bearer_ok(header: str | None, token: str) -> bool:

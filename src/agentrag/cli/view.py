@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from agentrag.cli.common import console, user_errors
+from agentrag.report.viewer.common import MAX_MB, TEXT_CHARS
 
 
 def view(
@@ -23,9 +24,9 @@ def view(
                                                   "characters (0: whole documents). Default: whole when the file "
                                                   "stays under --max-mb, else the longest cut that fits.")] = None,
     max_mb: Annotated[float, typer.Option("--max-mb", help="Size the file is fitted into by cutting documents.")]
-    = 5.0,
+    = MAX_MB,
     text_chars: Annotated[int, typer.Option("--text-chars", help="Characters kept of other long texts "
-                                            "(observations, thoughts, responses, evidence; 0: whole).")] = 2000,
+                                            "(observations, thoughts, responses, evidence; 0: whole).")] = TEXT_CHARS,
 ) -> None:
     """Write a self-contained HTML page to browse a run directory (eval or synthesizer run).
 

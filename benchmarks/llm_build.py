@@ -18,6 +18,8 @@ import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as agentrag sets it before importing llama_cpp
 
+# its own prompts, not agentrag.llm.bench's: this script must also run in an environment that has
+# only llama-cpp-python (another build), where agentrag cannot be imported
 PROMPTS = ["Explain what a knowledge base is in two sentences.",
            "Name three rivers in Europe and one fact about each.",
            "What is retrieval-augmented generation?",

@@ -3,10 +3,16 @@
 Each stage file holds records keyed by a stable id. Rerunning a command resumes: ids already in
 the file are skipped. A process killed mid-write leaves at most one torn last line; it is detected
 on open, dropped with a warning and truncated away, so the file always reads back cleanly.
+
+One process writes a run directory: :class:`RunDir` takes an advisory lock (``.agentrag.lock``,
+``flock``) that a second process gets as a :class:`~agentrag.errors.RunLockedError` naming the
+first. A write that fails because the disk is full or the file system is read-only raises a
+one-line :class:`~agentrag.errors.StorageError` (the torn line is cut back, the run resumes).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -20,7 +26,7 @@ import yaml
 from pydantic import BaseModel
 
 from agentrag.config import dump_config
-from agentrag.errors import UserError
+from agentrag.errors import RunLockedError, StorageError, UserError, storage_error
 from agentrag.paths import check_out_dir
 from agentrag.records import dump_record, parse_record
 
@@ -55,8 +61,11 @@ class JsonlStore(Generic[R]):
         self._lock = threading.Lock()
         self._ids: set[str] = set()
         self._synced = 0.0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._repair_and_index()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._repair_and_index()
+        except OSError as exc:
+            raise storage_error(exc, self.path) from exc
 
     def _repair_and_index(self) -> None:
         if not self.path.exists():
@@ -110,13 +119,21 @@ class JsonlStore(Generic[R]):
         with self._lock:
             if k in self._ids:
                 return False
-            with self.path.open("ab") as fh:
-                fh.write(line)
-                fh.flush()
-                now = time.monotonic()
-                if now - self._synced >= self.fsync_interval:
-                    os.fsync(fh.fileno())
-                    self._synced = now
+            try:
+                with self.path.open("ab") as fh:
+                    start = fh.tell()
+                    try:
+                        fh.write(line)
+                        fh.flush()
+                        now = time.monotonic()
+                        if now - self._synced >= self.fsync_interval:
+                            os.fsync(fh.fileno())
+                            self._synced = now
+                    except OSError:
+                        _cut_back(fh, start)
+                        raise
+            except OSError as exc:
+                raise storage_error(exc, self.path) from exc
             self._ids.add(k)
         return True
 
@@ -136,13 +153,87 @@ class JsonlStore(Generic[R]):
         return list(self)
 
 
-class RunDir:
-    """A run directory: ``config.yaml``, stage JSONL files, metrics and reports."""
+def _cut_back(fh: Any, size: int) -> None:
+    """Truncate a file whose append failed back to ``size`` (best effort: the disk may be full)."""
+    try:
+        fh.truncate(size)
+    except OSError:
+        log.warning("could not cut a torn line back in %s; it is dropped on the next open", fh.name)
 
-    def __init__(self, path: str | os.PathLike[str]):
+
+LOCK_NAME = ".agentrag.lock"
+_HELD: dict[str, list[Any]] = {}  # realpath of a run directory -> [open lock file, holders]
+_HELD_LOCK = threading.Lock()
+
+
+def _acquire(path: Path) -> str:
+    """Take this process's writer lock on the run directory ``path`` (re-entrant per process)."""
+    import fcntl
+    import sys
+
+    key = os.path.realpath(path)
+    with _HELD_LOCK:
+        if key in _HELD:
+            _HELD[key][1] += 1
+            return key
+        lock_path = path / LOCK_NAME
+        try:
+            fh = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release
+        except OSError as exc:
+            raise storage_error(exc, lock_path) from exc
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
+            raise RunLockedError(f"run directory {str(path)!r} is being written by {holder}; wait for it to "
+                                 "finish (or stop it), or pass another --out") from exc
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"process {os.getpid()} ({' '.join(sys.argv[:3])[:120]})\n")
+        fh.flush()
+        _HELD[key] = [fh, 1]
+        return key
+
+
+def _release(key: str) -> None:
+    with _HELD_LOCK:
+        held = _HELD.get(key)
+        if held is None:
+            return
+        held[1] -= 1
+        if held[1] <= 0:
+            held[0].close()  # closing the file drops the flock
+            del _HELD[key]
+
+
+class RunDir:
+    """A run directory: ``config.yaml``, stage JSONL files, metrics and reports.
+
+    Opening one takes the writer lock (see the module docstring); :meth:`close` (or the end of a
+    ``with`` block, or the process) gives it back. ``lock=False`` opens it for reading only."""
+
+    def __init__(self, path: str | os.PathLike[str], *, lock: bool = True):
         self.path = Path(path)
         check_out_dir(self.path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise storage_error(exc, self.path) from exc
+        self._lock_key = _acquire(self.path) if lock else None
+
+    def close(self) -> None:
+        """Give the writer lock back (idempotent)."""
+        if self._lock_key is not None:
+            _release(self._lock_key)
+            self._lock_key = None
+
+    def __enter__(self) -> RunDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -176,8 +267,13 @@ class RunDir:
 
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise storage_error(exc, path) from exc
 
 
-__all__ = ["JsonlStore", "RunDir"]
+__all__ = ["JsonlStore", "RunDir", "StorageError", "LOCK_NAME"]

@@ -225,7 +225,12 @@ class StubOpenAIServer:
     ``faults`` is consumed one per request: ``"500"`` / ``"429"`` (that status), ``"stall"``
     (sleep ``stall_s`` before answering, to trip client timeouts), ``"malformed"`` (200 with a
     body that is not JSON), ``"garbage"`` (200 with random bytes), ``"null_choice"`` (200 with
-    ``"choices": [null]``), ``"bad_message"`` (a choice whose message is a string), ``"ok"``.
+    ``"choices": [null]``), ``"bad_message"`` (a choice whose message is a string), ``"ok"``;
+    configuration errors ``"401"``, ``"403"``, ``"404"`` (unknown model); ``"context"`` (a 400 saying
+    the request is over the context window); and wrong-shaped 200 bodies (:attr:`BAD_BODIES`):
+    ``"tool_name_null"``, ``"tool_args_list"`` (arguments ``"[1,2]"``), ``"int_id"`` (an integer
+    tool-call id), ``"usage_str"`` (token counts as strings), ``"unknown_role"``, ``"no_message"``,
+    ``"empty_message"`` and ``"content_null"`` (no text and no tool call).
     Once ``faults`` runs out, a request is answered with a random fault of ``fault_kinds`` with
     probability ``fault_rate`` (seeded by ``seed``, so a run at concurrency 1 is reproducible),
     else with ``reply`` (a text, a dict used as the assistant message, or a function of the
@@ -238,6 +243,29 @@ class StubOpenAIServer:
     """
 
     FAULT_KINDS = ("500", "stall", "malformed", "garbage", "null_choice", "bad_message")
+    #: 200 replies whose body is not a valid completion (each must be retried, then be an outage)
+    BAD_BODIES: dict[str, dict[str, Any]] = {
+        "tool_name_null": {"message": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": None, "arguments": "{}"}}]}},
+        "tool_args_list": {"message": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "[1,2]"}}]}},
+        "int_id": {"message": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": 7, "type": "function", "function": {"name": "search", "arguments": "{}"}}]}},
+        "usage_str": {"message": {"role": "assistant", "content": "ok"},
+                      "usage": {"prompt_tokens": "5", "completion_tokens": "3", "total_tokens": "8"}},
+        "unknown_role": {"message": {"role": "wizard", "content": "ok"}},
+        "no_message": {},
+        "empty_message": {"message": {}},
+        "content_null": {"message": {"role": "assistant", "content": None}},
+    }
+    #: status replies: what a wrong key, a wrong model name or an over-long request gets
+    STATUS_FAULTS: dict[str, tuple[int, str]] = {
+        "401": (401, "Incorrect API key provided"),
+        "403": (403, "Forbidden"),
+        "404": (404, "The model `stub-missing` does not exist"),
+        "context": (400, "This model's maximum context length is 8192 tokens. However, you requested 9098 "
+                         "tokens (9000 in the messages, 98 in the completion). Please reduce the length."),
+    }
 
     def __init__(self, faults: Sequence[str] = (), *,
                  reply: str | dict[str, Any] | Callable[[dict[str, Any]], str | dict[str, Any]] = "ok",
@@ -349,6 +377,20 @@ class StubOpenAIServer:
                 body = json.loads(raw or b"{}")
                 fault = stub._fault(body)
                 if fault == "kill" and stub._kill_client(self.client_address[1]):
+                    return
+                if fault in stub.STATUS_FAULTS:
+                    status, message = stub.STATUS_FAULTS[fault]
+                    self._send(status, json.dumps({"error": {"message": message, "code": status}}).encode())
+                    return
+                if fault in stub.BAD_BODIES:
+                    bad = stub.BAD_BODIES[fault]
+                    choice: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
+                    if "message" in bad:
+                        choice["message"] = bad["message"]
+                    payload = {"id": "bad", "object": "chat.completion", "model": body.get("model", "stub"),
+                               "choices": [choice],
+                               "usage": bad.get("usage", {"prompt_tokens": 5, "completion_tokens": 3})}
+                    self._send(200, json.dumps(payload).encode())
                     return
                 if fault in ("500", "429", "503", "400"):
                     self._send(int(fault), json.dumps({"error": {"message": f"stub {fault}"}}).encode())

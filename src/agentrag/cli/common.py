@@ -15,7 +15,7 @@ from rich.logging import RichHandler
 from rich.text import Text
 
 from agentrag.config import Config, load_config
-from agentrag.errors import AgentRagError, UserError
+from agentrag.errors import EXIT_BAD_INPUT, EXIT_BUG, EXIT_INTERRUPTED, EXIT_UNFINISHED, AgentRagError, UserError
 
 # Markup is off: what the CLI prints (paths, queries, titles, error messages) is user text and
 # must appear verbatim ("/tmp/[run]/x" is a path, not a style tag). Style with ``styled`` instead.
@@ -80,19 +80,29 @@ def styled(*parts: str | tuple[str, str]) -> Text:
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn agentrag errors into a red one-line message and exit code 2 (no traceback)."""
+    """Turn agentrag errors into a red one-line message and the documented exit code (no
+    traceback): 2 for bad input or configuration (a 401/404 endpoint, an unwritable --out
+    included), 1 for a bug, 130 for Ctrl-C. See docs/concepts.md, "Exit codes"."""
     try:
         yield
     except UserError as exc:
         err_console.print(styled(("error: ", "bold red"), str(exc)), highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     except AgentRagError as exc:
         err_console.print(styled((f"{type(exc).__name__}: ", "bold red"), str(exc)), highlight=False,
                           soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_BUG) from None
     except KeyboardInterrupt:
         err_console.print(styled(("interrupted; rerun the same command to resume", "yellow")))
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def exit_if_unfinished(unfinished: int, what: str = "items") -> None:
+    """Exit with :data:`~agentrag.errors.EXIT_UNFINISHED` (3) when ``unfinished`` items remain."""
+    if unfinished:
+        err_console.print(styled((f"{unfinished} {what} unfinished (an outage or a lost worker); they are not "
+                                  "recorded. Rerun the same command to finish them.", "yellow")))
+        raise typer.Exit(EXIT_UNFINISHED)
 
 
 @contextmanager
@@ -146,5 +156,6 @@ def stage_progress() -> Iterator[Callable[[str, int, int], None]]:
 
 
 __all__ = ["console", "err_console", "ConfigOpt", "SetOpt", "OutOpt", "ExecutorOpt", "RayAddressOpt", "WorkersOpt",
-           "executor_from_options", "setup_logging", "resolve_config", "user_errors", "styled", "is_tty",
+           "executor_from_options", "setup_logging", "resolve_config", "user_errors", "exit_if_unfinished", "styled",
+           "is_tty",
            "stage_progress"]

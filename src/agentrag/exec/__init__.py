@@ -9,7 +9,8 @@ Rules for the per-item function, so that a distributed executor can run it too:
 
 - it returns the record(s) to write and does not write run files itself;
 - it raises for an outage (``RunError`` with ``is_retryable``): the item is then left unfinished
-  and redone on the next run, never recorded as a wrong result;
+  and redone on the next run, never recorded as a wrong result; :func:`run_stage` applies the
+  whole failure policy (:mod:`agentrag.exec.policy`);
 - for a distributed executor it must be picklable and rebuild its backends (LLM, KB, agent) from
   the resolved config inside the worker, once per worker process (see :class:`WorkerTask`).
 
@@ -18,6 +19,9 @@ Rules for the per-item function, so that a distributed executor can run it too:
 
 from __future__ import annotations
 
-from agentrag.exec.base import Executor, Outcome, ThreadExecutor, WorkerTask, resolve_executor, run_items
+from agentrag.exec.base import Executor, Outcome, ThreadExecutor, WorkerTask, run_items
+from agentrag.exec.policy import StageResult, item_key, run_stage
+from agentrag.exec.resolve import resolve_executor
 
-__all__ = ["Executor", "Outcome", "ThreadExecutor", "WorkerTask", "resolve_executor", "run_items"]
+__all__ = ["Executor", "Outcome", "ThreadExecutor", "WorkerTask", "resolve_executor", "run_items", "run_stage",
+           "StageResult", "item_key"]

@@ -66,26 +66,29 @@ class ThreadExecutor:
                 else:
                     yield Outcome(it, result=res)
             return
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="agentrag-exec") as pool:
-            queue = iter(items)
-            running: dict[Future[R], T] = {}
-            try:
-                while True:
-                    while len(running) < 2 * self.workers:
-                        nxt: Any = next(queue, _END)
-                        if nxt is _END:
-                            break
-                        running[pool.submit(fn, nxt)] = nxt
-                    if not running:
+        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="agentrag-exec")
+        queue = iter(items)
+        running: dict[Future[R], T] = {}
+        try:
+            while True:
+                while len(running) < 2 * self.workers:
+                    nxt: Any = next(queue, _END)
+                    if nxt is _END:
                         break
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for fut in done:
-                        it = running.pop(fut)
-                        error = fut.exception()
-                        yield Outcome(it, error=error) if error is not None else Outcome(it, result=fut.result())
-            finally:
-                for fut in running:
-                    fut.cancel()
+                    running[pool.submit(fn, nxt)] = nxt
+                if not running:
+                    break
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    it = running.pop(fut)
+                    error = fut.exception()
+                    yield Outcome(it, error=error) if error is not None else Outcome(it, result=fut.result())
+        finally:
+            # stopped early (a fatal error, Ctrl-C): cancel what has not started and do not wait
+            # for the items in flight; their results are never written
+            for fut in running:
+                fut.cancel()
+            pool.shutdown(wait=not running, cancel_futures=True)
 
 
 _END = object()
@@ -148,18 +151,3 @@ def run_items(executor: Executor, fn: Callable[[T], R], items: Iterable[T], *, s
         if progress:
             progress(stage, done, len(todo))
     return failed
-
-
-def resolve_executor(name: str = "thread", workers: int = 4, address: str | None = None, *,
-                     threads: int = 1) -> Executor:
-    """``thread`` (default) or ``ray`` (``agentrag[ray]``; ``address`` of a running cluster;
-    ``workers`` processes running ``threads`` items each)."""
-    if name == "thread":
-        return ThreadExecutor(workers)
-    if name == "ray":
-        try:
-            from agentrag.exec.ray_executor import RayExecutor
-        except ImportError as exc:  # the module itself, or ray missing inside it
-            raise UserError("--executor ray needs Ray: pip install 'agentrag[ray]'") from exc
-        return RayExecutor(workers=workers, address=address, threads=threads)
-    raise UserError(f"unknown executor {name!r}; use 'thread' or 'ray'")

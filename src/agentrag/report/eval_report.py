@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentrag.report.render import Section, bar_chart_svg, write_report
+from agentrag.render import Section, bar_chart_svg, write_report
 
 
 def eval_sections(metrics: Mapping[str, Any], *, description: str = "") -> list[Section]:

@@ -1,11 +1,11 @@
 """What the synthesizers share: JSON and text calls with provenance, the progress-callback type,
 rejection-reason counts and usage sums for the funnels, derived sampling seeds.
 
-``call_json`` asks an LLM for a JSON object under a schema and never raises for a model failure:
-an unparsable output or a failed call comes back as an error string with the raw output in the
-provenance, so the stage writes a flagged record. With ``raise_retryable=True`` an outage
-(``LLMError`` with ``is_retryable``, after the backend's retries) propagates instead, so the item
-stays unfinished and is redone on rerun rather than recorded as a rejection.
+``call_json`` asks an LLM for a JSON object declared by a pydantic model; model output that fails
+parsing or validation comes back as an error string with the raw output in the provenance, so
+the stage writes a flagged record. LLM failures follow the failure policy
+(:func:`agentrag.errors.classify`): an outage propagates (the item stays unfinished), a
+configuration error propagates (the run stops), a request over the context window is data.
 """
 
 from __future__ import annotations
@@ -15,15 +15,18 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
-from agentrag.errors import LLMError, ParseError
+from pydantic import BaseModel
+
+from agentrag.errors import ContextLimitError, LLMError, ParseError
 from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance, Usage
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]
+M = TypeVar("M", bound=BaseModel)
 
 
 def prompt_hash(messages: list[Message], extra: Any = None) -> str:
@@ -48,36 +51,58 @@ def parse_json(text: str) -> dict[str, Any]:
     return parse_json_output(text)
 
 
-def call_json(llm: LLM, messages: list[Message], schema: dict[str, Any], *, name: str, stage: str,
-              raise_retryable: bool = False, **sampling: Any) -> tuple[dict[str, Any] | None, Provenance, str | None]:
-    """Ask ``llm`` for a JSON object under ``schema``. Returns (object or None, provenance, error).
+def _failed_call(exc: LLMError, stage: str) -> str:
+    """The failure policy for one synthesizer LLM call: a request over the model's context window
+    is data (returned as a ``context_limit`` error for a flagged record); every other LLM error is
+    re-raised (an outage leaves the item unfinished; a non-retryable one stops the run)."""
+    if isinstance(exc, ContextLimitError):
+        log.info("%s: request over the model's context window: %s", stage, exc)
+        return f"context_limit: {exc}"
+    raise exc
 
-    Never raises for model failures (see the module docstring for ``raise_retryable``).
+
+def call_json(llm: LLM, messages: list[Message], schema: type[M] | dict[str, Any], *, name: str | None = None,
+              stage: str, raise_retryable: bool = True, **sampling: Any) -> tuple[Any, Provenance, str | None]:
+    """Ask ``llm`` for a JSON object declared by the pydantic model ``schema``. Returns
+    ``(instance or None, provenance, error)``.
+
+    Model output that is not valid JSON of the model (or cut off at ``max_tokens``) comes back as a
+    ``parse_error: ...`` string with the raw output in the provenance, so the stage writes a
+    flagged record; a request over the context window as ``context_limit: ...``. Every other LLM
+    failure propagates (the failure policy: outage -> unfinished, 401/404 -> the run stops).
+    A dict ``schema`` (deprecated) returns the decoded dict unvalidated.
     """
-    fmt = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
-    prov = Provenance(stage=stage, model=getattr(llm, "model", ""), prompt_hash=prompt_hash(messages, schema))
+    del raise_retryable  # outages always propagate now (kept for old call sites)
+    from agentrag.llm.structured import response_format, validate_structured
+
+    if isinstance(schema, dict):
+        fmt = {"type": "json_schema", "json_schema": {"name": name or "output", "schema": schema}}
+        model: type[BaseModel] | None = None
+    else:
+        fmt, model = response_format(schema, name), schema
+    prov = Provenance(stage=stage, model=getattr(llm, "model", ""), prompt_hash=prompt_hash(messages, fmt))
     try:
         completion = llm.chat(messages, response_format=fmt, **sampling)[0]
     except LLMError as exc:
-        if raise_retryable and exc.is_retryable:
-            raise
-        log.warning("%s: LLM call failed: %s", stage, exc)
-        return None, prov, f"llm_error: {exc}"
+        return None, prov, _failed_call(exc, stage)
     prov.usage = completion.usage if completion.usage.calls else completion.usage + Usage(calls=1)
+    obj: Any
     if completion.tool_calls and not completion.text:
         prov.raw_output = json.dumps([tc.arguments for tc in completion.tool_calls])
-        return dict(completion.tool_calls[0].arguments), prov, None
-    prov.raw_output = completion.text or ""
-    if completion.finish_reason == "length":
+        obj = dict(completion.tool_calls[0].arguments)
+    else:
+        prov.raw_output = completion.text or ""
         try:
-            obj = json.loads(prov.raw_output)
-        except json.JSONDecodeError:
-            return None, prov, (f"parse_error: output cut off at max_tokens={sampling.get('max_tokens')} "
-                                "before the JSON object closed")
-        if isinstance(obj, dict):
-            return obj, prov, None
+            obj = parse_json(prov.raw_output)
+        except ParseError as exc:
+            if completion.finish_reason == "length":
+                return None, prov, (f"parse_error: output cut off at max_tokens={sampling.get('max_tokens')} "
+                                    "before the JSON object closed")
+            return None, prov, f"parse_error: {exc}"
+    if model is None:
+        return obj, prov, None
     try:
-        return parse_json(prov.raw_output), prov, None
+        return validate_structured(obj, model), prov, None
     except ParseError as exc:
         return None, prov, f"parse_error: {exc}"
 
@@ -86,19 +111,15 @@ def call_text(llm: LLM, messages: list[Message], *, stage: str,
               **sampling: Any) -> tuple[str | None, Provenance, str | None]:
     """One chat call for free text. Returns ``(text or None, provenance, error)``.
 
-    A non-retryable LLM error comes back as the error string (the caller writes a flagged
-    record); a retryable one (an outage that outlived the backend's retries) is re-raised, so
-    the item stays unfinished and is redone on rerun. Output cut off at ``max_tokens`` comes
-    back with its text and a ``truncated`` error.
+    Output cut off at ``max_tokens`` comes back with its text and a ``truncated`` error; a request
+    over the context window as ``context_limit``; every other LLM failure propagates (see
+    :func:`call_json`).
     """
     prov = Provenance(stage=stage, model=str(getattr(llm, "model", "")), prompt_hash=prompt_hash(messages))
     try:
         completion = llm.chat(messages, **sampling)[0]
     except LLMError as exc:
-        if exc.is_retryable:
-            raise
-        log.warning("%s: LLM call failed: %s", stage, exc)
-        return None, prov, f"llm_error: {exc}"
+        return None, prov, _failed_call(exc, stage)
     prov.usage = completion.usage if completion.usage.calls else completion.usage + Usage(calls=1)
     prov.raw_output = completion.text or ""
     if completion.finish_reason == "length":

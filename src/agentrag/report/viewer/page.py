@@ -19,7 +19,7 @@ import logging
 from importlib import resources
 from typing import Any
 
-from agentrag.report.render import fmt_cell
+from agentrag.render import fmt_cell
 from agentrag.report.viewer.common import DOC_LIMITS, MAX_MB, Payload
 
 log = logging.getLogger(__name__)

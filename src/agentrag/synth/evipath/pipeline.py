@@ -246,7 +246,7 @@ class EviPathPipeline:
             gates=self.gates.read(), convs=self.conversations.read(), elapsed=elapsed, exported=exported,
             unfinished=self.unfinished)
         self.run_dir.write_json("metrics.json", metrics)
-        from agentrag.report import write_report
+        from agentrag.render import write_report
 
         write_report(self.run_dir.path, f"EviPath run {name} ({self.cfg.mode})", report_sections(metrics))
         return metrics

@@ -82,7 +82,7 @@ def metrics(*, name: str, mode: str, split: str, items: list[EviItem], plans: li
 
 
 def sections(m: dict[str, Any]) -> list[Any]:
-    from agentrag.report import Section, bar_chart_svg
+    from agentrag.render import Section, bar_chart_svg
 
     rows = [[r["stage"], r["in"], r["out"], ", ".join(f"{k}: {v}" for k, v in r["rejected"].items()) or "-"]
             for r in m["funnel"]]

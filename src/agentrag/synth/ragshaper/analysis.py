@@ -170,7 +170,7 @@ def tag_behaviour(llm: LLM | None, traj: Trajectory, filt: FilterRecord, seed: i
 
 def report_sections(metrics: dict[str, Any]) -> list[Any]:
     """The run report as :class:`agentrag.report.Section` objects (Markdown + HTML)."""
-    from agentrag.report import Section, bar_chart_svg
+    from agentrag.render import Section, bar_chart_svg
 
     funnel_rows = [[r["stage"], r["in"], r["out"], ", ".join(f"{k}: {v}" for k, v in r["rejected"].items()) or "-",
                     r.get("unfinished", 0)] for r in metrics["funnel"]]

@@ -274,7 +274,7 @@ class RagShaperPipeline:
             "llm_calls": self.llm_calls(),
         }
         self.run_dir.write_json("metrics.json", metrics)
-        from agentrag.report import write_report
+        from agentrag.render import write_report
 
         title = f"RAGShaper run {name}" + (" (ablation: no distractors)" if not self.cfg.distractors.enabled else "")
         write_report(self.run_dir.path, title, analysis.report_sections(metrics))

@@ -199,7 +199,7 @@ class ReasonRagPipeline:
         metrics.update({"name": name, "value": self.cfg.value.kind, "unfinished": sorted(self.unfinished),
                         "elapsed": round(elapsed, 1), "export": exported})
         self.run_dir.write_json("metrics.json", metrics)
-        from agentrag.report import write_report
+        from agentrag.render import write_report
 
         write_report(self.run_dir.path, f"ReasonRAG run {name} ({self.cfg.value.kind} values)",
                      stats.report_sections(metrics))

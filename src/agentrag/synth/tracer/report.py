@@ -112,7 +112,7 @@ def report_sections(m: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def write_tracer_report(run_dir: Path, metrics: dict[str, Any]) -> None:
-    from agentrag.report import write_report
+    from agentrag.render import write_report
 
     write_report(run_dir, f"AgenticRAGTracer build {metrics['name']}", report_sections(metrics))
 

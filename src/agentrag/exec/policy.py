@@ -1,0 +1,102 @@
+"""The failure policy applied to per-item work, in one home (see :func:`agentrag.errors.classify`).
+
+:func:`run_stage` maps a per-item function over items on an executor and sorts every failure:
+
+- ``outage`` (after the backend's retries) and a lost worker: the item is unfinished, nothing is
+  written for it, the next run redoes it;
+- ``fatal`` (401/403/404, unknown model, unwritable run directory, bad input): the stage stops at
+  once (items not started are cancelled) and the error is raised; nothing more is written;
+- ``model_limited`` escaping the per-item function: a stage is expected to turn it into a flagged
+  record itself, so reaching here it is handled like a bug;
+- ``bug`` (anything else): logged with its traceback, the item stays unfinished, the stage goes on;
+  the command then exits non-zero (:attr:`StageResult.bugs`).
+
+Eval and every synthesizer call it; it is the only place that decides what a failure means.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from agentrag.errors import classify
+from agentrag.exec.base import Executor
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass
+class StageResult:
+    """What happened to the items of one stage (or one eval) in this invocation."""
+
+    stage: str = ""
+    total: int = 0
+    done: int = 0
+    #: item key -> "ErrorClass: message" for items left unfinished by an outage or a lost worker
+    unfinished: dict[str, str] = field(default_factory=dict)
+    #: item key -> "ErrorClass: message" for items that raised a bug (also unfinished)
+    bugs: dict[str, str] = field(default_factory=dict)
+
+    def merge(self, other: StageResult) -> StageResult:
+        self.total += other.total
+        self.done += other.done
+        self.unfinished.update(other.unfinished)
+        self.bugs.update(other.bugs)
+        return self
+
+
+def item_key(item: Any) -> str:
+    """A readable key of a work item: its ``id``, or the ``id`` of its first element (a tuple task)."""
+    for obj in (item, item[0] if isinstance(item, tuple) and item else None):
+        key = getattr(obj, "id", None)
+        if isinstance(key, str):
+            return key
+    return repr(item)[:60]
+
+
+def run_stage(executor: Executor, fn: Callable[[T], R], items: Iterable[T], *, stage: str = "",
+              progress: Callable[[str, int, int], None] | None = None,
+              on_result: Callable[[T, R], object] | None = None,
+              key: Callable[[T], str] = item_key) -> StageResult:
+    """Run ``fn`` over ``items`` under the failure policy (module docstring); ``on_result`` (in
+    the driver's thread, the only writer) writes each result; ``progress(stage, done, total)``
+    follows the items. A fatal error is raised at once, after cancelling what had not started."""
+    todo = list(items)
+    res = StageResult(stage=stage, total=len(todo))
+    if progress:
+        progress(stage, 0, len(todo))
+    stream = executor.map(fn, todo)
+    try:
+        for n, out in enumerate(stream, start=1):
+            if out.error is None:
+                if on_result is not None:
+                    on_result(out.item, out.result)  # type: ignore[arg-type]
+                res.done += 1
+            else:
+                kind = classify(out.error)
+                why = f"{type(out.error).__name__}: {out.error}"
+                if kind == "fatal":
+                    raise out.error
+                if kind == "outage":
+                    log.warning("%s: item %s unfinished (%s); rerun the same command to redo it", stage or "run",
+                                key(out.item), why)
+                    res.unfinished[key(out.item)] = why
+                else:
+                    log.error("%s: item %s failed with a bug; it stays unfinished", stage or "run", key(out.item),
+                              exc_info=(type(out.error), out.error, out.error.__traceback__))
+                    res.bugs[key(out.item)] = why
+            if progress:
+                progress(stage, n, len(todo))
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()  # cancels the items not started (thread executor) / in flight (Ray)
+    return res
+
+
+__all__ = ["StageResult", "run_stage", "item_key"]

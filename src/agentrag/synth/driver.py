@@ -1,0 +1,252 @@
+"""The one driver of the four synthesizers (RAGShaper, EviPath, ReasonRAG, Tracer).
+
+A synthesizer is a declaration, :class:`Synthesizer`: its stages (name, input, output, gates),
+how to check its inputs, how to build its components (the same recipe Ray workers use), the
+pipeline over pending items, and its report sections. :func:`run_synthesizer` does the rest, the
+same way for all four (and their CLI commands and ``run_*`` functions alike):
+
+1. check every input before anything is written (:meth:`Synthesizer.check_inputs`);
+2. open the run directory (taking its writer lock) and write the resolved config;
+3. build the components (:meth:`Synthesizer.components`; LLM and retriever objects passed by a
+   Python caller replace the references);
+4. run the pipeline over pending items through the executor seam (:class:`SynthRun.stage`
+   applies the failure policy of :mod:`agentrag.exec.policy` and tallies unfinished items);
+5. assemble the typed metrics (:class:`SynthMetrics`: funnel per declared stage, unfinished
+   count, one LLM-usage block, wall time), write ``metrics.json``;
+6. write the report once, after the statistics exist.
+
+A fatal error (401/404, unknown model, unwritable directory) propagates at once; items hit by an
+outage stay unfinished (``metrics["unfinished"]``, exit code 3 from the CLI); a bug is logged and
+raised as :class:`SynthBugs` after the metrics are written (exit code 1).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentrag.errors import AgentRagError
+from agentrag.exec import Executor, StageResult, ThreadExecutor, run_stage
+from agentrag.runs import RunDir
+from agentrag.threads import passive_openmp
+from agentrag.synth.common import Progress
+
+log = logging.getLogger(__name__)
+
+Cfg = TypeVar("Cfg")
+Inputs = TypeVar("Inputs")
+Comps = TypeVar("Comps")
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One declared stage: its name, what it reads and writes, and the gates it applies."""
+
+    name: str
+    input: str
+    output: str
+    gates: tuple[str, ...] = ()
+    about: str = ""
+
+
+class FunnelRow(BaseModel):
+    """One stage of the funnel: items in and out, rejections by reason, items left unfinished."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    stage: str
+    input: str = ""
+    output: str = ""
+    n_in: int = Field(alias="in")
+    out: int
+    rejected: dict[str, int] = Field(default_factory=dict)
+    unfinished: int = 0
+
+
+class SynthMetrics(BaseModel):
+    """What every synthesizer run reports (``metrics.json``); ``details`` holds the synthesizer's
+    own statistics (written at the top level of ``metrics.json`` beside these keys)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    synthesizer: str
+    name: str
+    funnel: list[FunnelRow]
+    unfinished: int = 0
+    unfinished_by_stage: dict[str, int] = Field(default_factory=dict)
+    unfinished_items: dict[str, str] = Field(default_factory=dict)
+    bugs: int = 0
+    llm: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    wall_s: float = 0.0
+    export: dict[str, Any] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``metrics.json`` object: the typed keys plus ``details`` at the top level."""
+        out = {**self.details, **self.model_dump(by_alias=True, exclude={"details"})}
+        return out
+
+
+@dataclass
+class SynthOutput:
+    """What a pipeline hands back to the driver: per declared stage ``(in, out, rejected)``, the
+    export summary, and the synthesizer's own statistics."""
+
+    counts: dict[str, tuple[int, int, Mapping[str, int]]] = field(default_factory=dict)
+    export: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class SynthBugs(AgentRagError):
+    """Some items raised an unexpected exception (a bug); they stay unfinished. Raised after the
+    metrics and report are written; the CLI exits 1."""
+
+    def __init__(self, bugs: Mapping[str, str]) -> None:
+        first = next(iter(bugs.items()))
+        super().__init__(f"{len(bugs)} item(s) failed with an unexpected error (a bug; tracebacks in the log), "
+                         f"e.g. {first[0]}: {first[1]}")
+        self.bugs = dict(bugs)
+
+
+@dataclass
+class SynthRun:
+    """The running context a pipeline gets from the driver: the run directory, the executor, the
+    progress callback, and what its stages left unfinished."""
+
+    run: RunDir
+    executor: Executor
+    progress: Progress | None = None
+    results: dict[str, StageResult] = field(default_factory=dict)
+
+    def stage(self, name: str, fn: Callable[[T], R], items: Iterable[T],
+              on_result: Callable[[T, R], object] | None = None, *, progress: bool = True) -> StageResult:
+        """Run one stage's per-item function over ``items`` under the failure policy; the driver
+        (this process) writes each result with ``on_result``."""
+        res = run_stage(self.executor, fn, items, stage=name, progress=self.progress if progress else None,
+                        on_result=on_result)
+        self.results.setdefault(name, StageResult(stage=name)).merge(res)
+        return res
+
+    def unfinished(self, stage: str, key: str, reason: str) -> None:
+        """Note an item the pipeline itself leaves unfinished (e.g. a search that hit an outage)."""
+        self.results.setdefault(stage, StageResult(stage=stage)).unfinished[key] = reason
+
+    @property
+    def unfinished_by_stage(self) -> dict[str, int]:
+        return {k: len(v.unfinished) + len(v.bugs) for k, v in self.results.items() if v.unfinished or v.bugs}
+
+
+def llm_usage(roles: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One LLM-usage block: ``{"role+role": stats}`` for each distinct LLM object of the run (cache
+    hits and misses, backend calls, tokens), keyed by the roles it plays."""
+    by_obj: dict[int, tuple[list[str], Any]] = {}
+    for role, obj in roles.items():
+        if obj is not None:
+            by_obj.setdefault(id(obj), ([], obj))[0].append(role)
+    out: dict[str, dict[str, Any]] = {}
+    for names, obj in by_obj.values():
+        stats = getattr(obj, "stats", None)
+        if callable(stats):
+            out["+".join(names)] = dict(stats())
+        else:
+            meter = getattr(obj, "meter", None)
+            snap = meter.snapshot() if meter is not None and hasattr(meter, "snapshot") else {}
+            out["+".join(names)] = {"calls": getattr(obj, "calls", None), **snap}
+    return out
+
+
+class Synthesizer(Generic[Cfg, Inputs, Comps]):
+    """A synthesizer's declaration (see the module docstring); subclasses fill in the hooks."""
+
+    name: ClassVar[str] = ""
+    stages: ClassVar[tuple[Stage, ...]] = ()
+
+    def check_inputs(self, cfg: Cfg, out: str | os.PathLike[str], given: Mapping[str, Any]) -> Inputs:
+        """Check everything the run needs before anything is written; return the inputs."""
+        raise NotImplementedError
+
+    def components(self, cfg: Cfg, run: RunDir, inputs: Inputs, given: Mapping[str, Any]) -> Comps:
+        """Build the run's components with the recipe workers use; objects in ``given`` (LLMs,
+        retrievers) replace the references of the config."""
+        raise NotImplementedError
+
+    def llm_roles(self, comps: Comps) -> dict[str, Any]:
+        """``{role: LLM object}`` of the run, for the LLM-usage block."""
+        raise NotImplementedError
+
+    def execute(self, ctx: SynthRun, cfg: Cfg, comps: Comps, inputs: Inputs) -> SynthOutput:
+        """Run the stages over pending items (``ctx.stage`` for per-item work)."""
+        raise NotImplementedError
+
+    def title(self, cfg: Cfg, name: str) -> str:
+        return f"{self.name} run {name}"
+
+    def report_sections(self, metrics: dict[str, Any]) -> Sequence[Any]:
+        """The report's sections (:class:`agentrag.render.Section` or dicts) from ``metrics.json``."""
+        raise NotImplementedError
+
+    def concurrency(self, cfg: Cfg) -> int:
+        return int(getattr(cfg, "concurrency", 1) or 1)
+
+
+def funnel_rows(stages: Sequence[Stage], counts: Mapping[str, tuple[int, int, Mapping[str, int]]],
+                unfinished: Mapping[str, int]) -> list[FunnelRow]:
+    """The funnel in declaration order (a stage the pipeline did not count is left out)."""
+    rows = []
+    for st in stages:
+        if st.name not in counts:
+            continue
+        n_in, n_out, rejected = counts[st.name]
+        rows.append(FunnelRow(stage=st.name, input=st.input, output=st.output, n_in=n_in, out=n_out,
+                              rejected=dict(rejected), unfinished=unfinished.get(st.name, 0)))
+    return rows
+
+
+def finish(synth: Synthesizer[Any, Any, Any], cfg: Any, ctx: SynthRun, comps: Any, output: SynthOutput,
+           elapsed: float) -> dict[str, Any]:
+    """Metrics, ``metrics.json`` and the report, written once, after the statistics exist."""
+    from agentrag.render import write_report
+
+    name = ctx.run.path.name
+    unfinished_items = {k: v for r in ctx.results.values() for k, v in {**r.unfinished, **r.bugs}.items()}
+    by_stage = ctx.unfinished_by_stage
+    metrics = SynthMetrics(
+        synthesizer=synth.name, name=name, funnel=funnel_rows(synth.stages, output.counts, by_stage),
+        unfinished=len(unfinished_items), unfinished_by_stage=by_stage, unfinished_items=unfinished_items,
+        bugs=sum(len(r.bugs) for r in ctx.results.values()), llm=llm_usage(synth.llm_roles(comps)),
+        wall_s=round(elapsed, 1), export=output.export, details=output.details).as_dict()
+    ctx.run.write_json("metrics.json", metrics)
+    write_report(ctx.run.path, synth.title(cfg, name), list(synth.report_sections(metrics)))
+    return metrics
+
+
+def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.PathLike[str], *,
+                    progress: Progress | None = None, executor: Executor | None = None,
+                    **given: Any) -> dict[str, Any]:
+    """Run ``synth`` into the run directory ``out`` (rerun = resume); returns ``metrics.json``'s
+    object. Raises :class:`SynthBugs` (after writing metrics and report) when items hit a bug."""
+    inputs = synth.check_inputs(cfg, out, given)
+    passive_openmp()
+    with RunDir(out) as run:
+        run.write_config(cfg)
+        comps = synth.components(cfg, run, inputs, given)
+        ctx = SynthRun(run, executor or ThreadExecutor(synth.concurrency(cfg)), progress)
+        start = time.monotonic()
+        output = synth.execute(ctx, cfg, comps, inputs)
+        metrics = finish(synth, cfg, ctx, comps, output, time.monotonic() - start)
+    bugs = {k: v for r in ctx.results.values() for k, v in r.bugs.items()}
+    if bugs:
+        raise SynthBugs(bugs)
+    return metrics
+
+
+__all__ = ["Stage", "FunnelRow", "SynthMetrics", "SynthOutput", "SynthRun", "SynthBugs", "Synthesizer",
+           "run_synthesizer", "llm_usage", "funnel_rows", "finish"]

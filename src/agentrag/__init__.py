@@ -78,6 +78,11 @@ _EXPORTS: dict[str, str] = {
     # errors
     "AgentRagError": "agentrag.errors", "UserError": "agentrag.errors", "RunError": "agentrag.errors",
     "LLMError": "agentrag.errors", "RetrievalError": "agentrag.errors", "ParseError": "agentrag.errors",
+    "EndpointError": "agentrag.errors", "StorageError": "agentrag.errors", "RunLockedError": "agentrag.errors",
+    "ContextLimitError": "agentrag.errors", "FailureKind": "agentrag.errors", "classify": "agentrag.errors",
+    "storage_error": "agentrag.errors", "STORAGE_ERRNOS": "agentrag.errors", "EXIT_OK": "agentrag.errors",
+    "EXIT_BUG": "agentrag.errors", "EXIT_BAD_INPUT": "agentrag.errors", "EXIT_UNFINISHED": "agentrag.errors",
+    "EXIT_INTERRUPTED": "agentrag.errors",
     # records
     "SCHEMA_VERSION": "agentrag.records", "Record": "agentrag.records", "Passage": "agentrag.records",
     "Hit": "agentrag.records", "ToolCall": "agentrag.records", "Message": "agentrag.records",
@@ -90,7 +95,7 @@ _EXPORTS: dict[str, str] = {
     "Config": "agentrag.config", "load_config": "agentrag.config", "apply_overrides": "agentrag.config",
     "parse_override": "agentrag.config", "dump_config": "agentrag.config",
     # runs
-    "JsonlStore": "agentrag.runs", "RunDir": "agentrag.runs",
+    "JsonlStore": "agentrag.runs", "RunDir": "agentrag.runs", "LOCK_NAME": "agentrag.runs",
     # llm protocol
     "LLM": "agentrag.llm.base", "Completion": "agentrag.llm.base",
     "resolve_llm": "agentrag.llm", "OpenAIBackend": "agentrag.llm", "EmbeddedLLM": "agentrag.llm",

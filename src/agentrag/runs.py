@@ -26,7 +26,7 @@ import yaml
 from pydantic import BaseModel
 
 from agentrag.config import dump_config
-from agentrag.errors import RunLockedError, StorageError, UserError, storage_error
+from agentrag.errors import RunLockedError, UserError, storage_error
 from agentrag.paths import check_out_dir
 from agentrag.records import dump_record, parse_record
 
@@ -276,4 +276,4 @@ def _atomic_write(path: Path, text: str) -> None:
         raise storage_error(exc, path) from exc
 
 
-__all__ = ["JsonlStore", "RunDir", "StorageError", "LOCK_NAME"]
+__all__ = ["JsonlStore", "RunDir", "LOCK_NAME"]

@@ -5,7 +5,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from agentrag.errors import UserError
-from agentrag.render import Section, bar_chart_svg, write_eval_report, write_report
+from agentrag.render import Section, bar_chart_svg, write_report
+from agentrag.report import write_eval_report
 
 
 def test_write_report_md_and_html(tmp_path):

@@ -15,7 +15,14 @@ from rich.logging import RichHandler
 from rich.text import Text
 
 from agentrag.config import Config, load_config
-from agentrag.errors import EXIT_BAD_INPUT, EXIT_BUG, EXIT_INTERRUPTED, EXIT_UNFINISHED, AgentRagError, UserError
+from agentrag.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_BUG,
+    EXIT_INTERRUPTED,
+    EXIT_UNFINISHED,
+    AgentRagError,
+    UserError,
+)
 
 # Markup is off: what the CLI prints (paths, queries, titles, error messages) is user text and
 # must appear verbatim ("/tmp/[run]/x" is a path, not a style tag). Style with ``styled`` instead.

@@ -34,8 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentrag.errors import AgentRagError
 from agentrag.exec import Executor, StageResult, ThreadExecutor, run_stage
 from agentrag.runs import RunDir
-from agentrag.threads import passive_openmp
 from agentrag.synth.common import Progress
+from agentrag.threads import passive_openmp
 
 log = logging.getLogger(__name__)
 
@@ -205,8 +205,9 @@ def funnel_rows(stages: Sequence[Stage], counts: Mapping[str, tuple[int, int, Ma
         if st.name not in counts:
             continue
         n_in, n_out, rejected = counts[st.name]
-        rows.append(FunnelRow(stage=st.name, input=st.input, output=st.output, n_in=n_in, out=n_out,
-                              rejected=dict(rejected), unfinished=unfinished.get(st.name, 0)))
+        rows.append(FunnelRow.model_validate({"stage": st.name, "input": st.input, "output": st.output, "in": n_in,
+                                              "out": n_out, "rejected": dict(rejected),
+                                              "unfinished": unfinished.get(st.name, 0)}))
     return rows
 
 
@@ -224,8 +225,25 @@ def finish(synth: Synthesizer[Any, Any, Any], cfg: Any, ctx: SynthRun, comps: An
         bugs=sum(len(r.bugs) for r in ctx.results.values()), llm=llm_usage(synth.llm_roles(comps)),
         wall_s=round(elapsed, 1), export=output.export, details=output.details).as_dict()
     ctx.run.write_json("metrics.json", metrics)
-    write_report(ctx.run.path, synth.title(cfg, name), list(synth.report_sections(metrics)))
+    write_report(ctx.run.path, synth.title(cfg, name), [*synth.report_sections(metrics), *run_sections(metrics)])
     return metrics
+
+
+def run_sections(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The sections every synthesizer report ends with: LLM usage per role, unfinished items."""
+    keys = ("hits", "misses", "inner_calls", "prompt_tokens", "completion_tokens", "backend_latency_s")
+    rows = [[role, *(st.get(k, "") for k in keys)] for role, st in metrics.get("llm", {}).items()]
+    out: list[dict[str, Any]] = [{
+        "title": "LLM usage", "text": f"Wall time {metrics.get('wall_s')} s. Cache hits are calls answered "
+        "from this run's llm_cache.sqlite; backend calls reached the endpoint.",
+        "headers": ["LLM (roles)", "cache hits", "cache misses", "backend calls", "prompt tokens",
+                    "completion tokens", "backend seconds"], "rows": rows}]
+    if metrics.get("unfinished"):
+        items = metrics.get("unfinished_items", {})
+        out.append({"title": "Unfinished items", "text": f"{metrics['unfinished']} item(s) were left unfinished "
+                    "(an outage, a lost worker or a bug); rerun the same command to finish them.",
+                    "headers": ["item", "reason"], "rows": [[k, v[:200]] for k, v in list(items.items())[:50]]})
+    return out
 
 
 def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.PathLike[str], *,
@@ -249,4 +267,4 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
 
 
 __all__ = ["Stage", "FunnelRow", "SynthMetrics", "SynthOutput", "SynthRun", "SynthBugs", "Synthesizer",
-           "run_synthesizer", "llm_usage", "funnel_rows", "finish"]
+           "run_synthesizer", "llm_usage", "funnel_rows", "finish", "run_sections"]

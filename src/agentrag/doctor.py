@@ -176,7 +176,9 @@ def _child(name: str) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from agentrag.threads import passive_openmp
+
+    passive_openmp()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.exit(_child(sys.argv[1] if len(sys.argv) > 1 else ""))
 

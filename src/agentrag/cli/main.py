@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from agentrag.cli.common import console, setup_logging, styled
+from agentrag.threads import passive_openmp
 
 app = typer.Typer(
     name="agentrag",
@@ -86,7 +87,7 @@ register_groups(app, GROUPS)
 def main() -> None:
     # OpenMP (llama.cpp, torch) reads this once, at first import: passive waiting keeps idle worker
     # threads from spinning, which on a busy small machine makes the embedded model ~10x slower.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    passive_openmp()
     # The CLI never downloads at run time: models come from installed packages or local paths (or
     # the Hugging Face cache). Export HF_HUB_OFFLINE=0 to let a named hub model be fetched.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

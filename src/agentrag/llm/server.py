@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 from agentrag._extras import require
-from agentrag.errors import AgentRagError, UserError
+from agentrag.errors import AgentRagError, ContextLimitError, UserError
 from agentrag.llm.base import LLM, Completion
 from agentrag.llm.parsing import message_from_openai
 
@@ -77,6 +77,8 @@ def create_app(llm: LLM) -> Any:
             out = await llm.achat(messages, tools=body.get("tools") or None,
                                   response_format=body.get("response_format") or None,
                                   n=int(body.get("n") or 1), **sampling)
+        except ContextLimitError as exc:  # its message says "maximum context length": clients map it back
+            return error(400, str(exc), "context_length_exceeded")
         except (UserError, ValueError, TypeError) as exc:
             return error(400, str(exc), "invalid_request_error")
         except AgentRagError as exc:

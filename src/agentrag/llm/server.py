@@ -25,7 +25,8 @@ def completion_payload(model: str, completions: list[Completion]) -> dict[str, A
     choices = []
     prompt = completion_tokens = 0
     for i, c in enumerate(completions):
-        msg: dict[str, Any] = {"role": "assistant", "content": c.text}
+        # an empty reply is "" (content null without tool calls is not a valid completion)
+        msg: dict[str, Any] = {"role": "assistant", "content": c.text if c.text or c.tool_calls else ""}
         if c.tool_calls:
             msg["tool_calls"] = [{"id": tc.id or f"call_{j}", "type": "function",
                                   "function": {"name": tc.name, "arguments": json.dumps(tc.arguments)}}

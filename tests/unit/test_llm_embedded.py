@@ -87,18 +87,25 @@ def test_unknown_sampling_keyword_and_missing_path(fake_model, tmp_path: Path) -
 
 
 
-class OverContextLlama:
-    """llama-cpp-python's behaviour for a prompt longer than n_ctx."""
+class FailingLlama:
+    """Raises ``error`` as llama-cpp-python does (e.g. for a prompt longer than n_ctx)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
 
     def create_chat_completion(self, **kwargs):
-        raise ValueError("Requested tokens (300) exceed context window of 256")
+        raise self.error
+
+
+def failing(llm: EmbeddedLLM, error: Exception, monkeypatch) -> None:
+    c = llm.config
+    key = embedded.model_key(llm.path, c.n_ctx, c.n_threads, c.n_threads_batch, c.extra_buffer_types)
+    monkeypatch.setitem(embedded._MODELS, key, (FailingLlama(error), threading.Lock()))
 
 
 def test_over_context_is_a_context_limit_error_with_the_counts(fake_model, monkeypatch) -> None:
     llm, _ = fake_model([])
-    c = llm.config
-    key = embedded.model_key(llm.path, c.n_ctx, c.n_threads, c.n_threads_batch, c.extra_buffer_types)
-    monkeypatch.setitem(embedded._MODELS, key, (OverContextLlama(), threading.Lock()))
+    failing(llm, ValueError("Requested tokens (300) exceed context window of 256"), monkeypatch)
     with pytest.raises(ContextLimitError) as info:
         llm.chat([Message(role="user", content="q " * 300)], max_tokens=64)
     msg = str(info.value)
@@ -107,8 +114,8 @@ def test_over_context_is_a_context_limit_error_with_the_counts(fake_model, monke
 
 
 def test_other_llama_errors_are_fatal_llm_errors(fake_model, monkeypatch) -> None:
-    llm, llama = fake_model([])
-    llama.create_chat_completion = lambda **kw: (_ for _ in ()).throw(RuntimeError("llama_decode returned -3"))
+    llm, _ = fake_model([])
+    failing(llm, RuntimeError("llama_decode returned -3"), monkeypatch)
     with pytest.raises(LLMError, match="llama_decode") as info:
         llm.chat([Message(role="user", content="q")])
     assert not isinstance(info.value, ContextLimitError) and classify(info.value) == "fatal"

@@ -126,7 +126,9 @@ class ReactAgent(BaseAgent):
             answer = _explicit_answer(text)
         calls, call_error = tool_calls_from_text(text) if turn.error is None else ([], None)
         is_call = bool(calls) or call_error is not None or bool(turn.completion and turn.completion.tool_calls)
-        if answer is None and text.strip() and self.config.untagged_answer == "accept" and not is_call:
+        bad_json = invalid is not None and text.strip().startswith("{")  # JSON that fails FinalAnswer
+        if answer is None and text.strip() and self.config.untagged_answer == "accept" and not is_call \
+                and not bad_json:
             answer = text.strip()
             traj.metadata["answer_tagged"] = False
         if answer is not None:

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from agentrag.llm import CachedLLM, OpenAIBackend, parse_json_output
+from agentrag.errors import ContextLimitError, classify
+from agentrag.llm import CachedLLM, LLMConfig, OpenAIBackend, parse_json_output
 from agentrag.records import Message
 from extras_check import require_module
 
@@ -91,6 +92,26 @@ def test_served_json_schema_and_tool_call(served_url: str) -> None:
     assert call.name == "search" and isinstance(call.arguments["query"], str)
     assert isinstance(call.arguments["top_k"], int)
     assert client.attempts == 2 and client.meter.snapshot()["completion_tokens"] > 0
+
+
+def test_served_over_context_is_a_context_limit_error(served_url: str) -> None:
+    client = OpenAIBackend("SmolLM2-135M-Instruct", base_url=served_url, api_key="none", timeout=120, max_retries=2)
+    with pytest.raises(ContextLimitError, match="maximum context length"):
+        client.chat([Message(role="user", content="word " * 9000)], max_tokens=8)
+    assert client.attempts == 1  # a 400 the client maps back; not retried
+
+
+def test_embedded_over_context_is_a_context_limit_error() -> None:
+    from agentrag.llm.embedded import EmbeddedLLM
+
+    llm = EmbeddedLLM(config=LLMConfig(backend="embedded", n_ctx=256))
+    with pytest.raises(ContextLimitError) as info:
+        llm.chat([Message(role="user", content="Paris is the capital of France. " * 60)], max_tokens=16)
+    msg = str(info.value)
+    assert "over the model's maximum context length of 256 tokens" in msg and "max_tokens 16" in msg
+    assert classify(info.value) == "model_limited"
+    short = llm.chat([Message(role="user", content="Say hi.")], max_tokens=8)  # the model still works
+    assert short[0].usage.prompt_tokens < 256
 
 
 def test_embedded_tools_always_parse(embedded_llm) -> None:

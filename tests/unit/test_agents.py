@@ -337,3 +337,13 @@ def test_react_forced_answer_as_json(retriever):
     assert (traj.finish_reason, traj.answer) == ("answered", "Paris")
     schema = llm.requests[1]["response_format"]["json_schema"]["schema"]
     assert schema["required"] == ["answer"] and llm.requests[0]["response_format"] is None
+
+
+def test_react_forced_json_answer_is_validated_by_its_model(retriever):
+    from agentrag.agents.react import ANSWER_FORMAT
+
+    assert ANSWER_FORMAT["json_schema"]["schema"]["properties"]["answer"]["maxLength"] == 100
+    llm = ScriptedLLM([search(), '{"answer": "' + "x" * 150 + '"}'])
+    traj = build_agent("react", llm, retriever, max_steps=2, forced_answer_format="json").run(ITEM)
+    assert (traj.finish_reason, traj.answer) == ("max_steps", None)
+    assert "invalid final answer" in (traj.steps[-1].error or "") and "answer" in traj.steps[-1].error

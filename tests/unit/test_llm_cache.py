@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from agentrag.errors import UserError
+from agentrag.errors import LLMError, UserError
 from agentrag.llm import CachedLLM, resolve_llm
+from agentrag.llm.base import Completion
 from agentrag.records import Message, ToolCall
-from agentrag.testing import ScriptedLLM
+from agentrag.testing import ScriptedLLM, StubOpenAIServer
 
 MSGS = [Message(role="user", content="capital of France?")]
 
@@ -148,3 +151,41 @@ def test_processes_opening_a_new_cache_together_all_succeed(tmp_path: Path) -> N
             p.join(60)
         assert [p.exitcode for p in procs] == [0] * 8
         assert len(ResponseCache(path)) == 8
+
+
+def _stored(db: Path) -> list[Completion]:
+    """Every completion in the cache file."""
+    with closing(sqlite3.connect(db)) as con:
+        return [Completion.model_validate_json(v) for (v,) in con.execute("SELECT value FROM responses")]
+
+
+def _stub_llm(url: str, cache: Path, retries: int) -> CachedLLM:
+    llm = resolve_llm(f"openai:stub@{url}", cache=cache, api_key="k", max_retries=retries,
+                      backoff_initial=0.01, backoff_max=0.02, timeout=5)
+    assert isinstance(llm, CachedLLM)
+    return llm
+
+
+@pytest.mark.parametrize("kind", ["content_null", "empty_message", "usage_str", "tool_args_list"])
+def test_malformed_completion_is_never_cached(tmp_path: Path, kind: str) -> None:
+    db = tmp_path / "c.sqlite"
+    with StubOpenAIServer([kind], reply="good") as srv:  # bad body, then the good one on retry
+        assert [c.text for c in _stub_llm(srv.base_url, db, retries=1).chat(MSGS)] == ["good"]
+        assert srv.requests == 2
+    assert [c.text for c in _stored(db)] == ["good"]
+    with StubOpenAIServer(reply="other") as srv:  # the rerun is served the good answer from the cache
+        assert _stub_llm(srv.base_url, db, retries=0).chat(MSGS)[0].text == "good" and srv.requests == 0
+
+
+def test_retries_exhausted_caches_nothing_and_a_rerun_calls_again(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    with StubOpenAIServer(["content_null"] * 2) as srv:
+        llm = _stub_llm(srv.base_url, db, retries=1)
+        with pytest.raises(LLMError) as info:
+            llm.chat(MSGS)
+        assert info.value.is_retryable and srv.requests == 2
+    assert _stored(db) == []
+    with StubOpenAIServer(reply="healthy") as srv:
+        again = _stub_llm(srv.base_url, db, retries=0)
+        assert again.chat(MSGS)[0].text == "healthy" and srv.requests == 1 and again.inner_calls == 1
+    assert [c.text for c in _stored(db)] == ["healthy"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrag.errors import UserError
+from agentrag.errors import ContextLimitError, LLMError, UserError, classify
 from agentrag.llm import embedded
 from agentrag.llm.embedded import EmbeddedLLM
 from agentrag.records import Message, ToolCall
@@ -85,3 +85,46 @@ def test_unknown_sampling_keyword_and_missing_path(fake_model, tmp_path: Path) -
     with pytest.raises(UserError, match="does not exist"):
         EmbeddedLLM(tmp_path / "nope.gguf")
 
+
+
+class FailingLlama:
+    """Raises ``error`` as llama-cpp-python does (e.g. for a prompt longer than n_ctx)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def create_chat_completion(self, **kwargs):
+        raise self.error
+
+
+def failing(llm: EmbeddedLLM, error: Exception, monkeypatch) -> None:
+    c = llm.config
+    key = embedded.model_key(llm.path, c.n_ctx, c.n_threads, c.n_threads_batch, c.extra_buffer_types)
+    monkeypatch.setitem(embedded._MODELS, key, (FailingLlama(error), threading.Lock()))
+
+
+def test_over_context_is_a_context_limit_error_with_the_counts(fake_model, monkeypatch) -> None:
+    llm, _ = fake_model([])
+    failing(llm, ValueError("Requested tokens (300) exceed context window of 256"), monkeypatch)
+    with pytest.raises(ContextLimitError) as info:
+        llm.chat([Message(role="user", content="q " * 300)], max_tokens=64)
+    msg = str(info.value)
+    assert "300 tokens" in msg and "256" in msg and "max_tokens 64" in msg and "n_ctx" in msg
+    assert classify(info.value) == "model_limited"
+
+
+def test_other_llama_errors_are_fatal_llm_errors(fake_model, monkeypatch) -> None:
+    llm, _ = fake_model([])
+    failing(llm, RuntimeError("llama_decode returned -3"), monkeypatch)
+    with pytest.raises(LLMError, match="llama_decode") as info:
+        llm.chat([Message(role="user", content="q")])
+    assert not isinstance(info.value, ContextLimitError) and classify(info.value) == "fatal"
+
+
+def test_a_file_that_is_not_a_model_is_a_user_error(tmp_path: Path) -> None:
+    bad = tmp_path / "notes.gguf"
+    bad.write_text("not a model")
+    llm = EmbeddedLLM(bad)
+    with pytest.raises(UserError, match="cannot load the embedded model") as info:
+        llm.chat([Message(role="user", content="q")])
+    assert "GGUF" in str(info.value) and classify(info.value) == "fatal"

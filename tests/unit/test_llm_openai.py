@@ -1,13 +1,16 @@
-"""OpenAIBackend against a local stub server: retries, timeouts, malformed bodies, text tool calls."""
+"""OpenAIBackend against a local stub server: retries, timeouts, malformed bodies, text tool calls, and
+what each failure becomes under the failure policy (outage, fatal endpoint error, model-limited)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
-from agentrag.errors import LLMError
+from agentrag.errors import ContextLimitError, EndpointError, LLMError, ParseError, classify
 from agentrag.llm import OpenAIBackend, resolve_llm
+from agentrag.llm.openai_wire import parse_completion_body, status_error
 from agentrag.records import Message
 from agentrag.testing import StubOpenAIServer
 
@@ -125,3 +128,94 @@ def test_resolve_openai_ref_and_env(monkeypatch) -> None:
     assert isinstance(llm, OpenAIBackend) and llm.base_url == "http://127.0.0.1:1/v1" and llm.config.timeout == 3
     llm2 = resolve_llm("openai:org/m@x@http://h:8/v1")
     assert llm2.model == "org/m@x" and llm2.base_url == "http://h:8/v1"
+
+
+# --- the failure policy: what each reply becomes -------------------------------------------------
+
+@pytest.mark.parametrize("kind", sorted(StubOpenAIServer.BAD_BODIES))
+def test_bad_body_is_retried_then_an_outage(kind: str) -> None:
+    with StubOpenAIServer([kind] * 5) as srv:
+        llm = backend(srv.base_url, max_retries=2)
+        with pytest.raises(LLMError) as info:
+            llm.chat(MSGS, tools=TOOLS)
+        assert srv.requests == 3 and llm.attempts == 3  # retried: the server misbehaved
+        assert info.value.is_retryable and classify(info.value) == "outage"
+        assert "not a valid chat completion" in str(info.value)
+
+
+@pytest.mark.parametrize("kind", sorted(StubOpenAIServer.BAD_BODIES))
+def test_bad_body_then_good_one_succeeds(kind: str) -> None:
+    with StubOpenAIServer([kind], reply="fine") as srv:
+        out = backend(srv.base_url).chat(MSGS)
+        assert out[0].text == "fine" and srv.requests == 2
+
+
+@pytest.mark.parametrize("fault", ["null_choice", "bad_message", "garbage"])
+def test_other_wrong_shapes_are_outages(fault: str) -> None:
+    with StubOpenAIServer([fault] * 3) as srv:
+        with pytest.raises(LLMError) as info:
+            backend(srv.base_url, max_retries=1).chat(MSGS)
+        assert srv.requests == 2 and classify(info.value) == "outage"
+
+
+@pytest.mark.parametrize(("fault", "fix"), [("401", "OPENAI_API_KEY"), ("403", "api_key in your YAML"),
+                                            ("404", "/models lists them")])
+def test_endpoint_errors_stop_after_one_request(fault: str, fix: str) -> None:
+    with StubOpenAIServer([fault] * 5) as srv:
+        llm = backend(srv.base_url)
+        with pytest.raises(EndpointError) as info:
+            llm.chat(MSGS)
+        assert srv.requests == 1 and llm.attempts == 1
+        msg = str(info.value)
+        assert srv.base_url in msg and "stub-model" in msg and fix in msg and fault in msg
+        assert info.value.status == int(fault) and info.value.endpoint == srv.base_url
+        assert classify(info.value) == "fatal"
+
+
+def test_unknown_model_in_a_400_is_an_endpoint_error() -> None:
+    err = status_error(400, "Error code: 400 - The model `gpt-9` does not exist", base_url="http://h/v1",
+                       model="gpt-9")
+    assert isinstance(err, EndpointError) and "check the model name" in str(err) and "http://h/v1/models" in str(err)
+
+
+def test_over_context_is_model_limited_after_one_request() -> None:
+    with StubOpenAIServer(["context"] * 5) as srv:
+        llm = backend(srv.base_url)
+        with pytest.raises(ContextLimitError) as info:
+            llm.chat(MSGS)
+        assert srv.requests == 1
+        assert "9098" in str(info.value) and classify(info.value) == "model_limited"
+
+
+@pytest.mark.parametrize("detail", [
+    "This model's maximum context length is 8192 tokens. However, you requested 9098 tokens",  # vLLM / OpenAI
+    "the request exceeds the available context size, try increasing it",  # llama.cpp server
+    "Input length 9000 exceeds the context length 8192",  # SGLang-style
+])
+def test_context_messages_of_each_server(detail: str) -> None:
+    assert isinstance(status_error(400, detail, base_url="u", model="m"), ContextLimitError)
+
+
+def test_other_4xx_is_fatal_and_5xx_an_outage() -> None:
+    for status, kind in [(400, "fatal"), (422, "fatal"), (429, "outage"), (500, "outage"), (503, "outage")]:
+        err = status_error(status, "nope", base_url="u", model="m")
+        assert type(err) is LLMError and classify(err) == kind, status
+
+
+def test_length_finish_with_empty_or_null_content_is_a_valid_completion() -> None:
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "length"},
+                        {"index": 1, "message": {"role": "assistant", "content": ""}, "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 0}}
+    parsed = parse_completion_body(json.dumps(body))
+    assert [c.finish_reason for c in parsed.choices] == ["length", "length"]
+    with pytest.raises(ParseError, match="neither content nor tool calls"):
+        body["choices"][0]["finish_reason"] = "stop"
+        parse_completion_body(json.dumps(body))
+
+
+def test_tool_call_arguments_may_be_empty_and_content_parts_are_joined() -> None:
+    reply = {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "search", "arguments": ""}}]}
+    with StubOpenAIServer(reply=reply) as srv:
+        out = backend(srv.base_url).chat(MSGS, tools=TOOLS)
+    assert out[0].text == "ab" and out[0].tool_calls[0].arguments == {} and out[0].tool_calls[0].id == "c1"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agentrag.errors import LLMError
+from agentrag.errors import ContextLimitError, LLMError
 from agentrag.llm import OpenAIBackend
 from agentrag.llm.server import create_app
 from agentrag.records import Message, ToolCall
@@ -66,6 +66,19 @@ def test_backend_errors_become_http_500(served) -> None:
     client = OpenAIBackend("scripted", base_url=url, api_key="k", timeout=5, max_retries=0)
     with pytest.raises(LLMError, match="500"):
         client.chat([Message(role="user", content="q")])
+
+
+def test_over_context_is_a_400_the_client_maps_back(served) -> None:
+    over = ContextLimitError("embedded model m: the prompt has 300 tokens (+ max_tokens 512), over the model's "
+                             "maximum context length of 256 tokens (n_ctx); shorten the input or raise n_ctx")
+    fake = ScriptedLLM([over, "", "after"])
+    client = OpenAIBackend("scripted", base_url=served(fake), api_key="k", timeout=5, max_retries=3,
+                           backoff_initial=0.01)
+    with pytest.raises(ContextLimitError, match="300 tokens"):
+        client.chat([Message(role="user", content="q")])
+    assert fake.calls == 1 and client.attempts == 1  # not retried
+    empty = client.chat([Message(role="user", content="q")])  # an empty reply is a valid completion
+    assert empty[0].text == "" and fake.calls == 2 and client.attempts == 2
 
 
 def test_bad_requests_are_400() -> None:

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import time
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from agentrag.agents.base import ToolResult
 from agentrag.agents.config import ReactConfig
 from agentrag.agents.loop import BaseAgent, extract_tag, strip_tool_call_text
 from agentrag.agents.messages import step_to_messages
 from agentrag.agents.prompts import EMPTY_REPLY, REACT_FORCE_ANSWER, REACT_NO_TAGS, REACT_SYSTEM
 from agentrag.agents.tools import json_answer, tool_calls_from_text
+from agentrag.errors import ParseError
+from agentrag.llm.structured import parse_structured, response_format
 from agentrag.records import Message, QAItem, Step, Trajectory
 
 
@@ -28,9 +32,16 @@ def react_system_prompt(tool_name: str = "dense_search") -> str:
     return REACT_SYSTEM.format(tool=tool_name)
 
 
+class FinalAnswer(BaseModel):
+    """The final short answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str = Field(max_length=100, description="the short answer")
+
+
 #: response_format of the forced answer turn with ``forced_answer_format="json"``
-ANSWER_FORMAT = {"type": "json_schema", "json_schema": {"name": "final_answer", "schema": {
-    "type": "object", "properties": {"answer": {"type": "string", "maxLength": 100}}, "required": ["answer"]}}}
+ANSWER_FORMAT = response_format(FinalAnswer, "final_answer")
 
 
 class ReactAgent(BaseAgent):
@@ -106,16 +117,24 @@ class ReactAgent(BaseAgent):
         else:
             turn = self.chat(messages)
         text = turn.text
-        answer = _explicit_answer(text) if turn.error is None else None
+        invalid = None
+        if turn.error is not None:
+            answer = None
+        elif self.config.forced_answer_format == "json":
+            answer, invalid = _json_answer(text)
+        else:
+            answer = _explicit_answer(text)
         calls, call_error = tool_calls_from_text(text) if turn.error is None else ([], None)
         is_call = bool(calls) or call_error is not None or bool(turn.completion and turn.completion.tool_calls)
-        if answer is None and text.strip() and self.config.untagged_answer == "accept" and not is_call:
+        bad_json = invalid is not None and text.strip().startswith("{")  # JSON that fails FinalAnswer
+        if answer is None and text.strip() and self.config.untagged_answer == "accept" and not is_call \
+                and not bad_json:
             answer = text.strip()
             traj.metadata["answer_tagged"] = False
         if answer is not None:
             self._finish(traj, messages, self.step(turn), answer)
             return
-        error = turn.error or "no answer in the final (forced) turn"
+        error = turn.error or invalid or "no answer in the final (forced) turn"
         step = self.step(turn, error=error)
         traj.steps.append(step)
         messages.extend(step_to_messages(step, len(traj.steps) - 1))
@@ -135,8 +154,19 @@ def _explicit_answer(text: str) -> str | None:
     return answer if answer is not None else json_answer(text)
 
 
+def _json_answer(text: str) -> tuple[str | None, str | None]:
+    """(answer, None) from <answer> tags or a valid :class:`FinalAnswer` reply; else (None, why)."""
+    answer = extract_tag(text, "answer")
+    if answer is not None:
+        return answer, None
+    try:
+        return parse_structured(text, FinalAnswer).answer.strip(), None
+    except ParseError as exc:
+        return None, f"invalid final answer: {exc}"
+
+
 def _retrieval_failure(step: Step) -> bool:
     return step.error is not None and step.error.startswith("the search failed")
 
 
-__all__ = ["ReactAgent", "react_system_prompt"]
+__all__ = ["ReactAgent", "react_system_prompt", "FinalAnswer", "ANSWER_FORMAT"]

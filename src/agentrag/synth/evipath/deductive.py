@@ -67,13 +67,13 @@ def agent_path(cfg: EviPathConfig, planner: LLM, executor: LLM, retriever: Retri
     p, e = _Watched(planner), (_Watched(executor) if executor is not planner else None)
     agent = PlannerExecutorAgent(p, PlainNavigation(retriever), acfg, executor_llm=e or p)  # type: ignore[arg-type]
     traj = run_agent(agent, item)
-    if traj.finish_reason == "llm_error":
-        err = next((w.error for w in (p, e) if w is not None and w.error is not None), None)
-        if isinstance(err, ContextLimitError):
-            traj.finish_reason = "context_limit"
-        else:
-            raise err or LLMError(str(traj.metadata.get("error", "LLM error")), is_retryable=True)
-    return trajectory_records(item, traj, phi(), cfg, acfg.max_passage_chars)
+    err = next((w.error for w in (p, e) if w is not None and w.error is not None), None)
+    if traj.finish_reason == "llm_error" and not isinstance(err, ContextLimitError):
+        raise err or LLMError(str(traj.metadata.get("error", "LLM error")), is_retryable=True)
+    plan, iterations, subs, sels = trajectory_records(item, traj, phi(), cfg, acfg.max_passage_chars)
+    if traj.finish_reason == "llm_error":  # over the context window: a flagged path with that reason
+        iterations[-1] = iterations[-1].model_copy(update={"status": "failed", "reason": f"context_limit: {err}"})
+    return plan, iterations, subs, sels
 
 
 def _norm(text: str) -> str:

@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from agentrag.agents.pe_protocol import parse_planner
 from agentrag.errors import ParseError
 from agentrag.llm.base import LLM
-from agentrag.records import Message, Provenance
 from agentrag.llm.structured import validate_structured
+from agentrag.records import Message, Provenance
 from agentrag.synth.common import call_text
 from agentrag.synth.evipath.answering import answer_subquestion
 from agentrag.synth.evipath.config import EviPathConfig

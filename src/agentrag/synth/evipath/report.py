@@ -40,7 +40,7 @@ def statistics(*, mode: str, split: str, items: list[EviItem], plans: list[PlanR
     gates = [g for g in gates if g.id in wanted]
     convs = [c for c in convs if c.item_id in wanted]
     lasts = [r for r in iterations if r.last]
-    kept = Counter(c.role for c in convs if c.kept)
+    kept: Counter[str] = Counter(c.role for c in convs if c.kept)
     to_export = sum(kept[r] for r in export_roles)
     counts: Counts = {
         "items": (len(items), sum(i.status == "ok" for i in items),

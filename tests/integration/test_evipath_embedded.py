@@ -34,10 +34,10 @@ def test_embedded_two_musique_items_honest_funnel_and_resume(data_dir: Path, tmp
     out = tmp_path / "run"
     m = _synth(dataset, out)
     funnel = {r["stage"]: r for r in m["funnel"]}
-    assert funnel["items (d_train)"]["out"] == 2
-    plans = funnel["plans (Eq. 3)"]
+    assert funnel["items"]["out"] == 2
+    plans = funnel["plans"]
     assert plans["in"] == 2 and plans["out"] + sum(plans["rejected"].values()) == 2
-    paths = funnel["paths (Eq. 4-5)"]
+    paths = funnel["paths"]
     assert paths["in"] == 2 and paths["out"] + sum(paths["rejected"].values()) == 2
     gates = [json.loads(x) for x in (out / "gates.jsonl").read_text().splitlines()]
     assert len(gates) == 2  # every item reached the gates, passed or with reasons
@@ -47,23 +47,21 @@ def test_embedded_two_musique_items_honest_funnel_and_resume(data_dir: Path, tmp
         for line in (out / f"{stage}.jsonl").read_text().splitlines():
             rec = json.loads(line)
             assert rec["provenance"]["model"] and (rec["status"] == "ok" or rec["reason"])
-    assert m["llm_per_item"]["calls"] >= 1 and m["llm_calls"]["planner+executor"]["misses"] >= 2
+    assert m["llm_per_item"]["calls"] >= 1 and m["llm"]["planner+executor"]["misses"] >= 2
     again = _synth(dataset, out)  # resume: all done, every call cached
-    assert again["llm_calls"]["planner+executor"].get("misses", 0) == 0
+    assert again["llm"]["planner+executor"].get("misses", 0) == 0
     assert len((out / "gates.jsonl").read_text().splitlines()) == 2
 
 
 def test_train_sft_on_an_evipath_export(data_dir: Path, tmp_path: Path) -> None:
-    from agentrag.runs import RunDir
-    from agentrag.synth.evipath import EviPathComponents, EviPathConfig, EviPathPipeline, read_items
+    from agentrag.synth.evipath import EviPathRunConfig, run_evipath
     from agentrag.testing import GoldDecompositionLLM, HashEmbedder
 
     dataset = data_dir / "musique" / "train_100.jsonl"
     records = [json.loads(x) for x in dataset.read_text().splitlines()[:2]]
-    llm = GoldDecompositionLLM(records)
-    cfg = EviPathConfig(split="planner")  # the short planner chats keep the 2 CPU steps cheap
-    EviPathPipeline(RunDir(tmp_path / "gold"), cfg, EviPathComponents(llm, llm, HashEmbedder())).run(
-        read_items(dataset, limit=2))
+    # the short planner chats keep the 2 CPU steps cheap
+    cfg = EviPathRunConfig(datasets=[str(dataset)], limit=2, split="planner")
+    run_evipath(cfg, tmp_path / "gold", planner=GoldDecompositionLLM(records), embedder=HashEmbedder())
     data = tmp_path / "gold" / "sft" / "trl_sft.jsonl"
     res = CliRunner().invoke(app, ["train", "sft", "--data", str(data), "--out", str(tmp_path / "train"),
                                    "--model", "embedded", "--max-steps", "2", "--set", "max_length=512",

@@ -12,8 +12,7 @@ import pytest
 from agentrag.agents import build_agent
 from agentrag.errors import LLMError
 from agentrag.records import Passage, QAItem
-from agentrag.runs import RunDir
-from agentrag.synth.evipath import EviPathComponents, EviPathConfig, EviPathPipeline, read_items
+from agentrag.synth.evipath import EviPathRunConfig, run_evipath
 from agentrag.synth.evipath.schema import ConversationRecord, GateRecord, SelectionRecord
 from agentrag.testing import FakeRetriever, GoldDecompositionLLM, HashEmbedder, ScriptedLLM
 from extras_check import require_module
@@ -31,10 +30,11 @@ def records(musique: Path) -> list[dict]:
     return [json.loads(line) for line in musique.read_text().splitlines()[:N]]
 
 
-def _run(path: Path, llm, musique: Path, **cfg) -> dict:
-    items = read_items(musique, limit=N)
-    comps = EviPathComponents(planner=llm, executor=llm, embedder=HashEmbedder(), retriever=cfg.pop("retriever", None))
-    return EviPathPipeline(RunDir(path), EviPathConfig(concurrency=2, **cfg), comps).run(items)
+def _run(path: Path, llm, musique: Path, *, concurrency: int = 2, **cfg) -> dict:
+    retriever = cfg.pop("retriever", None)
+    given = {"retriever": retriever} if retriever is not None else {}
+    run_cfg = EviPathRunConfig(datasets=[str(musique)], limit=N, concurrency=concurrency, **cfg)
+    return run_evipath(run_cfg, path, planner=llm, embedder=HashEmbedder(), **given)
 
 
 def test_gold_fake_produces_gate_passing_planner_and_executor_records(tmp_path: Path, records, musique: Path):
@@ -61,8 +61,11 @@ def test_gold_fake_produces_gate_passing_planner_and_executor_records(tmp_path: 
         in e.messages[2].content
     # report numbers
     funnel = {r["stage"]: r for r in m["funnel"]}
-    assert funnel["gates (ours; first failed gate)"]["out"] == N
-    assert m["export"]["exported"] == len(planners) + len(executors)
+    assert list(funnel) == ["items", "plans", "paths", "sub_answers", "selections", "gates", "conversations",
+                            "export"]
+    assert funnel["gates"]["out"] == N and all(r["unfinished"] == 0 for r in m["funnel"])
+    assert funnel["export"]["out"] == m["export"]["exported"] == len(planners) + len(executors)
+    assert m["unfinished"] == 0 and m["bugs"] == 0 and m["synthesizer"] == "evipath" and m["wall_s"] >= 0
     assert sum(m["subquestions_per_item"].values()) == N and m["eq6_fallback_rate"] is not None
     assert m["llm_per_item"]["calls"] > 3 and (tmp_path / "run" / "report.md").exists()
     # every record has provenance with the model and (for LLM stages) a prompt hash and raw output
@@ -97,12 +100,14 @@ def test_outage_leaves_items_unfinished_and_rerun_resumes(tmp_path: Path, record
     out = tmp_path / "run"
     flaky = Flaky(GoldDecompositionLLM(records), down={3, 12, 30})
     m1 = _run(out, flaky, musique)
-    assert m1["unfinished"]["paths"] + m1["unfinished"]["selections"] >= 1
+    assert m1["unfinished"] >= 1 and sum(m1["unfinished_by_stage"].values()) == m1["unfinished"]
+    assert set(m1["unfinished_by_stage"]) <= {"paths", "selections"}
+    assert sum(r["unfinished"] for r in m1["funnel"]) == m1["unfinished"]
     gated1 = len((out / "gates.jsonl").read_text().splitlines())
     assert gated1 < N
     again = GoldDecompositionLLM(records)
     m2 = _run(out, again, musique)
-    assert m2["unfinished"] == {"paths": 0, "selections": 0}
+    assert m2["unfinished"] == 0 and m2["unfinished_by_stage"] == {}
     assert again.calls < flaky.n  # finished items were not redone
     for stage in ("plans", "iterations", "sub_answers", "selections", "gates", "conversations"):
         ids = [json.loads(x)["id"] for x in (out / f"{stage}.jsonl").read_text().splitlines()]
@@ -123,11 +128,8 @@ def test_kill_mid_run_keeps_what_was_written(tmp_path: Path, records, musique: P
                 raise KeyboardInterrupt
             return super().chat(messages, **kw)
 
-    items = read_items(musique, limit=N)
-    llm = Killer(records)
     with pytest.raises(KeyboardInterrupt):
-        EviPathPipeline(RunDir(out), EviPathConfig(concurrency=1),
-                        EviPathComponents(planner=llm, executor=llm, embedder=HashEmbedder())).run(items)
+        _run(out, Killer(records), musique, concurrency=1)
     done = {json.loads(x)["item_id"] for x in (out / "iterations.jsonl").read_text().splitlines()
             if json.loads(x)["last"]}
     assert 1 <= len(done) < N
@@ -147,7 +149,7 @@ def test_deductive_mode_runs_the_agent_on_the_kb(tmp_path: Path, records, musiqu
     m = _run(tmp_path / "run", GoldDecompositionLLM(records), musique, mode="deductive",
              retriever=FakeRetriever(passages), agent_top_k=3)
     funnel = {r["stage"]: r for r in m["funnel"]}
-    assert funnel["paths (Eq. 4-5)"]["in"] == N and funnel["gates (ours; first failed gate)"]["in"] == N
+    assert funnel["paths"]["in"] == N and funnel["gates"]["in"] == N
     gates = [json.loads(x) for x in (tmp_path / "run" / "gates.jsonl").read_text().splitlines()]
     assert all(g["checks"]["final_answer"] for g in gates)  # the fake knows the answers
     # no LLM call saw the gold answer as such: no abductive prompts in deductive mode
@@ -243,3 +245,33 @@ def test_planner_executor_agent_forces_an_answer_and_reports_parse_errors():
     assert traj.finish_reason == "max_steps" and "final answer now" in planner.requests[1]["messages"][-1].content
     bad = build_agent("planner_executor", ScriptedLLM(default="rambling"), FakeRetriever([]), max_format_errors=2)
     assert bad.run(QAItem(id="1", question="q?", golden_answers=["a"])).finish_reason == "parse_error"
+
+
+def test_deductive_mode_reraises_llm_errors_the_agent_swallowed(tmp_path: Path, records, musique: Path):
+    from agentrag.errors import ContextLimitError
+
+    passages = [Passage(id=f"{r['id']}-{p['idx']}", title=p["title"], text=p["paragraph_text"])
+                for r in records for p in r["paragraphs"]]
+
+    class Failing(GoldDecompositionLLM):
+        def __init__(self, records, exc):
+            super().__init__(records)
+            self.exc = exc
+
+        def chat(self, messages, **kw):
+            if self.exc is not None and records[0]["question"] in messages[1].content:
+                raise self.exc
+            return super().chat(messages, **kw)
+
+    first = records[0]["id"]
+    out = tmp_path / "outage"
+    m = _run(out, Failing(records, LLMError("503", is_retryable=True)), musique, mode="deductive",
+             retriever=FakeRetriever(passages), agent_top_k=3)
+    assert m["unfinished_by_stage"] == {"paths": 1} and first in m["unfinished_items"]
+    assert first not in {json.loads(x)["id"] for x in (out / "gates.jsonl").read_text().splitlines()}
+    with pytest.raises(LLMError, match="401"):  # no retry fixes it: the run stops
+        _run(tmp_path / "fatal", Failing(records, LLMError("401", is_retryable=False)), musique, mode="deductive",
+             retriever=FakeRetriever(passages), agent_top_k=3)
+    m = _run(tmp_path / "ctx", Failing(records, ContextLimitError("9098 > 8192")), musique, mode="deductive",
+             retriever=FakeRetriever(passages), agent_top_k=3)
+    assert m["unfinished"] == 0 and {r["stage"]: r for r in m["funnel"]}["paths"]["rejected"].get("context_limit") == 1

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from agentrag.agents.pe_protocol import parse_executor, parse_planner, parse_searches
-from agentrag.errors import LLMError, UserError
+from agentrag.errors import ContextLimitError, LLMError, UserError
 from agentrag.records import Provenance
 from agentrag.synth.evipath.answering import QA_SYSTEM, select_evidence, shuffled_order
 from agentrag.synth.evipath.config import EviPathConfig, GateConfig
@@ -100,6 +100,13 @@ def test_plan_with_placeholders():
     assert "Something unrelated" not in llm.requests[0]["messages"][1].content
     bad = make_plan(ScriptedLLM(["I cannot"]), _item(), EviPathConfig())
     assert bad.status == "failed" and bad.reason.startswith("parse_error")
+    long = "\n".join(f"{k}. Who is person {k}?" for k in range(1, 15))  # over PlanSteps' 12-step bound
+    bad = make_plan(ScriptedLLM([long]), _item(), EviPathConfig())
+    assert bad.status == "failed" and "PlanSteps: field 'steps'" in bad.reason and bad.provenance.raw_output == long
+    over = make_plan(ScriptedLLM([ContextLimitError("9098 > 8192 tokens")]), _item(), EviPathConfig())
+    assert over.status == "failed" and over.reason.startswith("context_limit")
+    with pytest.raises(LLMError):  # an outage propagates: no plan record, the item stays unfinished
+        make_plan(ScriptedLLM([LLMError("down", is_retryable=True)]), _item(), EviPathConfig())
 
 
 def test_explore_parallel_then_sequential_with_placeholders_filled():
@@ -137,10 +144,15 @@ def test_explore_flags_failures_and_budget():
     its, _ = explore(ScriptedLLM(["no tags at all"]), ScriptedLLM(), _item(), PlanRecord(
         id="q1", plan=["x"], provenance=Provenance(stage="plans")), cfg)
     assert its[-1].status == "failed" and its[-1].reason.startswith("parse_error")
+    # a request over the context window is data: a flagged sub-answer ending the path
     its, subs = explore(ScriptedLLM(['<think>t</think><action>Search("Who?")</action>']),
-                        ScriptedLLM([LLMError("bad request", is_retryable=False)]), _item(),
+                        ScriptedLLM([ContextLimitError("9098 > 8192 tokens")]), _item(),
                         PlanRecord(id="q1", plan=["x"], provenance=Provenance(stage="plans")), cfg)
-    assert its[-1].reason.startswith("sub_answer_failed") and subs[0].status == "failed"
+    assert its[-1].reason.startswith("sub_answer_failed: context_limit") and subs[0].status == "failed"
+    with pytest.raises(LLMError, match="bad request"):  # no retry fixes it: the run stops, nothing recorded
+        explore(ScriptedLLM(['<think>t</think><action>Search("Who?")</action>']),
+                ScriptedLLM([LLMError("bad request", is_retryable=False)]), _item(),
+                PlanRecord(id="q1", plan=["x"], provenance=Provenance(stage="plans")), cfg)
     with pytest.raises(LLMError):  # an outage is not a flagged record: the item stays unfinished
         explore(ScriptedLLM([LLMError("down", is_retryable=True)]), ScriptedLLM(), _item(),
                 PlanRecord(id="q1", plan=["x"], provenance=Provenance(stage="plans")), cfg)

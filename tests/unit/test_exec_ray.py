@@ -265,15 +265,14 @@ class EviWorld:
 
 
 def test_evipath_on_ray_equals_threads_despite_a_killed_worker(ray_session, data_dir, tmp_path):
-    from agentrag.synth.evipath import EviPathConfig, EviPathPipeline, read_items
+    from agentrag.synth.evipath import EviPathRunConfig, run_evipath
 
     dataset = str(data_dir / "musique" / "train_100.jsonl")
 
     def run(out: Path, executor: Any, marker: str | None) -> None:
         comps = EviWorld(dataset, 4)()
-        comps.rebuild = EviWorld(dataset, 4, marker)
-        EviPathPipeline(RunDir(out), EviPathConfig(concurrency=2), comps, executor=executor).run(
-            read_items(dataset, limit=4))
+        run_evipath(EviPathRunConfig(datasets=[dataset], limit=4, concurrency=2), out, executor=executor,
+                    planner=comps.planner, embedder=comps.embedder, rebuild=EviWorld(dataset, 4, marker))
 
     _thread_then_ray(tmp_path, run)
     _same_stages(tmp_path / "thread", tmp_path / "ray",

@@ -94,11 +94,10 @@ def tracer_run(out: Path) -> Path:
 
 
 def evipath_run(out: Path, musique: Path, n: int = 3) -> Path:
-    from agentrag.synth.evipath import EviPathComponents, EviPathConfig, EviPathPipeline, read_items
+    from agentrag.synth.evipath import EviPathRunConfig, run_evipath
     from agentrag.testing import GoldDecompositionLLM, HashEmbedder
 
     records = [json.loads(line) for line in musique.read_text().splitlines()[:n]]
-    llm = GoldDecompositionLLM(records)
-    comps = EviPathComponents(planner=llm, executor=llm, embedder=HashEmbedder())
-    EviPathPipeline(RunDir(out), EviPathConfig(concurrency=1), comps).run(read_items(musique, limit=n))
+    run_evipath(EviPathRunConfig(datasets=[str(musique)], limit=n, concurrency=1), out,
+                planner=GoldDecompositionLLM(records), embedder=HashEmbedder())
     return out

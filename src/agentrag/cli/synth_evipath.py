@@ -16,6 +16,7 @@ from agentrag.cli.common import (
     WorkersOpt,
     console,
     executor_from_options,
+    exit_if_unfinished,
     resolve_config,
     stage_progress,
     user_errors,
@@ -53,6 +54,10 @@ def evipath(
     OUT/llm_cache.sqlite. With --executor ray, paths and selections run on Ray worker processes
     that rebuild the LLMs, KB and φ from this config; this process writes every record.
 
+    Exit codes: 0 every item finished; 3 items left unfinished by an outage (rerun to finish them);
+    2 bad input or configuration (a 401/404 from the LLM included: nothing is written as finished);
+    1 a bug (tracebacks in the log; metrics and report are still written).
+
     Example: agentrag synth evipath --dataset ../shared/data/musique/train_100.jsonl --llm embedded
     --limit 2 --out runs/evipath
     """
@@ -65,6 +70,7 @@ def evipath(
         cfg = resolve_config(EviPathRunConfig, config, sets, base=base)
         metrics = _with_progress(cfg, out, executor, workers, ray_address)
         _summary(metrics, out)
+    exit_if_unfinished(metrics["unfinished"])
 
 
 def _with_progress(cfg: Any, out: Path, executor: str | None, workers: int | None,
@@ -78,9 +84,10 @@ def _with_progress(cfg: Any, out: Path, executor: str | None, workers: int | Non
 def _summary(metrics: dict[str, Any], path: Path) -> None:
     for row in metrics["funnel"]:
         rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
-        console.print(f"  {row['stage']:<40} {row['in']:>5} -> {row['out']:<5} {rej}")
-    console.print(f"  LLM per item: {metrics['llm_per_item']}  seconds per item: {metrics['seconds_per_item']}")
-    for name, st in metrics.get("llm_calls", {}).items():
+        left = f"  (unfinished: {row['unfinished']})" if row.get("unfinished") else ""
+        console.print(f"  {row['stage']:<14} {row['in']:>5} -> {row['out']:<5} {rej}{left}")
+    console.print(f"  LLM per finished item: {metrics['llm_per_item']}  wall time: {metrics['wall_s']} s")
+    for name, st in metrics.get("llm", {}).items():
         console.print(f"  LLM {name}: {st}")
     console.print(f"export: {metrics['export']}")
     console.print(f"report: {path / 'report.md'}   metrics: {path / 'metrics.json'}")

@@ -55,7 +55,7 @@ def evipath_payload(run_dir: Path, limits: Limits) -> Payload:
     metrics = read_json(run_dir, "metrics.json")
     p = Payload(kind="evipath", title=f"EviPath run {display_name(run_dir)}", columns=COLUMNS, limits=limits,
                 filters=[failures_filter(), select_filter("gate", "gates"), select_filter("hops", "hops")])
-    scalars = list(metric_rows(metrics, ("mode", "split", "items", "eq6_fallback_rate", "elapsed")))
+    scalars = list(metric_rows(metrics, ("mode", "split", "items", "unfinished", "eq6_fallback_rate", "wall_s")))
     if scalars:
         p.summary.append(table("Run", ["metric", "value"], scalars))
     funnel = funnel_table(metrics)

@@ -9,9 +9,14 @@ whose retrieval found no gold evidence fails that gate.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from agentrag.agents.pe_protocol import parse_executor, parse_planner
 from agentrag.agents.planner_executor import PlannerExecutorAgent, passage_text
-from agentrag.kb.base import Embedder
+from agentrag.errors import ContextLimitError, LLMError
+from agentrag.kb.base import Embedder, Retriever
+from agentrag.llm.base import LLM
 from agentrag.records import Provenance, QAItem, Trajectory
 from agentrag.synth.evipath.answering import select_evidence
 from agentrag.synth.evipath.config import EviPathConfig
@@ -26,6 +31,49 @@ from agentrag.synth.evipath.schema import (
 
 def run_agent(agent: PlannerExecutorAgent, item: EviItem) -> Trajectory:
     return agent.run(QAItem(id=item.id, question=item.question, golden_answers=item.answers, hops=item.hops))
+
+
+class _Watched:
+    """An LLM that remembers the last :class:`LLMError` it raised: the agent loop turns LLM
+    failures into ``finish_reason="llm_error"``; the deductive stage re-raises the original error
+    so the failure policy sees it (outage -> unfinished, 401/404 -> the run stops)."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+        self.error: LLMError | None = None
+
+    def chat(self, messages: Any, **kw: Any) -> Any:
+        try:
+            return self.llm.chat(messages, **kw)
+        except LLMError as exc:
+            self.error = exc
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.llm, name)
+
+
+def agent_path(cfg: EviPathConfig, planner: LLM, executor: LLM, retriever: Retriever, phi: Callable[[], Embedder],
+               item: EviItem) -> tuple[PlanRecord, list[IterationRecord], list[SubAnswerRecord], list[SelectionRecord]]:
+    """One deductive path: the agent on the KB, its trajectory split into the stage records. An LLM
+    error the agent swallowed is re-raised, except a request over the context window (data: the
+    path is a flagged record)."""
+    from agentrag.agents.navigation import PlainNavigation
+    from agentrag.agents.planner_executor import PlannerExecutorConfig
+
+    acfg = PlannerExecutorConfig(top_k=cfg.agent_top_k, max_steps=cfg.agent_max_steps,
+                                 max_tokens=cfg.planner.max_tokens, temperature=cfg.planner.temperature,
+                                 executor_max_tokens=cfg.executor.max_tokens)
+    p, e = _Watched(planner), (_Watched(executor) if executor is not planner else None)
+    agent = PlannerExecutorAgent(p, PlainNavigation(retriever), acfg, executor_llm=e or p)  # type: ignore[arg-type]
+    traj = run_agent(agent, item)
+    err = next((w.error for w in (p, e) if w is not None and w.error is not None), None)
+    if traj.finish_reason == "llm_error" and not isinstance(err, ContextLimitError):
+        raise err or LLMError(str(traj.metadata.get("error", "LLM error")), is_retryable=True)
+    plan, iterations, subs, sels = trajectory_records(item, traj, phi(), cfg, acfg.max_passage_chars)
+    if traj.finish_reason == "llm_error":  # over the context window: a flagged path with that reason
+        iterations[-1] = iterations[-1].model_copy(update={"status": "failed", "reason": f"context_limit: {err}"})
+    return plan, iterations, subs, sels
 
 
 def _norm(text: str) -> str:
@@ -98,4 +146,4 @@ def _selection(item: EviItem, sid: str, question: str, answer: str, context: lis
                            provenance=Provenance(stage="selections", model="rule:eq6"))
 
 
-__all__ = ["run_agent", "trajectory_records"]
+__all__ = ["run_agent", "agent_path", "trajectory_records"]

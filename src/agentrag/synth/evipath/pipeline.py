@@ -1,39 +1,33 @@
-"""EviPath orchestration: items -> plans (Eq. 3) -> iterations + sub-answers (Eq. 4–6) ->
-selections (Eq. 6) -> gates -> conversations (Eq. 7) -> SFT export and report.
+"""EviPath stages over a run directory: items -> plans (Eq. 3) -> iterations + sub-answers
+(Eq. 4–6) -> selections (Eq. 6) -> gates -> conversations (Eq. 7) -> SFT export.
 
 Every stage is an append-only JSONL of the run directory keyed by stable ids; per-item work runs
-through :mod:`agentrag.exec` (the function returns records, the driver writes them). Rerunning
-resumes: an item whose path has its ``last`` iteration record is done, sub-answers with a
-selection are skipped, and with the run's LLM cache no call is paid twice. An outage (a
-retryable LLM or retrieval error after the backend's retries) or a lost worker leaves the item
-unfinished. The per-item functions are module-level and take plain data, so on the Ray executor
-they run in worker processes that rebuild the components with ``EviPathComponents.rebuild``
-(see :mod:`agentrag.synth.worker`).
+through the driver's ``SynthRun.stage`` (the failure policy of :mod:`agentrag.exec.policy`: the
+function returns records, the driver writes them). Rerunning resumes: an item whose path has its
+``last`` iteration record is done, sub-answers with a selection are skipped, and with the run's
+LLM cache no call is paid twice. An outage or a lost worker leaves the item unfinished (nothing
+written for it); a 401/404 stops the run; model output that cannot be parsed, or a request over
+the context window, is a flagged record. The per-item functions are module-level and take plain
+data, so on the Ray executor they run in worker processes that rebuild the components with
+``EviPathComponents.rebuild`` (see :mod:`agentrag.synth.worker`).
 """
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from agentrag.errors import RunError
 from agentrag.eval.metrics import f1
-from agentrag.exec import Executor, ThreadExecutor, run_items
 from agentrag.kb.base import Embedder, Retriever
 from agentrag.llm.base import LLM
-from agentrag.runs import RunDir
-from agentrag.synth.common import Progress
+from agentrag.synth.driver import SynthRun
 from agentrag.synth.evipath.answering import synthesize_selection
 from agentrag.synth.evipath.config import EviPathConfig
 from agentrag.synth.evipath.conversations import executor_messages, planner_messages
 from agentrag.synth.evipath.gates import check_path
 from agentrag.synth.evipath.planning import explore, failed_plan_path, make_plan
-from agentrag.synth.evipath.report import metrics as report_metrics
-from agentrag.synth.evipath.report import sections as report_sections
 from agentrag.synth.evipath.schema import (
     ConversationRecord,
     EviItem,
@@ -44,9 +38,6 @@ from agentrag.synth.evipath.schema import (
     SubAnswerRecord,
 )
 from agentrag.synth.worker import ComponentsTask
-
-log = logging.getLogger(__name__)
-
 
 PathOut = tuple[PlanRecord, list[IterationRecord], list[SubAnswerRecord], list[SelectionRecord]]
 
@@ -70,42 +61,23 @@ class EviPathComponents:
         return self._phi
 
 
-def _unfinished(stage: str, failed: list[Any]) -> None:
-    """Outages leave items unfinished (redone on rerun); anything else escaping is a bug."""
-    for out in failed:
-        if not (isinstance(out.error, RunError) and out.error.is_retryable):
-            raise out.error
-    if failed:
-        log.warning("%s: %d items unfinished after an outage; rerun the same command to retry them", stage, len(failed))
-
-
 def _abductive_path(cfg: EviPathConfig, c: EviPathComponents, task: tuple[EviItem, PlanRecord | None]) -> PathOut:
     item, plan = task
     plan = plan or make_plan(c.planner, item, cfg)
-    if plan.status != "ok":
+    if plan.status != "ok":  # a flagged plan (unparseable, over the context window): the item ends here
         return plan, failed_plan_path(item, plan), [], []
     iterations, subs = explore(c.planner, c.executor, item, plan, cfg)
     return plan, iterations, subs, []
 
 
 def _deductive_path(cfg: EviPathConfig, c: EviPathComponents, task: tuple[EviItem, PlanRecord | None]) -> PathOut:
-    from agentrag.agents.navigation import PlainNavigation
-    from agentrag.agents.planner_executor import PlannerExecutorAgent, PlannerExecutorConfig
-    from agentrag.synth.evipath.deductive import run_agent, trajectory_records
+    from agentrag.synth.evipath.deductive import agent_path
 
-    item = task[0]
     if c.retriever is None:
         from agentrag.errors import UserError
 
         raise UserError("--mode deductive needs a knowledge base: pass --kb DIR")
-    acfg = PlannerExecutorConfig(top_k=cfg.agent_top_k, max_steps=cfg.agent_max_steps,
-                                 max_tokens=cfg.planner.max_tokens, temperature=cfg.planner.temperature,
-                                 executor_max_tokens=cfg.executor.max_tokens)
-    agent = PlannerExecutorAgent(c.planner, PlainNavigation(c.retriever), acfg, executor_llm=c.executor)
-    traj = run_agent(agent, item)
-    if traj.finish_reason == "llm_error":  # the agent swallowed an LLM failure: redo the item on rerun
-        raise RunError(str(traj.metadata.get("error", "LLM error")), is_retryable=True)
-    return trajectory_records(item, traj, c.phi(), cfg, acfg.max_passage_chars)
+    return agent_path(cfg, c.planner, c.executor, c.retriever, c.phi, task[0])
 
 
 def _select_one(cfg: EviPathConfig, c: EviPathComponents, task: tuple[SubAnswerRecord, EviItem]) -> SelectionRecord:
@@ -113,13 +85,12 @@ def _select_one(cfg: EviPathConfig, c: EviPathComponents, task: tuple[SubAnswerR
     return synthesize_selection(c.executor, c.phi(), item, sub.id, sub.question, sub.answer, cfg.executor, cfg.seed)
 
 
-class EviPathPipeline:
-    """Runs every stage over a run directory (see the module docstring)."""
+class EviPathStages:
+    """The stages over one run directory, driven by :class:`~agentrag.synth.evipath.run.EviPathSynth`."""
 
-    def __init__(self, run: RunDir, cfg: EviPathConfig, comps: EviPathComponents, progress: Progress | None = None,
-                 executor: Executor | None = None) -> None:
-        self.run_dir, self.cfg, self.c, self.progress = run, cfg, comps, progress
-        self.executor: Executor = executor or ThreadExecutor(cfg.concurrency)
+    def __init__(self, ctx: SynthRun, cfg: EviPathConfig, comps: EviPathComponents) -> None:
+        self.ctx, self.cfg, self.c = ctx, cfg, comps
+        run = ctx.run
         self.items = run.stage("items", EviItem)
         self.plans = run.stage("plans", PlanRecord)
         self.iterations = run.stage("iterations", IterationRecord)
@@ -127,9 +98,7 @@ class EviPathPipeline:
         self.selections = run.stage("selections", SelectionRecord)
         self.gates = run.stage("gates", GateRecord)
         self.conversations = run.stage("conversations", ConversationRecord)
-        self.unfinished: dict[str, int] = {}
 
-    # --- stages -------------------------------------------------------------------------------
     def add_items(self, items: list[EviItem]) -> None:
         for it in items:
             self.items.append(it)
@@ -144,6 +113,7 @@ class EviPathPipeline:
         return ComponentsTask(partial(fn, self.cfg), self.c, self.c.rebuild, what="EviPath components")
 
     def synthesize_paths(self, wanted: set[str]) -> None:
+        """Plans (Eq. 3) and iterations with sub-answers (Eq. 4–6) of the pending items."""
         done = self.finished_paths()
         plans = {p.id: p for p in self.plans}
         todo = [(i, plans.get(i.id)) for i in self.items if i.status == "ok" and i.id in wanted and i.id not in done]
@@ -159,9 +129,7 @@ class EviPathPipeline:
             for it in iterations:  # the `last` record goes last: it marks the item done
                 self.iterations.append(it)
 
-        failed = run_items(self.executor, fn, todo, stage="paths", progress=self.progress, on_result=write)
-        self.unfinished["paths"] = len(failed)
-        _unfinished("paths", failed)
+        self.ctx.stage("paths", fn, todo, write)
 
     def select(self) -> None:
         """Eq. 6 selections + executor thoughts for the sub-answers of paths that reached an answer
@@ -178,12 +146,10 @@ class EviPathPipeline:
         def write(_sub: Any, rec: SelectionRecord) -> None:
             self.selections.append(rec)
 
-        failed = run_items(self.executor, self._task(_select_one), todo, stage="select", progress=self.progress,
-                           on_result=write)
-        self.unfinished["selections"] = len(failed)
-        _unfinished("selections", failed)
+        self.ctx.stage("selections", self._task(_select_one), todo, write)
 
     def gate_and_convert(self) -> None:
+        """The gates and the Eq. 7 conversations of every finished path not gated yet."""
         items = {i.id: i for i in self.items}
         plans = {p.id: p for p in self.plans}
         subs: dict[str, list[SubAnswerRecord]] = {}
@@ -209,10 +175,14 @@ class EviPathPipeline:
                         kept=gate.passed and sel.id in gate.executor_kept, messages=executor_messages(sel)))
             self.gates.append(gate)  # last: marks the item gated
 
+    def export_roles(self) -> tuple[str, ...]:
+        return ("planner", "executor") if self.cfg.split == "both" else (self.cfg.split,)
+
     def export(self) -> dict[str, Any]:
+        """The SFT export of every kept conversation of the exported roles (all items of the run)."""
         if not self.cfg.export:
             return {"skipped": "export disabled in config"}
-        roles = ("planner", "executor") if self.cfg.split == "both" else (self.cfg.split,)
+        roles = self.export_roles()
         kept = [c for c in self.conversations if c.kept and c.role in roles]
         if not kept:
             return {"skipped": "no conversation passed the gates", "exported": 0}
@@ -220,36 +190,21 @@ class EviPathPipeline:
 
         counts = {f"{r}_conversations": sum(c.role == r for c in kept) for r in roles}
         return write_chat_export(
-            self.run_dir.path / "sft", [c.messages for c in kept], name=f"agentrag_evipath_{self.cfg.split}",
+            self.ctx.run.path / "sft", [c.messages for c in kept], name=f"agentrag_evipath_{self.cfg.split}",
             summary=counts,
             description=(f"EviPath ({self.cfg.mode}) reasoning paths as chat SFT data, split '{self.cfg.split}': "
                          "multi-turn planner conversations (think + Search actions, executor answers as user "
                          "observations) and single-turn executor conversations (question + indexed noisy "
                          "evidence -> think / select / answer). Train on assistant turns only."))
 
-    # --- the whole run ------------------------------------------------------------------------
-    def run(self, items: list[EviItem], name: str = "") -> dict[str, Any]:
-        start = time.monotonic()
+    def run(self, items: list[EviItem]) -> tuple[set[str], dict[str, Any]]:
+        """Every stage over the pending items; returns the wanted item ids and the export summary."""
         self.add_items(items)
         wanted = {i.id for i in items}
         self.synthesize_paths(wanted)
         self.select()
         self.gate_and_convert()
-        exported = self.export()
-        return self.write_report(name or self.run_dir.path.name, exported, time.monotonic() - start, wanted)
-
-    def write_report(self, name: str, exported: dict[str, Any], elapsed: float, wanted: set[str]) -> dict[str, Any]:
-        metrics = report_metrics(
-            name=name, mode=self.cfg.mode, split=self.cfg.split,
-            items=[i for i in self.items if i.id in wanted], plans=self.plans.read(),
-            iterations=self.iterations.read(), subs=self.sub_answers.read(), sels=self.selections.read(),
-            gates=self.gates.read(), convs=self.conversations.read(), elapsed=elapsed, exported=exported,
-            unfinished=self.unfinished)
-        self.run_dir.write_json("metrics.json", metrics)
-        from agentrag.render import write_report
-
-        write_report(self.run_dir.path, f"EviPath run {name} ({self.cfg.mode})", report_sections(metrics))
-        return metrics
+        return wanted, self.export()
 
 
-__all__ = ["EviPathPipeline", "EviPathComponents"]
+__all__ = ["EviPathStages", "EviPathComponents"]

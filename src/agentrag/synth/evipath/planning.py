@@ -8,15 +8,26 @@ sub-questions and answers), a and F̂, and writes the thought R_i (placeholders 
 which remaining sub-questions are solvable now, the updated plan) and the action Q_i: one or
 more complete sub-questions, answered here by f_QA (Eq. 6) to give the observation. The last
 iteration writes the final answer and no action.
+
+Both are free-text protocols (a numbered list; ``<think>``/``<action>``/``<answer>`` tags) because
+the text itself is the planner's SFT data (Eq. 7); what is parsed out of them is validated by
+pydantic models with length bounds (:class:`PlanSteps`), and output that fails is a flagged
+record. LLM failures follow the failure policy (:func:`agentrag.synth.common.call_text`): an
+outage or a 401/404 propagates, a request over the context window is a flagged record.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from agentrag.agents.pe_protocol import parse_planner
+from agentrag.errors import ParseError
 from agentrag.llm.base import LLM
+from agentrag.llm.structured import validate_structured
 from agentrag.records import Message, Provenance
 from agentrag.synth.common import call_text
 from agentrag.synth.evipath.answering import answer_subquestion
@@ -44,6 +55,18 @@ STEP_SYSTEM = (
     "pronouns or placeholders. Put independent sub-questions (e.g. the two sides of a comparison) in "
     "the same action.\n"
     "If all needed facts are known, write <answer>short final answer</answer> instead of an action.")
+
+MAX_PLAN_STEPS = 12
+SubQuestion = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=600)]
+
+
+class PlanSteps(BaseModel):
+    """Eq. 3 as parsed from the planner's numbered list: 1 to ``MAX_PLAN_STEPS`` sub-questions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: list[SubQuestion] = Field(min_length=1, max_length=MAX_PLAN_STEPS)
+
 
 _PLAN_LINE = re.compile(r"^\s*(?:[-*]\s*)?(?:(?:step\s*)?\d+\s*[.):]|[-*])\s*(.+?)\s*$", re.IGNORECASE)
 
@@ -90,13 +113,18 @@ def step_messages(item: EviItem, plan: list[str], iterations: list[IterationReco
 
 
 def make_plan(llm: LLM, item: EviItem, cfg: EviPathConfig) -> PlanRecord:
-    """Eq. 3 for one item (a failed or empty plan is a flagged record)."""
+    """Eq. 3 for one item (an unparseable plan, or a request over the context window, is a flagged
+    record; any other LLM failure propagates)."""
     t0 = time.perf_counter()
     text, prov, err = call_text(llm, plan_messages(item, cfg.executor.max_fact_chars), stage="plans",
                                 max_tokens=cfg.planner.max_tokens, temperature=cfg.planner.temperature)
-    plan = parse_plan(text or "") if err is None else []
-    if err is None and not plan:
-        err = "parse_error: no numbered sub-questions in the plan"
+    plan: list[str] = []
+    if err is None:
+        steps = parse_plan(text or "")
+        try:
+            plan = validate_structured({"steps": steps}, PlanSteps).steps
+        except ParseError as exc:
+            err = ("parse_error: no numbered sub-questions in the plan" if not steps else f"parse_error: {exc}")
     return PlanRecord(id=item.id, status="failed" if err else "ok", reason=err, plan=plan,
                       elapsed=time.perf_counter() - t0, provenance=prov)
 
@@ -143,10 +171,11 @@ def explore(planner: LLM, executor: LLM, item: EviItem, plan: PlanRecord,
 
 
 def failed_plan_path(item: EviItem, plan: PlanRecord) -> list[IterationRecord]:
-    """The terminal record of an item whose plan failed (so the item counts as finished)."""
+    """The terminal record of an item whose plan is a flagged record (unparseable output, a request
+    over the context window): the item is finished, rejected with that reason."""
     return [IterationRecord(id=f"{item.id}-i0", item_id=item.id, n=0, last=True, status="failed",
                             reason=f"plan_failed: {plan.reason}", provenance=Provenance(stage="iterations", model="rule"))]
 
 
-__all__ = ["PLAN_SYSTEM", "STEP_SYSTEM", "parse_plan", "plan_messages", "step_messages", "render_state", "make_plan",
+__all__ = ["PlanSteps", "PLAN_SYSTEM", "STEP_SYSTEM", "parse_plan", "plan_messages", "step_messages", "render_state", "make_plan",
            "explore", "failed_plan_path"]

@@ -1,9 +1,12 @@
-"""The EviPath run report: the funnel with rejection reasons, sub-questions per item, parallel vs
-sequential actions, selected-evidence sizes and the Eq. 6 fallback rate, LLM cost and time per item."""
+"""The EviPath statistics and report: the funnel counts per declared stage (with rejection
+reasons), sub-questions per item, parallel vs sequential actions, selected-evidence sizes and the
+Eq. 6 fallback rate, LLM cost and time per item. The driver assembles ``metrics.json`` from
+:func:`statistics` (funnel counts + the synthesizer's own ``details``); :func:`sections` renders it."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from agentrag.synth.common import reason_counts, total_usage
@@ -17,15 +20,18 @@ from agentrag.synth.evipath.schema import (
     SubAnswerRecord,
 )
 
+Counts = dict[str, tuple[int, int, Mapping[str, int]]]
+
 
 def _hist(values: list[int]) -> dict[str, int]:
     return {str(k): v for k, v in sorted(Counter(values).items())}
 
 
-def metrics(*, name: str, mode: str, split: str, items: list[EviItem], plans: list[PlanRecord],
-            iterations: list[IterationRecord], subs: list[SubAnswerRecord], sels: list[SelectionRecord],
-            gates: list[GateRecord], convs: list[ConversationRecord], elapsed: float, exported: dict[str, Any],
-            unfinished: dict[str, int]) -> dict[str, Any]:
+def statistics(*, mode: str, split: str, items: list[EviItem], plans: list[PlanRecord],
+               iterations: list[IterationRecord], subs: list[SubAnswerRecord], sels: list[SelectionRecord],
+               gates: list[GateRecord], convs: list[ConversationRecord], exported: dict[str, Any],
+               export_roles: tuple[str, ...]) -> tuple[Counts, dict[str, Any]]:
+    """``(counts per declared stage, details)`` over the records of ``items``."""
     wanted = {i.id for i in items}
     plans = [p for p in plans if p.id in wanted]
     iterations = [r for r in iterations if r.item_id in wanted]
@@ -33,28 +39,27 @@ def metrics(*, name: str, mode: str, split: str, items: list[EviItem], plans: li
     sels = [s for s in sels if s.item_id in wanted]
     gates = [g for g in gates if g.id in wanted]
     convs = [c for c in convs if c.item_id in wanted]
-    ok_items = [i for i in items if i.status == "ok"]
     lasts = [r for r in iterations if r.last]
-    answered = [r for r in lasts if r.status == "ok"]
-    gate_fail: Counter[str] = Counter(r.split(":")[0] for g in gates for r in g.reasons)
-    first_fail = Counter(g.reasons[0].split(":")[0] for g in gates if g.reasons)
-    kept = Counter(c.role for c in convs if c.kept)
-    funnel = [
-        {"stage": "items (d_train)", "in": len(items), "out": len(ok_items),
-         "rejected": reason_counts(i.reason for i in items if i.status != "ok")},
-        {"stage": "plans (Eq. 3)", "in": len(plans), "out": sum(p.status == "ok" for p in plans),
-         "rejected": reason_counts(p.reason for p in plans if p.status != "ok")},
-        {"stage": "paths (Eq. 4-5)", "in": len(lasts), "out": len(answered),
-         "rejected": reason_counts(r.reason for r in lasts if r.status != "ok")},
-        {"stage": "sub-answers (Eq. 6 f_QA)", "in": len(subs), "out": sum(s.status == "ok" for s in subs),
-         "rejected": reason_counts(s.reason for s in subs if s.status != "ok")},
-        {"stage": "selections (Eq. 6 + executor thought)", "in": len(sels), "out": sum(s.status == "ok" for s in sels),
-         "rejected": reason_counts(s.reason for s in sels if s.status != "ok")},
-        {"stage": "gates (ours; first failed gate)", "in": len(gates), "out": sum(g.passed for g in gates),
-         "rejected": dict(first_fail), "notes": {"every failed gate": dict(gate_fail)}},
-        {"stage": "conversations kept (Eq. 7)", "in": len(convs), "out": sum(kept.values()),
-         "rejected": {}, "notes": dict(kept)},
-    ]
+    kept: Counter[str] = Counter(c.role for c in convs if c.kept)
+    to_export = sum(kept[r] for r in export_roles)
+    counts: Counts = {
+        "items": (len(items), sum(i.status == "ok" for i in items),
+                  reason_counts(i.reason for i in items if i.status != "ok")),
+        "plans": (len(plans), sum(p.status == "ok" for p in plans),
+                  reason_counts(p.reason for p in plans if p.status != "ok")),
+        "paths": (len(lasts), sum(r.status == "ok" for r in lasts),
+                  reason_counts(r.reason for r in lasts if r.status != "ok")),
+        "sub_answers": (len(subs), sum(s.status == "ok" for s in subs),
+                        reason_counts(s.reason for s in subs if s.status != "ok")),
+        "selections": (len(sels), sum(s.status == "ok" for s in sels),
+                       reason_counts(s.reason for s in sels if s.status != "ok")),
+        "gates": (len(gates), sum(g.passed for g in gates),
+                  dict(Counter(g.reasons[0].split(":")[0] for g in gates if g.reasons))),
+        "conversations": (len(convs), sum(kept.values()), {"failed_gates": len(convs) - sum(kept.values())}
+                          if len(convs) > sum(kept.values()) else {}),
+        "export": (to_export, int(exported.get("exported", 0) or 0),
+                   {"not_exported": to_export} if "skipped" in exported and to_export else {}),
+    }
     done_items = sorted({r.item_id for r in lasts})
     per_item_usage = {k: total_usage([p.provenance for p in plans if p.id == k]
                                      + [r.provenance for r in iterations if r.item_id == k]
@@ -65,8 +70,10 @@ def metrics(*, name: str, mode: str, split: str, items: list[EviItem], plans: li
                              + sum(r.elapsed for r in iterations if r.item_id == k), 1) for k in done_items}
     actions = [len(r.actions) for r in iterations if r.actions]
     with_sims = [s for s in sels if s.similarities]
-    return {
-        "name": name, "mode": mode, "split": split, "funnel": funnel,
+    details = {
+        "mode": mode, "split": split, "items": len(items),
+        "gate_failures": dict(Counter(r.split(":")[0] for g in gates for r in g.reasons)),
+        "conversations_kept": dict(kept),
         "subquestions_per_item": _hist([sum(len(r.actions) for r in iterations if r.item_id == k) for k in done_items]),
         "actions": {"sequential (1 sub-question)": sum(a == 1 for a in actions),
                     "parallel (>1 sub-questions)": sum(a > 1 for a in actions)},
@@ -76,30 +83,38 @@ def metrics(*, name: str, mode: str, split: str, items: list[EviItem], plans: li
                          "prompt_tokens": round(sum(u.prompt_tokens for u in per_item_usage.values()) / n, 1),
                          "completion_tokens": round(sum(u.completion_tokens for u in per_item_usage.values()) / n, 1)},
         "path_seconds_per_item": path_seconds,
-        "elapsed": round(elapsed, 1), "seconds_per_item": round(elapsed / n, 1),
-        "unfinished": unfinished, "export": exported,
+        "items_finished": len(done_items),
     }
+    return counts, details
 
 
-def sections(m: dict[str, Any]) -> list[Any]:
+def sections(m: dict[str, Any], about: Mapping[str, str]) -> list[Any]:
+    """The report's sections from ``metrics.json``'s object (``about``: stage name -> its label)."""
     from agentrag.render import Section, bar_chart_svg
 
-    rows = [[r["stage"], r["in"], r["out"], ", ".join(f"{k}: {v}" for k, v in r["rejected"].items()) or "-"]
+    rows = [[f"{r['stage']} ({about[r['stage']]})" if about.get(r["stage"]) else r["stage"], r["in"], r["out"],
+             ", ".join(f"{k}: {v}" for k, v in r["rejected"].items()) or "-", r.get("unfinished", 0)]
             for r in m["funnel"]]
-    notes = "; ".join(f"{r['stage']}: {r['notes']}" for r in m["funnel"] if r.get("notes"))
-    subq = m["subquestions_per_item"]
+    notes = f"every failed gate: {m.get('gate_failures', {})}; conversations kept: {m.get('conversations_kept', {})}"
+    subq = m.get("subquestions_per_item", {})
+    n = max(1, m.get("items_finished", 0))
+    llm_rows = [[role, ", ".join(f"{k}: {v}" for k, v in st.items())] for role, st in m.get("llm", {}).items()]
     return [
-        Section(title="Funnel", text=notes, headers=["stage", "in", "out", "rejected (reason: count)"], rows=rows),
+        Section(title="Funnel", text=notes, headers=["stage", "in", "out", "rejected (reason: count)", "unfinished"],
+                rows=rows),
         Section(title="Sub-questions per item", headers=["sub-questions", "items"], rows=[[k, v] for k, v in subq.items()],
                 svg=bar_chart_svg(subq, x_label="sub-questions", y_label="items") if subq else ""),
-        Section(title="Actions", headers=["kind", "iterations"], rows=[[k, v] for k, v in m["actions"].items()]),
-        Section(title="Selected evidence (Eq. 6)", text=f"fallback rate (footnote 1): {m['eq6_fallback_rate']}",
-                headers=["|F̂_i|", "sub-questions"], rows=[[k, v] for k, v in m["selected_evidence_sizes"].items()]),
+        Section(title="Actions", headers=["kind", "iterations"], rows=[[k, v] for k, v in m.get("actions", {}).items()]),
+        Section(title="Selected evidence (Eq. 6)", text=f"fallback rate (footnote 1): {m.get('eq6_fallback_rate')}",
+                headers=["|F̂_i|", "sub-questions"],
+                rows=[[k, v] for k, v in m.get("selected_evidence_sizes", {}).items()]),
+        Section(title="LLM usage", text=f"per finished item: {m.get('llm_per_item')}", headers=["role", "stats"],
+                rows=llm_rows),
         Section(title="Cost and time",
-                text=(f"LLM per item: {m['llm_per_item']}; path wall time per item (s): {m['path_seconds_per_item']}; "
-                      f"total {m['elapsed']} s ({m['seconds_per_item']} s per item); unfinished: {m['unfinished']}; "
-                      f"export: {m['export']}")),
+                text=(f"path wall time per item (s): {m.get('path_seconds_per_item')}; total {m['wall_s']} s "
+                      f"({round(m['wall_s'] / n, 1)} s per finished item); unfinished: {m['unfinished']} "
+                      f"{m.get('unfinished_by_stage') or ''}; bugs: {m.get('bugs', 0)}; export: {m['export']}")),
     ]
 
 
-__all__ = ["metrics", "sections"]
+__all__ = ["statistics", "sections"]

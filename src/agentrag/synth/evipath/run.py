@@ -1,11 +1,17 @@
-"""``run_evipath``: what ``agentrag synth evipath`` does, as a library call (the CLI only parses
-arguments and prints)."""
+"""EviPath as a :class:`~agentrag.synth.driver.Synthesizer` declaration, and ``run_evipath``:
+what ``agentrag synth evipath`` does, as a library call (the CLI only parses arguments and prints).
+
+``run_evipath(cfg, out, planner=..., executor_llm=..., retriever=..., embedder=...)`` takes LLM,
+retriever and embedder objects in place of the config's references (``llm`` is another name of
+``planner``); ``rebuild`` is the recipe Ray workers build the components from when objects are
+given (without one, a distributed executor refuses to run).
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from agentrag.errors import UserError
@@ -13,10 +19,17 @@ from agentrag.exec import Executor
 from agentrag.kb.base import Embedder
 from agentrag.paths import check_out_dir
 from agentrag.runs import RunDir
+from agentrag.synth.common import Progress
+from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
 from agentrag.synth.evipath.config import EviPathRunConfig
 from agentrag.synth.evipath.inputs import read_items
-from agentrag.synth.evipath.pipeline import EviPathComponents, EviPathPipeline, Progress
+from agentrag.synth.evipath.pipeline import EviPathComponents, EviPathStages
+from agentrag.synth.evipath.report import sections, statistics
 from agentrag.synth.evipath.schema import EviItem
+from agentrag.threads import passive_openmp
+
+#: objects a Python caller may pass to ``run_evipath`` in place of the config's references
+GIVEN = ("planner", "llm", "executor_llm", "retriever", "embedder", "rebuild")
 
 
 def _embedder_factory(embedder: str | None, kb: Any) -> Any:
@@ -36,8 +49,9 @@ def _embedder_factory(embedder: str | None, kb: Any) -> Any:
 
 @dataclass
 class EviPathBuilder:
-    """Plain-data recipe of a run's components, rebuilt in worker processes (the Ray executor): the
-    planner and executor LLMs on the run's cache, the KB loaded read-only (or its server), φ."""
+    """Plain-data recipe of a run's components, rebuilt in worker processes (the Ray executor) and
+    used by the driver itself: the planner and executor LLMs on the run's cache, the KB loaded
+    read-only (or its server), φ."""
 
     llm: str
     executor_llm: str | None
@@ -50,63 +64,118 @@ class EviPathBuilder:
         return cls(llm=cfg.llm, executor_llm=cfg.executor_llm, kb=cfg.kb, embedder=cfg.executor.embedder,
                    run_dir=str(run_dir))
 
-    def __call__(self) -> EviPathComponents:
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    def __call__(self, kb: Any = None, llms: Mapping[str, Any] | None = None) -> EviPathComponents:
+        passive_openmp()
         from agentrag.synth.worker import resolve_role_llms
 
-        kb = None
-        if self.kb:
+        if kb is None and self.kb:
             from agentrag.kb import resolve_retriever
 
             kb = resolve_retriever(self.kb)
-        llms = resolve_role_llms({"planner": self.llm, "executor": self.executor_llm or self.llm}, self.run_dir)
+        refs = {"planner": self.llm, "executor": self.executor_llm or self.llm}
+        built = resolve_role_llms({k: v for k, v in refs.items() if k not in (llms or {})}, self.run_dir)
+        llms = {**built, **(llms or {})}
         return EviPathComponents(planner=llms["planner"], executor=llms["executor"],
                                  embedder=_embedder_factory(self.embedder, kb), retriever=kb, rebuild=self)
 
 
-def check_inputs(cfg: EviPathRunConfig, out: str | os.PathLike[str]) -> tuple[list[EviItem], Any]:
-    """Everything a run needs, checked before anything is written: (items, KB or None)."""
-    from agentrag.llm.resolve import check_llm_ref
+@dataclass
+class EviInputs:
+    """What :meth:`EviPathSynth.check_inputs` found: the items and the KB (or None)."""
 
-    if not cfg.datasets:
-        raise UserError("no dataset: pass --dataset FILE (raw HotpotQA, 2WikiMultihopQA or MuSiQue)")
-    if cfg.mode == "deductive" and not cfg.kb:
-        raise UserError("--mode deductive runs the planner_executor agent on a knowledge base: pass --kb DIR")
-    check_out_dir(out)
-    for ref in dict.fromkeys([cfg.llm, cfg.executor_llm or cfg.llm]):
-        check_llm_ref(ref)
-    items = [it for path in cfg.datasets for it in read_items(path, skip_invalid=cfg.skip_invalid, limit=cfg.limit)]
-    kb = None
-    if cfg.kb:
-        from agentrag.kb import resolve_retriever
+    items: list[EviItem]
+    kb: Any = None
 
-        kb = resolve_retriever(cfg.kb)
-    return items, kb
+
+class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
+    """EviPath (paper 001): abductive reasoning paths -> planner and executor SFT conversations."""
+
+    name = "evipath"
+    stages = (
+        Stage("items", "raw HotpotQA / 2Wiki / MuSiQue files", "items.jsonl", ("gold_evidence",), "d_train"),
+        Stage("plans", "items.jsonl", "plans.jsonl", ("parse",), "Eq. 3"),
+        Stage("paths", "plans.jsonl", "iterations.jsonl", ("parse", "max_iterations"), "Eq. 4-5"),
+        Stage("sub_answers", "iterations.jsonl", "sub_answers.jsonl", ("non_empty",), "Eq. 6 f_QA"),
+        Stage("selections", "sub_answers.jsonl", "selections.jsonl", ("parse",), "Eq. 6 + executor thought"),
+        Stage("gates", "iterations.jsonl + selections.jsonl", "gates.jsonl",
+              ("path_complete", "final_answer", "select_subset", "no_leakage", "interrogative", "hops"),
+              "ours; first failed gate"),
+        Stage("conversations", "gates.jsonl", "conversations.jsonl", ("gates_passed",), "Eq. 7 kept"),
+        Stage("export", "conversations.jsonl", "sft/", ("split",), "SFT export"),
+    )
+
+    def check_inputs(self, cfg: EviPathRunConfig, out: str | os.PathLike[str],
+                     given: Mapping[str, Any]) -> EviInputs:
+        from agentrag.llm.resolve import check_llm_ref
+
+        unknown = sorted(set(given) - set(GIVEN))
+        if unknown:
+            raise UserError(f"run_evipath: unknown argument(s) {', '.join(unknown)}; pass {', '.join(GIVEN)}")
+        if not cfg.datasets:
+            raise UserError("no dataset: pass --dataset FILE (raw HotpotQA, 2WikiMultihopQA or MuSiQue)")
+        if cfg.mode == "deductive" and not (cfg.kb or given.get("retriever")):
+            raise UserError("--mode deductive runs the planner_executor agent on a knowledge base: pass --kb DIR")
+        check_out_dir(out)
+        planner_given = given.get("planner") or given.get("llm")
+        refs = [] if planner_given else [cfg.llm]
+        if not given.get("executor_llm") and (cfg.executor_llm or not planner_given):
+            refs.append(cfg.executor_llm or cfg.llm)
+        for ref in dict.fromkeys(refs):
+            check_llm_ref(ref)
+        items = [it for path in cfg.datasets for it in read_items(path, skip_invalid=cfg.skip_invalid, limit=cfg.limit)]
+        kb = given.get("retriever")
+        if kb is None and cfg.kb:
+            from agentrag.kb import resolve_retriever
+
+            kb = resolve_retriever(cfg.kb)
+        return EviInputs(items, kb)
+
+    def components(self, cfg: EviPathRunConfig, run: RunDir, inputs: EviInputs,
+                   given: Mapping[str, Any]) -> EviPathComponents:
+        recipe = EviPathBuilder.from_config(cfg, run.path)
+        planner = given.get("planner") or given.get("llm")
+        llms = {"planner": planner} if planner is not None else {}
+        if given.get("executor_llm") is not None:
+            llms["executor"] = given["executor_llm"]
+        elif planner is not None and not cfg.executor_llm:
+            llms["executor"] = planner
+        comps = recipe(kb=inputs.kb, llms=llms)
+        if given.get("embedder") is not None:
+            comps.embedder = given["embedder"]
+        objects = any(given.get(k) is not None for k in GIVEN if k != "rebuild")
+        comps.rebuild = given.get("rebuild") or (None if objects else recipe)
+        return comps
+
+    def llm_roles(self, comps: EviPathComponents) -> dict[str, Any]:
+        return {"planner": comps.planner, "executor": comps.executor}
+
+    def execute(self, ctx: SynthRun, cfg: EviPathRunConfig, comps: EviPathComponents,
+                inputs: EviInputs) -> SynthOutput:
+        stages = EviPathStages(ctx, cfg, comps)
+        wanted, exported = stages.run(inputs.items)
+        counts, details = statistics(
+            mode=cfg.mode, split=cfg.split, items=[i for i in stages.items if i.id in wanted],
+            plans=stages.plans.read(), iterations=stages.iterations.read(), subs=stages.sub_answers.read(),
+            sels=stages.selections.read(), gates=stages.gates.read(), convs=stages.conversations.read(),
+            exported=exported, export_roles=stages.export_roles())
+        return SynthOutput(counts=counts, export=exported, details=details)
+
+    def title(self, cfg: EviPathRunConfig, name: str) -> str:
+        return f"EviPath run {name} ({cfg.mode})"
+
+    def report_sections(self, metrics: dict[str, Any]) -> Sequence[Any]:
+        return sections(metrics, {s.name: s.about for s in self.stages})
 
 
 def run_evipath(cfg: EviPathRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
-                executor: Executor | None = None) -> dict[str, Any]:
-    """Read the datasets, synthesize, gate, export and report into the run directory ``out``.
-
-    Returns the metrics (also in ``out/metrics.json``), with the LLM cache statistics per role.
-    """
-    items, kb = check_inputs(cfg, out)
-    run = RunDir(out)
-    run.write_config(cfg)
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # llama.cpp threads wait passively on a shared CPU
-    from agentrag.llm import resolve_llm
-
-    cache = run.file("llm_cache.sqlite")
-    planner = resolve_llm(cfg.llm, cache=cache)
-    executor_llm = planner if (cfg.executor_llm or cfg.llm) == cfg.llm else resolve_llm(cfg.executor_llm or cfg.llm,
-                                                                                        cache=cache)
-    comps = EviPathComponents(planner=planner, executor=executor_llm, embedder=_embedder_factory(cfg.executor.embedder, kb),
-                              retriever=kb, rebuild=EviPathBuilder.from_config(cfg, run.path))
-    metrics = EviPathPipeline(run, cfg, comps, progress=progress, executor=executor).run(items, Path(out).name)
-    roles = {"planner+executor": planner} if executor_llm is planner else {"planner": planner, "executor": executor_llm}
-    metrics["llm_calls"] = {k: v.stats() for k, v in roles.items() if hasattr(v, "stats")}
-    run.write_json("metrics.json", metrics)
-    return metrics
+                executor: Executor | None = None, **given: Any) -> dict[str, Any]:
+    """Read the datasets, synthesize, gate, export and report into the run directory ``out``
+    (rerun = resume). ``given``: LLM/retriever/embedder objects in place of the references
+    (module docstring). Returns ``metrics.json``'s object; items hit by an outage are counted in
+    ``metrics["unfinished"]``; raises :class:`~agentrag.synth.driver.SynthBugs` after writing the
+    metrics when items hit a bug, and :class:`~agentrag.errors.EndpointError` (nothing finished
+    written) on a 401/404."""
+    return run_synthesizer(EviPathSynth(), cfg, out, progress=progress, executor=executor, **given)
 
 
-__all__ = ["run_evipath", "check_inputs", "EviPathBuilder"]
+__all__ = ["run_evipath", "EviPathSynth", "EviPathBuilder", "EviInputs", "GIVEN"]

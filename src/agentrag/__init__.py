@@ -50,7 +50,8 @@ _EXPORTS: dict[str, str] = {
     "write_review_sheet": "agentrag.synth.tracer", "run_tracer": "agentrag.synth.tracer",
     # synthesizers: EviPath
     "EviPathConfig": "agentrag.synth.evipath", "EviPathRunConfig": "agentrag.synth.evipath",
-    "EviPathComponents": "agentrag.synth.evipath", "EviPathPipeline": "agentrag.synth.evipath",
+    "EviPathComponents": "agentrag.synth.evipath", "EviPathSynth": "agentrag.synth.evipath",
+    "EviPathStages": "agentrag.synth.evipath", "EviPathBuilder": "agentrag.synth.evipath",
     "read_items": "agentrag.synth.evipath", "run_evipath": "agentrag.synth.evipath",
     # synthesizers: ReasonRAG
     "ReasonRagConfig": "agentrag.synth.reasonrag", "ReasonRagPipeline": "agentrag.synth.reasonrag",

@@ -110,8 +110,8 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
 
     ``cfg`` (an :class:`EvalConfig`) and/or ``overrides`` (its keys: ``dataset``, ``kb``, ``agent``,
     ``llm``, ``judge``, ``limit``, ``concurrency``, ...) say what to run. ``llm``, ``retriever`` and
-    ``judge`` take objects (an LLM, a retriever, an LLM or :class:`LLMJudge`) in place of the
-    config's references; objects are used as given (no response cache is added) and cannot be
+    ``judge`` take references (strings: ``llm="openai:m@URL"``, ``retriever="runs/kb"``) or
+    objects (an LLM, a retriever, an LLM or :class:`LLMJudge`) in place of the config's; objects are used as given (no response cache is added) and cannot be
     sent to a distributed executor. ``executor`` defaults to a thread pool of ``concurrency``;
     with another executor (Ray) every worker builds its own LLM, retriever, agent and judge from
     the config. ``progress("eval", done, total)`` follows the items; ``on_result`` gets each
@@ -121,7 +121,9 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
 
     if out is None:
         raise UserError("no run directory: pass out=DIR (the CLI's --out)")
-    cfg = _config(cfg, overrides)
+    refs = {key: obj for key, obj in (("llm", llm), ("judge", judge), ("kb", retriever)) if isinstance(obj, str)}
+    llm, judge, retriever = (None if isinstance(x, str) else x for x in (llm, judge, retriever))
+    cfg = _config(cfg, {**overrides, **refs})
     # llama.cpp's OpenMP threads must wait passively on a shared CPU; set before the KB's embedder
     # (torch/onnxruntime) can start an OpenMP runtime (an explicit user value wins)
     passive_openmp()

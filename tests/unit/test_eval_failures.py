@@ -222,9 +222,10 @@ def test_a_full_disk_mid_run_is_one_line_and_a_rerun_resumes(tmp_path, fake_kb, 
 
 
 def test_a_second_eval_on_the_same_out_is_refused_naming_the_first(tmp_path):
+    from test_eval_outages import plan_step_policy
+
     from agentrag.eval.run import run_eval
     from agentrag.testing import ScriptedLLM
-    from test_eval_outages import plan_step_policy
 
     data, out = dataset(tmp_path, 1), tmp_path / "run"
     entered, release = threading.Event(), threading.Event()

@@ -121,7 +121,7 @@ class Provenance(Record):
     usage: Usage = Field(default_factory=Usage)
 
 
-FinishReason = Literal["answered", "max_steps", "no_answer", "parse_error", "llm_error"]
+FinishReason = Literal["answered", "max_steps", "no_answer", "parse_error", "llm_error", "context_limit"]
 
 
 class Step(Record):

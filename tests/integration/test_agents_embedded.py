@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration]
 require_module("llama_cpp", "llm", import_it=False)  # no import: the model must start OpenMP itself
 
 N = 5
-FINISH = {"answered", "max_steps", "no_answer", "parse_error", "llm_error"}
+FINISH = {"answered", "max_steps", "no_answer", "parse_error", "llm_error", "context_limit"}
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from agentrag.agents.prompts import (
     SEARCH_R1_INVALID,
     STEP_USER,
 )
-from agentrag.errors import LLMError, ParseError
+from agentrag.errors import ContextLimitError, LLMError, ParseError
 from agentrag.llm.base import Completion
 from agentrag.records import Passage, QAItem, ToolCall
 from agentrag.testing import FakeRetriever, ScriptedLLM
@@ -25,7 +25,7 @@ PASSAGES = [
     Passage(id="p4", title="Loire", text="The Loire is the longest river in France."),
 ]
 ITEM = QAItem(id="q1", question="What is the capital of France?", golden_answers=["Paris"])
-VALID = {"answered", "max_steps", "no_answer", "parse_error", "llm_error"}
+VALID = {"answered", "max_steps", "no_answer", "parse_error", "llm_error", "context_limit"}
 
 
 @pytest.fixture
@@ -134,12 +134,14 @@ def test_react_untagged_answer_policy(retriever):
     assert "<answer>" in llm.requests[1]["messages"][-1].content
 
 
-def test_react_llm_error_mid_run_keeps_steps(retriever):
-    llm = ScriptedLLM([search(), LLMError("server down")])
+def test_react_context_limit_mid_run_keeps_steps_and_an_llm_error_propagates(retriever):
+    llm = ScriptedLLM([search(), ContextLimitError("over 8192 tokens")])
     traj = build_agent("react", llm, retriever).run(ITEM)
-    assert traj.finish_reason == "llm_error" and traj.answer is None
-    assert len(traj.steps) == 1 and traj.steps[0].hits
-    assert "server down" in traj.metadata["error"]
+    assert traj.finish_reason == "context_limit" and traj.answer is None
+    assert len(traj.steps) == 1 and traj.steps[0].hits and traj.metadata["flagged"] == "context_limit"
+    assert "8192" in traj.metadata["error"]
+    with pytest.raises(LLMError, match="server down"):  # an outage is not a trajectory: the caller's policy
+        build_agent("react", ScriptedLLM([search(), LLMError("server down", is_retryable=True)]), retriever).run(ITEM)
 
 
 def test_react_parallel_calls_only_first_runs(retriever):
@@ -205,8 +207,8 @@ def test_plan_step_no_answer_max_steps_llm_error(retriever):
     # the run ends right after the 2nd search: no 3rd request is made
     assert traj.finish_reason == "max_steps" and retriever.calls == 2 and len(traj.steps) == 3
     assert llm.calls == 3 and traj.steps[-1].error is None
-    traj = build_agent("plan_step", ScriptedLLM(["plan", rag(), LLMError("boom")]), retriever).run(ITEM)
-    assert traj.finish_reason == "llm_error" and len(traj.steps) == 2
+    traj = build_agent("plan_step", ScriptedLLM(["plan", rag(), ContextLimitError("boom")]), retriever).run(ITEM)
+    assert traj.finish_reason == "context_limit" and len(traj.steps) == 2
 
 
 # ----------------------------------------------------------------------------- reason_ground
@@ -257,8 +259,8 @@ def test_reason_ground_forced_answer_and_limits(retriever):
 def test_reason_ground_parse_error_and_llm_error(retriever):
     traj = build_agent("reason_ground", ScriptedLLM(default="blah"), retriever).run(ITEM)
     assert traj.finish_reason == "parse_error" and len(traj.steps) == 3
-    traj = build_agent("reason_ground", ScriptedLLM([QUERY, LLMError("x")]), retriever).run(ITEM)
-    assert traj.finish_reason == "llm_error" and len(traj.steps) == 1 and traj.steps[0].hits
+    traj = build_agent("reason_ground", ScriptedLLM([QUERY, ContextLimitError("x")]), retriever).run(ITEM)
+    assert traj.finish_reason == "context_limit" and len(traj.steps) == 1 and traj.steps[0].hits
 
 
 # --------------------------------------------------------------------------------- search_r1
@@ -300,8 +302,8 @@ def test_search_r1_no_answer_max_steps_llm_error(retriever):
     assert (traj.finish_reason, traj.answer) == ("no_answer", None)
     traj = build_agent("search_r1", ScriptedLLM(default="<search>Paris</search>"), retriever, max_steps=3).run(ITEM)
     assert traj.finish_reason == "max_steps" and retriever.calls == 3
-    traj = build_agent("search_r1", ScriptedLLM(["<search>Paris", LLMError("x")]), retriever).run(ITEM)
-    assert traj.finish_reason == "llm_error" and len(traj.steps) == 1
+    traj = build_agent("search_r1", ScriptedLLM(["<search>Paris", ContextLimitError("x")]), retriever).run(ITEM)
+    assert traj.finish_reason == "context_limit" and len(traj.steps) == 1
     assert "<information>" in traj.metadata["stream"]
 
 

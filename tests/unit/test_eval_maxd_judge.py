@@ -142,12 +142,18 @@ def test_hand_labelled_pairs_score_and_verdict(q, gold, pred, score):
 def test_judge_failure_is_judge_error_never_em(tmp_path):
     from agentrag.errors import LLMError
 
-    judge = LLMJudge(ScriptedLLM(["not json at all", LLMError("judge down")]))
-    qs = [QAItem(id=f"j{i}", question="Who founded Rome?", golden_answers=["Romulus"], hops=2) for i in range(2)]
-    agent = build_agent("plan_step", ScriptedLLM(["p", ToolCall(name="Final_Answer", arguments={"answer": "Romulus"})],
-                                                 cycle=True), FakeRetriever([Passage(id="a", text="x")]))
+    judge = LLMJudge(ScriptedLLM(["not json at all", "still no verdict", LLMError("judge down", is_retryable=True)]))
+    qs = [QAItem(id=f"j{i}", question="Who founded Rome?", golden_answers=["Romulus"], hops=2) for i in range(3)]
+    agent_llm = ScriptedLLM(["p", ToolCall(name="Final_Answer", arguments={"answer": "Romulus"})], cycle=True)
+    agent = build_agent("plan_step", agent_llm, FakeRetriever([Passage(id="a", text="x")]))
     results = evaluate(agent, qs, tmp_path, judge=judge, concurrency=1)
+    # unreadable judge output is a judge_error (no verdict, never EM); a judge outage leaves the item pending
+    assert len(results) == 2 and list(json.loads((tmp_path / "unfinished.json").read_text())) == ["j2"]
     assert all(r.em == 1.0 and r.correct is None and r.judge is None and r.judge_error for r in results)
     m = summarize(results)
     assert m["judge_errors"] == 2 and m["judge_pass"] is None
     assert m["hops"]["accuracy"] is None and m["hops"]["unjudged"] == 2  # not counted as correct by EM
+
+    healthy = LLMJudge(ScriptedLLM(['{"reason": "same", "score": 2}']))
+    rerun = evaluate(agent, qs, tmp_path, judge=healthy, concurrency=1)
+    assert healthy.llm.calls == 1 and {r.id: r.judge for r in rerun}["j2"] == 2

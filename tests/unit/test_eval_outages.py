@@ -218,7 +218,8 @@ def test_wrong_shaped_200_reply_is_a_retryable_parse_error(fault):
 def test_an_llm_outage_is_never_scored(tmp_path):
     from agentrag.errors import LLMError
 
-    llm = ScriptedLLM(["plan", LLMError("connection refused after 5 attempts")], default=plan_step_policy)
+    llm = ScriptedLLM(["plan", LLMError("connection refused after 5 attempts", is_retryable=True)],
+                     default=plan_step_policy)
     results = evaluate(build_agent("plan_step", llm, FakeRetriever(PASSAGES)), items(2), tmp_path, concurrency=1)
     unfinished = json.loads((tmp_path / "unfinished.json").read_text())
     assert [r.id for r in results] == ["q1"] and list(unfinished) == ["q0"]

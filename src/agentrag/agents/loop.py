@@ -1,11 +1,18 @@
 """The shared agent loop machinery: one LLM turn, step recording, trajectory bookkeeping.
 
 Each protocol (react, plan_step, reason_ground, search_r1) subclasses :class:`BaseAgent` and
-writes its turn logic in ``_run``; ``run`` wraps it so an :class:`~agentrag.errors.LLMError`
-ends the trajectory with ``finish_reason="llm_error"`` keeping the steps so far (the eval runner
-leaves such an item unfinished: an outage is not an answer), and token and time accounting are
-filled in the same way for every protocol. A retrieval outage (``RetrievalError`` with
-``is_retryable``, raised by the retrieval tool) propagates out of ``run``.
+writes its turn logic in ``_run``; ``run`` wraps it so token and time accounting are filled in the
+same way for every protocol. Failures follow the one failure policy (``agentrag.errors.classify``):
+
+- a request over the model's context window (:class:`~agentrag.errors.ContextLimitError`) is
+  model-limited data: the trajectory ends with ``finish_reason="context_limit"`` (no answer, the
+  steps so far kept, ``metadata["flagged"]``), and is scored as such, never retried;
+- every other :class:`~agentrag.errors.LLMError` (an outage after the backend's retries, a
+  non-retryable status), an :class:`~agentrag.errors.EndpointError`, and a retrieval outage
+  raised by the retrieval tool propagate out of ``run``: the caller's policy decides (the item
+  stays unfinished, or the run stops);
+- model output the backend could not parse (a non-retryable ``ParseError``) is a turn with
+  ``error`` set, handled by the protocol as a parse error.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from typing import Any, ClassVar
 from agentrag.agents.base import NavigationPolicy
 from agentrag.agents.config import AgentConfig
 from agentrag.agents.tools import RetrievalTool
-from agentrag.errors import LLMError, ParseError
+from agentrag.errors import ContextLimitError, LLMError, ParseError
 from agentrag.llm.base import LLM, Completion
 from agentrag.records import Message, QAItem, Step, Trajectory, Usage
 
@@ -67,7 +74,7 @@ class Turn:
 
 class BaseAgent:
     """An agent over an LLM and a navigation policy; ``run(item) -> Trajectory`` never raises for
-    model misbehaviour."""
+    model misbehaviour (bad output, over the context window); outages and endpoint errors propagate."""
 
     name: ClassVar[str] = ""
     config_class: ClassVar[type[AgentConfig]] = AgentConfig
@@ -90,11 +97,13 @@ class BaseAgent:
         start = time.perf_counter()
         try:
             self._run(item, traj)
-        except LLMError as exc:
-            logger.warning("%s: LLM failed on %r after %d steps: %s", self.name, item.id, len(traj.steps), exc)
+        except ContextLimitError as exc:
+            logger.warning("%s: %r is over the model's context window after %d steps: %s", self.name, item.id,
+                           len(traj.steps), exc)
             traj.answer = None
-            traj.finish_reason = "llm_error"
+            traj.finish_reason = "context_limit"
             traj.metadata["error"] = f"{type(exc).__name__}: {exc}"
+            traj.metadata["flagged"] = "context_limit"
         traj.usage = sum((s.usage for s in traj.steps), Usage())
         traj.elapsed = time.perf_counter() - start
         return traj
@@ -118,15 +127,18 @@ class BaseAgent:
         return out
 
     def chat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None, **extra: Any) -> Turn:
-        """One LLM call. A ParseError from the backend becomes a turn with ``error`` set; an
-        LLMError propagates (``run`` turns it into finish_reason ``llm_error``)."""
+        """One LLM call. A non-retryable ParseError from the backend (model output it could not
+        parse) becomes a turn with ``error`` set; an LLMError propagates (``run`` turns a
+        ContextLimitError into finish_reason ``context_limit``; any other one leaves ``run``)."""
         t0 = time.perf_counter()
         try:
             out = self.llm.chat(messages, tools=tools, **self.sampling(), **extra)
         except ParseError as exc:
+            if exc.is_retryable:  # not a valid completion: an outage, not model output
+                raise
             return Turn(None, f"unparseable model output: {exc}", time.perf_counter() - t0)
         if not out:
-            raise LLMError(f"{type(self.llm).__name__} returned no completion", is_retryable=False)
+            raise LLMError(f"{type(self.llm).__name__} returned no completion", is_retryable=True)
         return Turn(out[0], None, time.perf_counter() - t0)
 
     @staticmethod

@@ -3,9 +3,11 @@
 The agent sees every document as ``Doc i (Title: ...) text`` whatever KB it came from; the
 structured hits (passage id, score, KB, metadata) go to the trajectory only.
 
-Outages are not observations: a :class:`~agentrag.errors.RetrievalError` with ``is_retryable``
-(the server is down, 5xx after the client's retries) propagates out of the tool, so the item
-stays unfinished; any other retrieval error goes back to the model as an error observation.
+Outages and configuration errors are not observations: a :class:`~agentrag.errors.RetrievalError`
+with ``is_retryable`` (the server is down, 5xx after the client's retries) and a
+:class:`~agentrag.errors.UserError` such as an :class:`~agentrag.errors.EndpointError` (a
+401/403/404 from the retrieval server) propagate out of the tool, so the item stays unfinished or
+the run stops; any other retrieval error goes back to the model as an error observation.
 Documents cannot speak the protocol: :func:`neutralize_tags` escapes the protocol tags of the
 tag-based agents inside retrieved text (the rest of the text reaches the model verbatim).
 """
@@ -17,7 +19,7 @@ import re
 from typing import Any
 
 from agentrag.agents.base import NavigationPolicy, ToolResult
-from agentrag.errors import RetrievalError
+from agentrag.errors import RetrievalError, UserError
 from agentrag.records import Hit, ToolCall
 
 SEARCH_TOOL = "dense_search"
@@ -110,7 +112,7 @@ class RetrievalTool:
     retrieval it ran (Tracer Fig. 3), so ``len(topk_per_step)`` is the trajectory's retrieval
     step count. Failures (bad arguments, non-outage retrieval errors) come back as a
     ``ToolResult`` with ``error`` set and an observation telling the model what went wrong; an
-    outage (``RetrievalError.is_retryable``) is raised. A top-k above ``max_k`` is capped and
+    outage (``RetrievalError.is_retryable``) and an endpoint error (``UserError``) are raised. A top-k above ``max_k`` is capped and
     the observation says so (never silently); ``neutralize`` escapes protocol tags in documents.
     """
 
@@ -153,6 +155,8 @@ class RetrievalTool:
         self.topk_per_step.append(k)
         try:
             hits = self.policy.search(query, k, self.step, self.previous_hits)
+        except UserError:
+            raise  # a wrong token or URL: the run stops (never an observation)
         except RetrievalError as exc:
             if exc.is_retryable:
                 raise

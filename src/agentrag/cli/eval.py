@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
-import time
-from pathlib import Path
+from contextlib import nullcontext
 from typing import Annotated, Any
 
 import typer
@@ -18,10 +15,11 @@ from agentrag.cli.common import (
     SetOpt,
     WorkersOpt,
     console,
-    err_console,
     executor_from_options,
+    exit_if_unfinished,
     is_tty,
     resolve_config,
+    stage_progress,
     styled,
     user_errors,
 )
@@ -55,85 +53,36 @@ def eval_command(
     LLM judge, gold-passage recall, hop-aware diagnosis) and OUT/report.md + OUT/report.html.
 
     Rerunning the same command resumes: finished questions are skipped and cached LLM calls are
-    not paid again. With --executor ray the questions run on Ray worker processes, each building
+    not paid again. Exit codes: 0 all scored; 3 items left unfinished by an outage (rerun to
+    finish them); 2 bad input or configuration (a 401/403/404 from an endpoint, an unwritable
+    --out, a run directory another process is writing); 1 a bug (tracebacks in the log). With --executor ray the questions run on Ray worker processes, each building
     its own LLM, retriever and agent from this config; this process still writes every result.
 
     Example: agentrag eval --dataset ../shared/data/hotpotqa/dev_distractor_200.jsonl --kb runs/kb
     --agent react --llm embedded --limit 10 --out runs/eval_react
     """
     with user_errors():
-        from agentrag.errors import UserError
-        from agentrag.eval.datasets import load_dataset
-        from agentrag.eval.judge import LLMJudge
-        from agentrag.eval.runner import EvalConfig, evaluate, summarize
-        from agentrag.report.eval_report import write_eval_report
-        from agentrag.runs import RunDir
+        from agentrag.eval.run import EvalBugs, run_eval
+        from agentrag.eval.runner import EvalConfig
 
         cfg = resolve_config(EvalConfig, config, sets, base={
             "dataset": dataset, "kb": kb, "agent": agent, "llm": llm, "judge": judge, "limit": limit,
             "concurrency": concurrency, "maxd": maxd})
-        if not cfg.dataset:
-            raise UserError("no dataset: pass --dataset FILE (or set 'dataset' in the --config file)")
-        if not cfg.kb:
-            raise UserError("no knowledge base: pass --kb DIR or --kb http://host:port")
-        # llama.cpp's OpenMP threads must wait passively on a shared CPU; set it before the KB's
-        # embedder (torch/onnxruntime) can start an OpenMP runtime (an explicit user value wins).
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        from agentrag.agents import agent_config, build_agent
-        from agentrag.kb import resolve_retriever
-        from agentrag.llm import resolve_llm
-        from agentrag.llm.resolve import check_llm_ref
-        from agentrag.paths import check_out_dir
-
-        # every input is checked before the run directory is written
-        check_out_dir(out)
-        items = load_dataset(cfg.dataset, cfg.fmt, limit=cfg.limit)
-        for ref in (cfg.llm, cfg.judge):
-            if ref:
-                check_llm_ref(ref)
-        agent_config(cfg.agent, **cfg.agent_config)
-        retriever = resolve_retriever(cfg.kb)
-        check = getattr(retriever, "health", None)
-        if callable(check):  # a retrieval server: fail now, not item by item
-            check()
-        run = RunDir(out)
-        run.write_config(cfg)
-        cache = run.file("llm_cache.sqlite")
-        the_judge: Any = None
-        the_agent: Any
-        if (executor or "thread") == "thread":
-            agent_llm = resolve_llm(cfg.llm, cache=cache)
-            the_judge = LLMJudge(resolve_llm(cfg.judge, cache=cache)) if cfg.judge else None
-            the_agent = build_agent(cfg.agent, agent_llm, retriever, **cfg.agent_config)
-        else:  # each worker process builds LLM, retriever, agent and judge from the config
-            from agentrag.eval.worker import EvalTask
-
-            the_agent = EvalTask(cfg.model_dump(), cache)
-
-        started = time.perf_counter()
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
-                Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                         console=err_console, disable=not is_tty()) as bar:
-            task = bar.add_task("eval", total=None)
-            results = evaluate(the_agent, items, run, judge=the_judge, concurrency=cfg.concurrency,
-                               maxd=cfg.maxd, correct_by=cfg.correct_by, executor=ex,
-                               on_start=lambda done, total: bar.update(task, completed=done, total=total),
-                               on_result=lambda _r: bar.advance(task))
-        unfinished = json.loads(run.file("unfinished.json").read_text(encoding="utf-8"))
-        metrics = summarize(results, n_requested=len(items), unfinished=unfinished)
-        metrics["invocation_wall_s"] = round(time.perf_counter() - started, 2)  # this invocation only
-        run.write_json("metrics.json", metrics)
-        md, html = write_eval_report(
-            run.path, metrics, title=f"Evaluation of {cfg.agent} on {Path(cfg.dataset).name}",
-            description=f"agent {cfg.agent}, LLM {cfg.llm}, judge {cfg.judge or 'none'}, KB {cfg.kb}")
+        bars = stage_progress() if is_tty() else nullcontext(None)
+        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, bars as bar:
+            try:
+                metrics = run_eval(cfg, out, executor=ex, progress=bar)
+            except EvalBugs as exc:
+                _print_metrics(exc.metrics)
+                raise
         _print_metrics(metrics)
-        console.print(f"results: {run.file('results.jsonl')}\nreport:  {html}  (markdown: {md})")
+        console.print(f"results: {out / 'results.jsonl'}\nreport:  {out / 'report.html'}  (markdown: "
+                      f"{out / 'report.md'})")
         if metrics.get("unfinished"):
             kinds = ", ".join(f"{k}: {v}" for k, v in metrics["unfinished_reasons"].items())
             console.print(styled((f"{metrics['unfinished']} items unfinished ({kinds}); they are not scored. "
                                   "Rerun the same command to finish them.", "yellow")))
+    exit_if_unfinished(metrics.get("unfinished", 0))
 
 
 def _print_metrics(m: dict[str, Any]) -> None:
@@ -147,7 +96,7 @@ def _print_metrics(m: dict[str, Any]) -> None:
     console.print(f"Steps-C={h.get('steps_c')}  Steps-I={h.get('steps_i')}  collapse={pct(h.get('collapse_rate'))}%  "
                   f"over-extension={pct(h.get('over_extension_rate'))}%  MaxD(3-4 hop)={h.get('maxd')}  "
                   f"top-k/step C={h.get('topk_c')} I={h.get('topk_i')}  unfinished={m.get('unfinished', 0)}  "
-                  f"judge errors={m.get('judge_errors', 0)}")
+                  f"judge errors={m.get('judge_errors', 0)}  context_limit={m.get('context_limit', 0)}")
     for name, row in (h.get("table2") or {}).items():
         console.print(f"  {name}: n={row['n']}  MaxD={row['maxd']}  Steps-C={row['steps_c']}  Steps-I={row['steps_i']}")
 

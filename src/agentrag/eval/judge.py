@@ -11,9 +11,15 @@ The judge sees the question, the gold answer(s) and the prediction and returns J
 - 0: anything else: a different or contradicting answer, a key fact missing or stated less
   precisely than the gold (e.g. a year for a full date, a country for a city), a refusal, no answer.
 
-An empty prediction scores 0 without calling the model. A failed call or unparseable output is
-returned as a verdict with ``error`` set (see :meth:`LLMJudge.assess`); the runner then marks
-the item ``judge_error`` with no verdict (never EM in its place); :meth:`LLMJudge.score` raises.
+The reply is declared as the pydantic model :class:`JudgeReply` (a bounded reason, a score in
+0/1/2): it gives the JSON schema sent to the backend and validates the reply.
+
+An empty prediction scores 0 without calling the model. Failures follow the failure policy:
+an outage of the judge (or an :class:`~agentrag.errors.EndpointError`) propagates, so the item
+stays unfinished (its judgement pending) and a rerun judges it; only judge *output* that cannot
+be read as a verdict (or a request over the judge's context window) is a verdict with ``error``
+set (see :meth:`LLMJudge.assess`): the runner then marks the item ``judge_error`` with no verdict
+(never EM in its place); :meth:`LLMJudge.score` raises.
 """
 
 from __future__ import annotations
@@ -21,12 +27,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
-from agentrag.errors import ParseError, RunError
+from agentrag.errors import ContextLimitError, ParseError
 from agentrag.llm.base import LLM
+from agentrag.llm.structured import parse_structured, response_format
 from agentrag.records import Message
 
 PASS_SCORE = 1
@@ -45,15 +52,22 @@ JUDGE_SYSTEM = (
     'Reply with JSON only: {"reason": "<one sentence>", "score": 0, 1 or 2}.'
 )
 
-JUDGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "reason": {"type": "string"},
-        "score": {"type": "integer", "enum": [0, 1, 2]},
-    },
-    "required": ["reason", "score"],
-    "additionalProperties": False,
-}
+#: bound on the judge's reason, so schema-constrained decoding always terminates
+REASON_MAX_CHARS = 400
+
+
+class JudgeReply(BaseModel):
+    """The judge's structured reply: a one-sentence reason and the 0/1/2 score."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(max_length=REASON_MAX_CHARS)
+    score: Literal[0, 1, 2]
+
+
+JUDGE_FORMAT: dict[str, Any] = response_format(JudgeReply, "judge_verdict")
+#: the JSON schema of :class:`JudgeReply` (kept for callers that build their own response_format)
+JUDGE_SCHEMA: dict[str, Any] = JUDGE_FORMAT["json_schema"]["schema"]
 
 _SCORE_RE = re.compile(r'"score"\s*:\s*"?([012])\b')
 
@@ -72,7 +86,14 @@ class JudgeVerdict(BaseModel):
 
 
 def parse_verdict(text: str) -> tuple[int, str]:
-    """Extract ``(score, reason)`` from the judge's output; raises ParseError when there is none."""
+    """``(score, reason)`` of the judge's output: a :class:`JudgeReply`, else (a server without
+    schema support) the first JSON object with a 0/1/2 ``score``, else a ``"score": N`` pair;
+    raises ParseError when there is none."""
+    try:
+        reply = parse_structured(text, JudgeReply)
+        return reply.score, reply.reason
+    except ParseError:
+        pass
     obj: Any = None
     try:
         obj = json.loads(text)
@@ -110,17 +131,20 @@ class LLMJudge:
         return [Message(role="system", content=JUDGE_SYSTEM), Message(role="user", content=user)]
 
     def assess(self, question: str, pred: str | None, golds: Sequence[str]) -> JudgeVerdict:
-        """Judge one prediction; failures come back as a verdict with ``error`` set, never raised."""
+        """Judge one prediction. Output that is not a verdict (or a request over the judge's
+        context window) comes back as a verdict with ``error`` set; an outage or an endpoint error
+        of the judge is raised (the item's judgement stays pending; a rerun judges it)."""
         if pred is None or not pred.strip():
             return JudgeVerdict(score=0, reason="no answer")
         try:
-            out = self.llm.chat(
-                self.messages(question, pred, golds),
-                response_format={"type": "json_schema",
-                                 "json_schema": {"name": "judge_verdict", "schema": JUDGE_SCHEMA}},
-                temperature=self.temperature, max_tokens=self.max_tokens)
-        except RunError as exc:
-            return JudgeVerdict(error=f"{type(exc).__name__}: {exc}")
+            out = self.llm.chat(self.messages(question, pred, golds), response_format=JUDGE_FORMAT,
+                                temperature=self.temperature, max_tokens=self.max_tokens)
+        except ContextLimitError as exc:
+            return JudgeVerdict(error=f"context_limit: {exc}")
+        except ParseError as exc:
+            if exc.is_retryable:  # not a valid completion: an outage
+                raise
+            return JudgeVerdict(error=f"parse_error: {exc}")
         raw = out[0].text if out else None
         if not raw:
             return JudgeVerdict(raw=raw, error="judge returned no text")
@@ -131,11 +155,12 @@ class LLMJudge:
         return JudgeVerdict(score=score, reason=reason, raw=raw)
 
     def score(self, question: str, pred: str | None, golds: Sequence[str]) -> int:
-        """The 0/1/2 score; raises the underlying RunError (or ParseError) when the judge fails."""
+        """The 0/1/2 score; raises the judge's outage, or a ParseError when its output is no verdict."""
         verdict = self.assess(question, pred, golds)
         if verdict.score is None:
             raise ParseError(f"LLM judge failed: {verdict.error}")
         return verdict.score
 
 
-__all__ = ["LLMJudge", "JudgeVerdict", "parse_verdict", "PASS_SCORE", "JUDGE_SCHEMA"]
+__all__ = ["LLMJudge", "JudgeVerdict", "JudgeReply", "parse_verdict", "PASS_SCORE", "JUDGE_FORMAT", "JUDGE_SCHEMA",
+           "REASON_MAX_CHARS"]

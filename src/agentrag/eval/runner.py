@@ -1,12 +1,14 @@
 """The evaluation runner: run an agent over QA items, score each answer, resume after a kill.
 
 Each finished item is appended to ``<run>/results.jsonl`` (an :class:`EvalResult`, keyed by item
-id) as soon as it is scored, so a rerun with the same run directory skips it. An outage is not an
-answer: an item whose agent run raises a :class:`~agentrag.errors.RunError` (the retrieval server
-is down, 5xx after retries) or ends with ``finish_reason="llm_error"`` is *unfinished*: it is not
-written, not counted in the metrics, and retried on rerun; ``<run>/unfinished.json`` lists the
-unfinished items of the last invocation with the reason. ``summarize`` turns the results into
-``metrics.json``.
+id) as soon as it is scored, so a rerun with the same run directory skips it. Items run under the
+one failure policy (:func:`agentrag.exec.run_stage`): an outage of the agent's LLM, the retriever
+or the judge leaves the item *unfinished* (not written, not counted in the metrics, redone on
+rerun); a 401/403/404 from any endpoint stops the evaluation; any other exception is a bug (the
+item stays unfinished, the traceback is logged). A request over the context window is data: the
+trajectory ends with ``finish_reason="context_limit"`` and is scored as a (flagged) wrong answer.
+``<run>/unfinished.json`` lists the unfinished items of the last invocation with the reason.
+``summarize`` turns the results into ``metrics.json``; :func:`agentrag.eval.run.run_eval` does it all.
 """
 
 from __future__ import annotations
@@ -15,18 +17,17 @@ import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
 from agentrag.config import Config
-from agentrag.errors import RunError, UserError
+from agentrag.errors import LLMError, UserError, storage_error
 from agentrag.eval import metrics
 from agentrag.eval.hops import MAXD_MIN_HOPS, diagnose, lower_hop_items
 from agentrag.eval.judge import LLMJudge
 from agentrag.eval.result import EvalResult
-from agentrag.exec import Executor, Outcome, ThreadExecutor, WorkerTask
+from agentrag.exec import Executor, StageResult, ThreadExecutor, WorkerTask, run_stage
 from agentrag.records import QAItem, Trajectory
 from agentrag.runs import RunDir
 
@@ -61,14 +62,6 @@ class EvalConfig(Config):
 ANSWER_TOOLS = ("Final_Answer",)
 
 
-@dataclass
-class Unfinished:
-    """An item left unfinished by an outage (not written; retried on rerun)."""
-
-    id: str
-    reason: str
-
-
 def retrieval_topks(traj: Trajectory) -> list[int]:
     """The top-k of every retrieval call of ``traj``: ``metadata["topk_per_step"]`` (recorded by
     the retrieval tool), else, for older trajectories, one entry (-1: unknown) per executed tool
@@ -83,8 +76,9 @@ def retrieval_topks(traj: Trajectory) -> list[int]:
 def score_item(item: QAItem, traj: Trajectory, judge: LLMJudge | None = None,
                correct_by: CorrectBy = "auto") -> EvalResult:
     """Score one trajectory against its item: EM/F1/acc, judge, gold-passage recall, retrieval
-    steps. With a judge (and ``correct_by`` auto/judge) the verdict is the judge's; a failed judge
-    call leaves ``correct=None`` and ``judge_error`` set (never replaced by EM)."""
+    steps. With a judge (and ``correct_by`` auto/judge) the verdict is the judge's; judge output
+    that is no verdict leaves ``correct=None`` and ``judge_error`` set (never replaced by EM); a
+    judge outage is raised (the item stays unfinished)."""
     pred = traj.answer
     topks = retrieval_topks(traj)
     golds = item.golden_answers
@@ -122,24 +116,67 @@ def expand_items(items: Sequence[QAItem], maxd: bool) -> list[QAItem]:
 
 
 def run_and_score(agent: RunsItems, item: QAItem, judge: LLMJudge | None = None,
-                  correct_by: CorrectBy = "auto") -> EvalResult | Unfinished:
-    """Run ``agent`` on ``item`` and score it; an outage (a :class:`RunError` out of the run, or a
-    trajectory that ended with ``llm_error``) gives :class:`Unfinished` instead: the item is not
-    scored and is redone on the next run."""
-    try:
-        traj = agent.run(item)
-    except RunError as exc:
-        return Unfinished(item.id, f"{type(exc).__name__}: {exc}")
+                  correct_by: CorrectBy = "auto") -> EvalResult:
+    """Run ``agent`` on ``item`` and score it. Outages and endpoint errors of the agent's LLM, the
+    retriever or the judge are raised (the failure policy leaves the item unfinished or stops the
+    run); an agent that swallowed an LLM failure into ``finish_reason="llm_error"`` gets it raised
+    again as an outage, so it is never scored."""
+    traj = agent.run(item)
     if traj.finish_reason == "llm_error":
-        return Unfinished(item.id, str(traj.metadata.get("error") or "LLMError"))
+        raise LLMError(str(traj.metadata.get("error") or "the agent's LLM failed"), is_retryable=True)
     return score_item(item, traj, judge, correct_by)
+
+
+def evaluate_stage(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_dir: str | os.PathLike[str] | RunDir,
+                   *, judge: LLMJudge | None = None, concurrency: int = 4, maxd: bool = False,
+                   correct_by: CorrectBy = "auto",
+                   progress: Callable[[str, int, int], None] | None = None,
+                   on_result: Callable[[EvalResult], object] | None = None,
+                   executor: Executor | None = None) -> tuple[list[EvalResult], StageResult]:
+    """:func:`evaluate`, also returning the :class:`~agentrag.exec.StageResult` of this invocation
+    (its ``unfinished`` and ``bugs``; ``done`` counts the items scored now, ``total`` the pending ones)."""
+    if concurrency < 1:
+        raise UserError(f"concurrency must be >= 1, got {concurrency!r}")
+    if correct_by == "judge" and judge is None and not isinstance(agent, WorkerTask):
+        raise UserError("correct_by='judge' needs a judge: pass --judge REF (or use auto, em or acc)")
+    rd = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
+    store = rd.stage("results", EvalResult)
+    everything = expand_items(items, maxd)
+    todo = [i for i in everything if i.id not in store]
+    wanted = {i.id for i in everything}
+    log.info("%d items to evaluate (%d already done in %s)", len(todo), len(wanted) - len(todo), store.path)
+
+    def work(item: QAItem) -> EvalResult:
+        return run_and_score(agent, item, judge, correct_by)  # type: ignore[arg-type]
+
+    def write(_item: QAItem, res: EvalResult) -> None:
+        try:
+            store.append(res)
+        except OSError as exc:  # a full disk or a read-only file system: a one-line error, the run resumes
+            raise storage_error(exc, store.path) from exc
+        if on_result is not None:
+            on_result(res)
+
+    fn = agent if isinstance(agent, WorkerTask) else work  # a WorkerTask rebuilds agent + judge per worker
+    try:
+        stage = run_stage(executor or ThreadExecutor(concurrency), fn, todo, stage="eval", progress=progress,
+                          on_result=write)
+        unfinished = {**stage.unfinished, **stage.bugs}
+        rd.write_json("unfinished.json", unfinished)
+        results = [r for r in store.read() if r.id in wanted]
+    finally:
+        if not isinstance(run_dir, RunDir):
+            rd.close()
+    if unfinished:
+        log.warning("%d items unfinished; rerun the same command to retry them", len(unfinished))
+    return results, stage
 
 
 def evaluate(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_dir: str | os.PathLike[str] | RunDir, *,
              judge: LLMJudge | None = None, concurrency: int = 4, maxd: bool = False,
              correct_by: CorrectBy = "auto",
-             on_start: Callable[[int, int], None] | None = None,
-             on_result: Callable[[EvalResult | None], None] | None = None,
+             progress: Callable[[str, int, int], None] | None = None,
+             on_result: Callable[[EvalResult], object] | None = None,
              executor: Executor | None = None) -> list[EvalResult]:
     """Evaluate ``agent`` on ``items`` (resuming from ``results.jsonl``); returns all results.
 
@@ -147,46 +184,14 @@ def evaluate(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_dir: st
     :class:`~agentrag.eval.worker.EvalTask` that builds the agent and judge from the config once per
     worker process (needed for a distributed executor such as Ray; ``judge`` is then its own).
 
-    ``on_start(already_done, total)`` is called once before work starts; ``on_result`` once per
-    processed item (``None`` for an item left unfinished by an outage). Items run on ``executor``
-    (default: a thread pool of ``concurrency`` workers); results are written here, in the driver.
-    The unfinished items of this invocation go to ``unfinished.json`` (id -> reason).
+    ``progress("eval", done, total)`` follows the pending items; ``on_result`` is called once per
+    item scored (in this thread, after it is written). Items run on ``executor`` (default: a thread
+    pool of ``concurrency`` workers) under the failure policy (module docstring); the unfinished
+    items of this invocation (outages and bugs) go to ``unfinished.json`` (id -> reason). An
+    endpoint error (401/403/404) or an unwritable run directory is raised.
     """
-    if concurrency < 1:
-        raise UserError(f"concurrency must be >= 1, got {concurrency!r}")
-    if correct_by == "judge" and judge is None:
-        raise UserError("correct_by='judge' needs a judge: pass --judge REF (or use auto, em or acc)")
-    rd = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
-    store = rd.stage("results", EvalResult)
-    everything = expand_items(items, maxd)
-    todo = [i for i in everything if i.id not in store]
-    wanted = {i.id for i in everything}
-    if on_start is not None:
-        on_start(len(wanted) - len(todo), len(wanted))
-    log.info("%d items to evaluate (%d already done in %s)", len(todo), len(wanted) - len(todo), store.path)
-
-    def work(item: QAItem) -> EvalResult | Unfinished:
-        return run_and_score(agent, item, judge, correct_by)  # type: ignore[arg-type]
-
-    fn = agent if isinstance(agent, WorkerTask) else work  # a WorkerTask rebuilds agent + judge per worker
-    unfinished: dict[str, str] = {}
-    for out in (executor or ThreadExecutor(concurrency)).map(fn, todo):
-        if isinstance(out.error, RunError) and out.error.is_retryable:  # e.g. a lost Ray worker
-            out = Outcome(out.item, result=Unfinished(out.item.id, f"{type(out.error).__name__}: {out.error}"))
-        elif out.error is not None:
-            raise out.error
-        res = out.result
-        if isinstance(res, Unfinished):
-            log.warning("item %s unfinished (%s); rerun to retry it", res.id, res.reason)
-            unfinished[res.id] = res.reason
-        elif res is not None:
-            store.append(res)
-        if on_result is not None:
-            on_result(None if isinstance(res, Unfinished) else res)
-    rd.write_json("unfinished.json", unfinished)
-    if unfinished:
-        log.warning("%d items unfinished; rerun the same command to retry them", len(unfinished))
-    return [r for r in store.read() if r.id in wanted]
+    return evaluate_stage(agent, items, run_dir, judge=judge, concurrency=concurrency, maxd=maxd,
+                          correct_by=correct_by, progress=progress, on_result=on_result, executor=executor)[0]
 
 
 def outage_kind(reason: str) -> str:
@@ -214,6 +219,7 @@ def summarize(results: Sequence[EvalResult], *, n_requested: int | None = None,
         "judge_mean": mean([float(j) for j in judged]),
         "judge_pass": mean([float(j >= 1) for j in judged]),
         "judge_errors": sum(1 for r in main if r.judge_error),
+        "context_limit": sum(1 for r in main if r.finish_reason == "context_limit"),
         "recall": mean(recalls),
         "mean_steps": mean([float(r.steps) for r in main]),
         "mean_topk": mean([float(k) for r in main for k in r.topk_per_step]),
@@ -231,5 +237,5 @@ def summarize(results: Sequence[EvalResult], *, n_requested: int | None = None,
     return out
 
 
-__all__ = ["EvalConfig", "evaluate", "run_and_score", "score_item", "summarize", "expand_items", "retrieval_topks",
-           "Unfinished", "ANSWER_TOOLS"]
+__all__ = ["EvalConfig", "evaluate", "evaluate_stage", "run_and_score", "score_item", "summarize", "expand_items",
+           "retrieval_topks", "ANSWER_TOOLS", "CorrectBy"]

@@ -43,9 +43,9 @@ class EvalTask(WorkerTask):
         self.cache = None if cache is None else str(cache)
 
     def setup(self) -> Any:
-        import os
+        from agentrag.threads import passive_openmp
 
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # llama.cpp threads on a shared CPU
+        passive_openmp()  # llama.cpp threads on a shared CPU
         from agentrag.agents import build_agent
         from agentrag.eval.judge import LLMJudge
         from agentrag.eval.runner import EvalConfig

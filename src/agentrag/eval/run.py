@@ -1,0 +1,179 @@
+"""``run_eval``: everything ``agentrag eval`` does, as one library call.
+
+Check every input before anything is written (the dataset, the LLM references, the agent's
+config, the retriever and, for a retrieval server, its ``/health``), open the run directory (the
+writer lock: a second process on the same directory gets a :class:`~agentrag.errors.RunLockedError`
+naming the first), write ``config.yaml``, build the components, evaluate the pending items under
+the failure policy (:func:`agentrag.eval.runner.evaluate_stage`), then write ``metrics.json`` (the
+metrics, one LLM-usage block ``llm`` keyed by role, the unfinished count, the bugs, the wall time)
+and the report, once, after the statistics exist.
+
+Outcomes: the metrics are returned (``unfinished > 0``: rerun the same call to finish them); an
+endpoint error (401/403/404, unknown model), an unwritable run directory or bad input raises a
+:class:`~agentrag.errors.UserError` at once; items that hit a bug raise :class:`EvalBugs` after
+the metrics and the report are written.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from agentrag.config import load_config
+from agentrag.errors import AgentRagError, UserError
+from agentrag.eval.judge import LLMJudge
+from agentrag.eval.report import write_eval_report
+from agentrag.eval.result import EvalResult
+from agentrag.eval.runner import EvalConfig, evaluate_stage, summarize
+from agentrag.exec import Executor, ThreadExecutor
+from agentrag.records import QAItem
+from agentrag.runs import RunDir
+
+Progress = Callable[[str, int, int], None]
+
+
+class EvalBugs(AgentRagError):
+    """Some items raised an unexpected exception (a bug; tracebacks in the log); they stay
+    unfinished. Raised after ``metrics.json`` and the report are written (the CLI exits 1)."""
+
+    def __init__(self, bugs: Mapping[str, str], metrics: dict[str, Any]) -> None:
+        key, why = next(iter(bugs.items()))
+        super().__init__(f"{len(bugs)} item(s) failed with an unexpected error (a bug; tracebacks in the log), "
+                         f"e.g. {key}: {why}")
+        self.bugs, self.metrics = dict(bugs), metrics
+
+
+def llm_usage(roles: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One LLM-usage block, the shape of the synthesizers' ``llm``: ``{"role+role": stats}`` for
+    each distinct LLM object (cache hits and misses, backend calls, tokens), keyed by its roles."""
+    by_obj: dict[int, tuple[list[str], Any]] = {}
+    for role, obj in roles.items():
+        if obj is not None:
+            by_obj.setdefault(id(obj), ([], obj))[0].append(role)
+    out: dict[str, dict[str, Any]] = {}
+    for names, obj in by_obj.values():
+        stats = getattr(obj, "stats", None)
+        if callable(stats):
+            out["+".join(names)] = dict(stats())
+        else:
+            meter = getattr(obj, "meter", None)
+            snap = meter.snapshot() if meter is not None and hasattr(meter, "snapshot") else {}
+            out["+".join(names)] = {"calls": getattr(obj, "calls", None), **snap}
+    return out
+
+
+def _config(cfg: EvalConfig | None, overrides: Mapping[str, Any]) -> EvalConfig:
+    base = cfg.model_dump() if cfg is not None else {}
+    return load_config(EvalConfig, base={**base, **overrides})
+
+
+def check_inputs(cfg: EvalConfig, out: str | os.PathLike[str], *, llm: Any = None, retriever: Any = None,
+                 judge: Any = None) -> tuple[list[QAItem], Any]:
+    """Every input of the evaluation, checked before the run directory is written: returns the
+    items and the retriever (``retriever`` itself, else resolved from ``cfg.kb``)."""
+    from agentrag.agents import agent_config
+    from agentrag.eval.datasets import load_dataset
+    from agentrag.llm.resolve import check_llm_ref
+    from agentrag.paths import check_out_dir
+
+    if not cfg.dataset:
+        raise UserError("no dataset: pass --dataset FILE (or set 'dataset' in the --config file)")
+    if retriever is None and not cfg.kb:
+        raise UserError("no knowledge base: pass --kb DIR or --kb http://host:port")
+    check_out_dir(out)
+    items = load_dataset(cfg.dataset, cfg.fmt, limit=cfg.limit)
+    for ref, given in ((cfg.llm, llm), (cfg.judge, judge)):
+        if ref and given is None:
+            check_llm_ref(ref)
+    if cfg.correct_by == "judge" and not (cfg.judge or judge is not None):
+        raise UserError("correct_by='judge' needs a judge: pass --judge REF (or use auto, em or acc)")
+    agent_config(cfg.agent, **cfg.agent_config)
+    if retriever is None:
+        from agentrag.kb import resolve_retriever
+
+        retriever = resolve_retriever(cfg.kb)
+    check = getattr(retriever, "health", None)
+    if callable(check):  # a retrieval server: fail now (down, wrong token), not item by item
+        check()
+    return items, retriever
+
+
+def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None = None, *, llm: Any = None,
+             retriever: Any = None, judge: Any = None, executor: Executor | None = None,
+             progress: Progress | None = None, on_result: Callable[[EvalResult], object] | None = None,
+             **overrides: Any) -> dict[str, Any]:
+    """Evaluate an agent on a QA dataset into the run directory ``out`` (rerun = resume); returns
+    the object written to ``metrics.json``.
+
+    ``cfg`` (an :class:`EvalConfig`) and/or ``overrides`` (its keys: ``dataset``, ``kb``, ``agent``,
+    ``llm``, ``judge``, ``limit``, ``concurrency``, ...) say what to run. ``llm``, ``retriever`` and
+    ``judge`` take references (strings: ``llm="openai:m@URL"``, ``retriever="runs/kb"``) or
+    objects (an LLM, a retriever, an LLM or :class:`LLMJudge`) in place of the config's; objects are used as given (no response cache is added) and cannot be
+    sent to a distributed executor. ``executor`` defaults to a thread pool of ``concurrency``;
+    with another executor (Ray) every worker builds its own LLM, retriever, agent and judge from
+    the config. ``progress("eval", done, total)`` follows the items; ``on_result`` gets each
+    result as it is written. See the module docstring for what is raised.
+    """
+    from agentrag.threads import passive_openmp
+
+    if out is None:
+        raise UserError("no run directory: pass out=DIR (the CLI's --out)")
+    refs = {key: obj for key, obj in (("llm", llm), ("judge", judge), ("kb", retriever)) if isinstance(obj, str)}
+    llm, judge, retriever = (None if isinstance(x, str) else x for x in (llm, judge, retriever))
+    cfg = _config(cfg, {**overrides, **refs})
+    # llama.cpp's OpenMP threads must wait passively on a shared CPU; set before the KB's embedder
+    # (torch/onnxruntime) can start an OpenMP runtime (an explicit user value wins)
+    passive_openmp()
+    given_retriever = retriever
+    items, retriever = check_inputs(cfg, out, llm=llm, retriever=retriever, judge=judge)
+    in_process = executor is None or isinstance(executor, ThreadExecutor)
+    if not in_process and any(x is not None for x in (llm, judge, given_retriever)):
+        raise UserError("LLM, judge and retriever objects cannot be sent to a distributed executor: pass references "
+                        "(llm, judge, kb in the config) so every worker builds its own")
+    started = time.perf_counter()
+    with RunDir(out) as run:
+        run.write_config(cfg)
+        cache = run.file("llm_cache.sqlite")
+        roles: dict[str, Any] = {}
+        agent: Any
+        the_judge: LLMJudge | None = None
+        if in_process:
+            from agentrag.agents import build_agent
+            from agentrag.llm import resolve_llm
+
+            agent_llm = llm if llm is not None else resolve_llm(cfg.llm, cache=cache)
+            if judge is not None:
+                the_judge = judge if isinstance(judge, LLMJudge) else LLMJudge(judge)
+            elif cfg.judge:
+                the_judge = LLMJudge(resolve_llm(cfg.judge, cache=cache))
+            agent = build_agent(cfg.agent, agent_llm, retriever, **cfg.agent_config)
+            roles = {"agent": agent_llm, "judge": the_judge.llm if the_judge else None}
+        else:  # each worker process builds LLM, retriever, agent and judge from the config
+            from agentrag.eval.worker import EvalTask
+
+            agent = EvalTask(cfg.model_dump(), cache)
+        results, stage = evaluate_stage(agent, items, run, judge=the_judge, concurrency=cfg.concurrency,
+                                        maxd=cfg.maxd, correct_by=cfg.correct_by, progress=progress,
+                                        on_result=on_result, executor=executor)
+        metrics = summarize(results, n_requested=len(items), unfinished={**stage.unfinished, **stage.bugs})
+        metrics["bugs"] = len(stage.bugs)
+        metrics["llm"] = llm_usage(roles)
+        metrics["wall_s"] = metrics["invocation_wall_s"] = round(time.perf_counter() - started, 2)
+        run.write_json("metrics.json", metrics)
+        write_eval_report(run.path, metrics, title=f"Evaluation of {cfg.agent} on {Path(cfg.dataset).name}",
+                          description=f"agent {cfg.agent}, LLM {_name(llm, cfg.llm)}, judge "
+                                      f"{_name(judge, cfg.judge) or 'none'}, KB {_name(given_retriever, cfg.kb)}")
+    if stage.bugs:
+        raise EvalBugs(stage.bugs, metrics)
+    return metrics
+
+
+def _name(obj: Any, ref: str | None) -> str | None:
+    """The reference of a component, or the class name of an object passed in its place."""
+    return ref if obj is None else type(obj).__name__
+
+
+__all__ = ["run_eval", "check_inputs", "EvalBugs", "llm_usage"]

@@ -1,8 +1,8 @@
 """Reports: Markdown + HTML with tables and inline SVG charts (no plotting dependency), and the
 run viewer (``agentrag view``)."""
 
-from agentrag.report.eval_report import eval_sections, write_eval_report
 from agentrag.render import Section, bar_chart_svg, grouped_bar_chart_svg, write_report
+from agentrag.report.eval_report import eval_sections, write_eval_report
 from agentrag.report.viewer import RUN_KINDS, build_payload, detect_run_kind, make_server, write_viewer
 
 __all__ = ["Section", "write_report", "bar_chart_svg", "grouped_bar_chart_svg", "eval_sections", "write_eval_report",

@@ -12,8 +12,8 @@ from typing import Any
 
 from agentrag.errors import UserError
 from agentrag.eval.result import EvalResult
-from agentrag.report.eval_report import eval_sections
 from agentrag.render import bar_chart_svg, fmt_cell, grouped_bar_chart_svg
+from agentrag.report.eval_report import eval_sections
 from agentrag.report.viewer.common import (
     DocTable,
     Limits,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +111,9 @@ def judge_llm(score: int = 0) -> ScriptedLLM:
 
 
 def run_config(out: Path, **kw: Any) -> TracerRunConfig:
-    """The scripted world's run config: 4 docs, 4 hops, one thread, "Excluded Title" excluded (its
-    title file written beside ``out``)."""
-    excl = out.parent / f"{out.name}-excluded.txt"
+    """The scripted world's run config for ``out``: 4 docs, 4 hops, one thread, "Excluded Title"
+    excluded (its title file is written to a fresh temporary directory)."""
+    excl = Path(tempfile.mkdtemp(prefix="tracer-excluded-")) / "titles.txt"
     excl.write_text("Excluded Title\n", encoding="utf-8")
     cfg = TracerRunConfig(docs=4, max_hops=4, concurrency=1, exclude=[str(excl)], **kw)
     cfg.sampling.min_chars = 0

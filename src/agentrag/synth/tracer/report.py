@@ -76,7 +76,7 @@ def tracer_counts(annotated: Sequence[DocRecord], selected: Sequence[DocRecord],
             "calls_per_candidate": round(spent / tried, 1) if tried else None,
             "calls_per_verified_this_level": round(spent / verified, 1) if verified else None,
             "calls_per_verified_cumulative": round(cumulative / verified, 1) if verified else None}
-    counts["export"] = (len(chains), int(exported.get("items", 0)), {})
+    counts["export"] = (sum(max(c.depth - 1, 0) for c in chains), int(exported.get("items", 0)), {})
     per_hop: dict[str, Counter[str]] = {}
     for c in chains:
         for level in range(2, c.depth + 1):

@@ -93,7 +93,7 @@ class TracerSynth(Synthesizer[TracerRunConfig, TracerInputs, TracerComponents]):
             Stage(f"hop{level}", f"chains of {level - 1} hops", f"hop{level}.jsonl", _HOP_GATES,
                   "extend + three-stage verification"),
             Stage(f"hop{level}.candidates", "candidate documents", f"verified hops ({level} hops)", _HOP_GATES))),
-        Stage("export", "chains", "benchmark.jsonl (items of 2..4 hops)", ("every hop verified",)),
+        Stage("export", "verified chain levels (2..4 hops)", "benchmark.jsonl", ("every hop verified",)),
     )
 
     def check_inputs(self, cfg: TracerRunConfig, out: str | os.PathLike[str],

@@ -152,3 +152,29 @@ def test_bad_exclude_files_name_file_line_field(tmp_path: Path) -> None:
     plain = tmp_path / "titles.txt"
     plain.write_text("Amherst,  Victoria\n\nWesleyanism\n")
     assert excluded_titles([plain]) == {"amherst, victoria", "wesleyanism"}
+
+
+def test_every_call_sends_a_bounded_schema_and_invalid_replies_are_flagged(tmp_path: Path) -> None:
+    from tracer_support import judge_llm, world_reply
+
+    def strings(node: object) -> list[dict[str, object]]:
+        if isinstance(node, dict):
+            own = [node] if node.get("type") == "string" and "enum" not in node else []
+            return own + [s for v in node.values() for s in strings(v)]
+        return [s for v in node for s in strings(v)] if isinstance(node, list) else []
+
+    llm, judge = world_llm(), judge_llm(score=1)
+    run_world(tmp_path / "ok", llm=llm, judge=judge)
+    for req in [*llm.requests, *judge.requests]:
+        schema = req["response_format"]["json_schema"]["schema"]
+        assert strings(schema) and all("maxLength" in s for s in strings(schema)), schema
+
+    def too_long(messages, **kw):  # type: ignore[no-untyped-def]
+        out = world_reply(messages, **kw)
+        return out.replace('"place"', '"' + "x" * 200 + '"')  # an entity type over its bound
+
+    run_world(tmp_path / "bad", llm=ScriptedLLM(default=too_long))
+    docs = [DocRecord.model_validate_json(x) for x in (tmp_path / "bad" / "docs.jsonl").read_text().splitlines()]
+    assert docs and all(d.status == "failed" and "parse_error" in (d.reason or "") and "entity_type" in (d.reason or "")
+                        for d in docs)
+    assert all(d.provenance.raw_output and "xxx" in d.provenance.raw_output for d in docs)

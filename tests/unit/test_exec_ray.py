@@ -333,15 +333,18 @@ class TracerWorld:
 
 
 def test_tracer_on_ray_equals_threads_despite_a_killed_worker(ray_session, tmp_path):
-    from agentrag.synth.tracer import TracerConfig, TracerPipeline
+    from tracer_support import run_config
 
-    cfg = TracerConfig(docs=4, max_hops=4, concurrency=2)
-    cfg.sampling.min_chars = 0
+    from agentrag.synth.tracer import run_tracer
+
+    cfg = run_config(tmp_path / "run")
+    cfg.concurrency = 2
 
     def run(out: Path, executor: Any, marker: str | None) -> None:
         comps = TracerWorld()()
-        comps.rebuild = TracerWorld(marker)
-        TracerPipeline(RunDir(out), cfg, comps, executor=executor).run()
+        metrics = run_tracer(cfg, out, executor=executor, llm=comps.llm, judge=comps.judge, kb=comps.kb,
+                             passages=comps.passages, rebuild=TracerWorld(marker))
+        assert metrics["unfinished"] == 0
 
     _thread_then_ray(tmp_path, run)
     _same_stages(tmp_path / "thread", tmp_path / "ray", ("docs", "atomic", "hop2", "hop3", "hop4", "benchmark"),

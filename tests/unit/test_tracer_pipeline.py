@@ -5,34 +5,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tracer_support import PASSAGES, Q1, Q2, Q3, Q4, judge_llm, world_llm
+from tracer_support import Q1, Q2, Q3, Q4, run_config, run_world, world_llm
 
 from agentrag.errors import LLMError
 from agentrag.eval.datasets import load_dataset
 from agentrag.eval.hops import diagnose, lower_hop_items
 from agentrag.eval.result import EvalResult
-from agentrag.runs import RunDir
-from agentrag.synth.tracer import TracerComponents, TracerConfig, TracerPipeline, audit_exports
+from agentrag.synth.tracer import audit_exports
 from agentrag.synth.tracer.sampling import excluded_titles
-from agentrag.synth.tracer.schema import HopRecord
-from agentrag.testing import FakeRetriever, ScriptedLLM
-
-
-def _cfg(**kw: object) -> TracerConfig:
-    cfg = TracerConfig(docs=4, max_hops=4, concurrency=1, **kw)  # type: ignore[arg-type]
-    cfg.sampling.min_chars = 0
-    return cfg
-
-
-def _pipeline(out: Path, llm: object = None, cfg: TracerConfig | None = None,
-              excluded: frozenset[str] = frozenset({"excluded title"})) -> TracerPipeline:
-    comps = TracerComponents(llm=llm or world_llm(), judge=judge_llm(), kb=FakeRetriever(PASSAGES),  # type: ignore[arg-type]
-                             passages=PASSAGES, excluded_titles=excluded)
-    return TracerPipeline(RunDir(out), cfg or _cfg(), comps)
+from agentrag.synth.tracer.schema import DocRecord, HopRecord
+from agentrag.testing import ScriptedLLM
 
 
 def test_builds_four_hop_chain_and_exports_flashrag(tmp_path: Path) -> None:
-    m = _pipeline(tmp_path).run()
+    m = run_world(tmp_path)
     items = {i.id: i for i in load_dataset(tmp_path / "benchmark.jsonl")}
     chain = "d" + __import__("hashlib").sha1(b"p-amherst").hexdigest()[:10] + "-q0"
     assert set(items) == {f"{chain}-2hop", f"{chain}-3hop", f"{chain}-4hop"}
@@ -54,13 +40,13 @@ def test_builds_four_hop_chain_and_exports_flashrag(tmp_path: Path) -> None:
     docs = [json.loads(x)["title"] for x in (tmp_path / "docs.jsonl").read_text().splitlines()]
     assert "Excluded Title" not in docs and len(docs) == 4
     assert m["per_hop_by_type"] == {"2hop": {"inference": 1}, "3hop": {"inference": 1}, "4hop": {"inference": 1}}
-    assert m["llm_calls"]["by_level"]["4"]["verified"] == 1
+    assert m["calls_by_level"]["4"]["verified"] == 1
     assert audit_exports(tmp_path) == []
     assert (tmp_path / "report.html").is_file()
 
 
 def test_maxd_on_the_export(tmp_path: Path) -> None:
-    _pipeline(tmp_path).run()
+    run_world(tmp_path)
     items = load_dataset(tmp_path / "benchmark_4hop.jsonl")
     (four,) = items
     probes = lower_hop_items(four)
@@ -76,7 +62,7 @@ def test_maxd_on_the_export(tmp_path: Path) -> None:
 
 
 def test_audit_catches_an_item_whose_hop_failed_a_gate(tmp_path: Path) -> None:
-    _pipeline(tmp_path).run()
+    run_world(tmp_path)
     path = tmp_path / "hop3.jsonl"
     rec = HopRecord.model_validate_json(path.read_text().splitlines()[0])
     assert rec.hop is not None
@@ -94,7 +80,9 @@ def test_excluded_titles_from_a_raw_benchmark_file(tmp_path: Path) -> None:
     titles = excluded_titles([bench])
     assert titles == {"excluded title", "wesleyanism"}
     out = tmp_path / "run"
-    _pipeline(out, excluded=frozenset(titles)).run()
+    cfg = run_config(out)
+    cfg.exclude = [str(bench)]
+    run_world(out, cfg)
     # Wesleyanism is excluded from sampling and from retrieval: no 2-hop chain can be built
     assert not (out / "benchmark.jsonl").read_text().strip()
     hop2 = [HopRecord.model_validate_json(x) for x in (out / "hop2.jsonl").read_text().splitlines()]
@@ -109,7 +97,7 @@ def test_parse_failure_flags_the_step_and_keeps_the_shorter_chain(tmp_path: Path
             return "{not json"
         return inner.default(messages, **kw)  # type: ignore[misc,operator]
 
-    _pipeline(tmp_path, ScriptedLLM(default=broken)).run()
+    run_world(tmp_path, llm=ScriptedLLM(default=broken))
     items = [json.loads(x) for x in (tmp_path / "benchmark.jsonl").read_text().splitlines()]
     assert sorted(i["metadata"]["hops"] for i in items) == [2, 3]
     rec = HopRecord.model_validate_json((tmp_path / "hop4.jsonl").read_text().splitlines()[0])
@@ -126,20 +114,28 @@ def test_outage_leaves_the_chain_unfinished_and_rerun_completes(tmp_path: Path) 
             raise LLMError("503", is_retryable=True)
         return inner.default(messages, **kw)  # type: ignore[misc,operator]
 
-    _pipeline(tmp_path, ScriptedLLM(default=flaky)).run()
+    m = run_world(tmp_path, llm=ScriptedLLM(default=flaky))
     assert (tmp_path / "hop2.jsonl").read_text() == ""  # unfinished, not written as a failure
+    assert m["unfinished"] == 1 and m["unfinished_by_stage"] == {"hop2": 1}
+    assert [r["unfinished"] for r in m["funnel"] if r["stage"] == "hop2"] == [1]
     down["on"] = False
-    _pipeline(tmp_path, ScriptedLLM(default=flaky)).run()
+    m = run_world(tmp_path, llm=ScriptedLLM(default=flaky))
+    assert m["unfinished"] == 0
     assert len((tmp_path / "benchmark.jsonl").read_text().splitlines()) == 3
 
 
 def test_max_per_type_balances_domains(tmp_path: Path) -> None:
-    cfg = _cfg()
+    cfg = run_config(tmp_path / "run")
     cfg.docs = 3
+    cfg.max_hops = 2
     cfg.sampling.max_per_type = 1
-    p = _pipeline(tmp_path, cfg=cfg)
-    docs = p.sample()
-    assert sorted(d.domain for d in docs) == ["history", "religion"]  # only two domains exist: 1 each
+    m = run_world(tmp_path / "run", cfg)
+    assert m["domain_mix_docs"] == {"history": 1, "religion": 1}  # only two domains exist: 1 each
+    assert [(r["in"], r["out"]) for r in m["funnel"] if r["stage"] == "select"] == [(4, 2)]
+    docs = {d.id: d.domain for d in map(DocRecord.model_validate_json,
+                                        (tmp_path / "run" / "docs.jsonl").read_text().splitlines())}
+    atomic = [json.loads(x)["doc_id"] for x in (tmp_path / "run" / "atomic.jsonl").read_text().splitlines()]
+    assert sorted(docs[d] for d in atomic) == ["history", "religion"]
 
 
 def test_bad_exclude_files_name_file_line_field(tmp_path: Path) -> None:
@@ -156,3 +152,29 @@ def test_bad_exclude_files_name_file_line_field(tmp_path: Path) -> None:
     plain = tmp_path / "titles.txt"
     plain.write_text("Amherst,  Victoria\n\nWesleyanism\n")
     assert excluded_titles([plain]) == {"amherst, victoria", "wesleyanism"}
+
+
+def test_every_call_sends_a_bounded_schema_and_invalid_replies_are_flagged(tmp_path: Path) -> None:
+    from tracer_support import judge_llm, world_reply
+
+    def strings(node: object) -> list[dict[str, object]]:
+        if isinstance(node, dict):
+            own = [node] if node.get("type") == "string" and "enum" not in node else []
+            return own + [s for v in node.values() for s in strings(v)]
+        return [s for v in node for s in strings(v)] if isinstance(node, list) else []
+
+    llm, judge = world_llm(), judge_llm(score=1)
+    run_world(tmp_path / "ok", llm=llm, judge=judge)
+    for req in [*llm.requests, *judge.requests]:
+        schema = req["response_format"]["json_schema"]["schema"]
+        assert strings(schema) and all("maxLength" in s for s in strings(schema)), schema
+
+    def too_long(messages, **kw):  # type: ignore[no-untyped-def]
+        out = world_reply(messages, **kw)
+        return out.replace('"place"', '"' + "x" * 200 + '"')  # an entity type over its bound
+
+    run_world(tmp_path / "bad", llm=ScriptedLLM(default=too_long))
+    docs = [DocRecord.model_validate_json(x) for x in (tmp_path / "bad" / "docs.jsonl").read_text().splitlines()]
+    assert docs and all(d.status == "failed" and "parse_error" in (d.reason or "") and "entity_type" in (d.reason or "")
+                        for d in docs)
+    assert all(d.provenance.raw_output and "xxx" in d.provenance.raw_output for d in docs)

@@ -18,10 +18,7 @@ SCRIPT = textwrap.dedent('''
     import sys, threading, time
     from pathlib import Path
     from agentrag.llm.cache import CachedLLM
-    from agentrag.runs import RunDir
-    from agentrag.synth.tracer import TracerComponents, TracerConfig, TracerPipeline
-    from agentrag.testing import FakeRetriever
-    from tracer_support import PASSAGES, judge_llm, world_llm
+    from tracer_support import judge_llm, run_config, run_world, world_llm
 
     out, delay = Path(sys.argv[1]), float(sys.argv[2])
     lock = threading.Lock()
@@ -39,11 +36,9 @@ SCRIPT = textwrap.dedent('''
 
     out.mkdir(parents=True, exist_ok=True)
     cache = out / "llm_cache.sqlite"
-    cfg = TracerConfig(docs=4, max_hops=4, concurrency=2)
-    cfg.sampling.min_chars = 0
-    comps = TracerComponents(llm=CachedLLM(Counting(world_llm()), cache), judge=CachedLLM(Counting(judge_llm()), cache),
-                             kb=FakeRetriever(PASSAGES), passages=PASSAGES, excluded_titles=frozenset({"excluded title"}))
-    TracerPipeline(RunDir(out), cfg, comps).run()
+    cfg = run_config(out)
+    cfg.concurrency = 2
+    run_world(out, cfg, llm=CachedLLM(Counting(world_llm()), cache), judge=CachedLLM(Counting(judge_llm()), cache))
 ''')
 
 STAGES = ["docs", "atomic", "hop2", "hop3", "hop4"]

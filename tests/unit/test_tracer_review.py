@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_tracer_pipeline import _pipeline
+from tracer_support import run_world
 from typer.testing import CliRunner
 
 from agentrag.cli.main import app
@@ -46,7 +46,7 @@ def test_bad_label_names_file_line_field(tmp_path: Path) -> None:
 
 def test_review_cli_sheet_and_labels(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    _pipeline(run).run()
+    run_world(run)
     r = CliRunner().invoke(app, ["synth", "tracer", "review", "--run", str(run)])
     assert r.exit_code == 0, r.output
     html = (run / "review" / "sheet.html").read_text()

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
+from agentrag.eval.judge import JUDGE_SYSTEM
 from agentrag.records import Message, Passage
+from agentrag.synth.tracer import TracerRunConfig, run_tracer
 from agentrag.synth.tracer.prompts import (
     ANNOTATE_SYSTEM,
     ANSWER_CLOSED_SYSTEM,
@@ -16,7 +20,7 @@ from agentrag.synth.tracer.prompts import (
     COMPOSE_SYSTEM,
     LINK_SYSTEM,
 )
-from agentrag.testing import ScriptedLLM
+from agentrag.testing import FakeRetriever, ScriptedLLM
 
 FILL = " It is described at length in the encyclopedia with many further details about its history."
 PASSAGES = [
@@ -104,3 +108,36 @@ def world_llm() -> ScriptedLLM:
 
 def judge_llm(score: int = 0) -> ScriptedLLM:
     return ScriptedLLM(default=json.dumps({"reason": "scripted", "score": score}), model="judge")
+
+
+def run_config(out: Path, **kw: Any) -> TracerRunConfig:
+    """The scripted world's run config for ``out``: 4 docs, 4 hops, one thread, "Excluded Title"
+    excluded (its title file is written to a fresh temporary directory)."""
+    excl = Path(tempfile.mkdtemp(prefix="tracer-excluded-")) / "titles.txt"
+    excl.write_text("Excluded Title\n", encoding="utf-8")
+    cfg = TracerRunConfig(docs=4, max_hops=4, concurrency=1, exclude=[str(excl)], **kw)
+    cfg.sampling.min_chars = 0
+    return cfg
+
+
+def run_world(out: Path, cfg: TracerRunConfig | None = None, llm: Any = None, **given: Any) -> dict[str, Any]:
+    """``run_tracer`` on the scripted world (objects given: LLM, judge, retriever, passages)."""
+    given.setdefault("judge", judge_llm())
+    given.setdefault("kb", FakeRetriever(PASSAGES))
+    given.setdefault("passages", PASSAGES)
+    return run_tracer(cfg or run_config(out), out, llm=llm or world_llm(), **given)
+
+
+def stub_reply(body: dict[str, Any]) -> str:
+    """The scripted world over HTTP (StubOpenAIServer): the judge's prompt gets score 0."""
+    msgs = [Message(role=m["role"], content=m.get("content")) for m in body["messages"]]
+    if (msgs[0].content or "") == JUDGE_SYSTEM:
+        return json.dumps({"reason": "scripted", "score": 0})
+    return world_reply(msgs)
+
+
+def stub_llm_yaml(path: Path, base_url: str) -> str:
+    """An LLM reference (YAML file) for the stub: no retries, no backoff."""
+    path.write_text(f"backend: openai\nmodel: stub\nbase_url: {base_url}\nmax_retries: 0\nbackoff_initial: 0\n"
+                    "timeout: 5\n", encoding="utf-8")
+    return str(path)

@@ -80,16 +80,9 @@ def reasonrag_run(out: Path) -> Path:
 
 
 def tracer_run(out: Path) -> Path:
-    from tracer_support import PASSAGES as TRACER_PASSAGES
-    from tracer_support import judge_llm, world_llm
+    from tracer_support import run_world
 
-    from agentrag.synth.tracer import TracerComponents, TracerConfig, TracerPipeline
-
-    cfg = TracerConfig(docs=4, max_hops=4, concurrency=1)
-    cfg.sampling.min_chars = 0
-    comps = TracerComponents(llm=world_llm(), judge=judge_llm(), kb=FakeRetriever(TRACER_PASSAGES),
-                             passages=TRACER_PASSAGES, excluded_titles=frozenset({"excluded title"}))
-    TracerPipeline(RunDir(out), cfg, comps).run()
+    run_world(out)
     return out
 
 

@@ -16,6 +16,7 @@ from agentrag.cli.common import (
     console,
     err_console,
     executor_from_options,
+    exit_if_unfinished,
     resolve_config,
     stage_progress,
     user_errors,
@@ -51,9 +52,13 @@ def build(
     Writes OUT/{docs,atomic,hop2,hop3,hop4}.jsonl (every verdict with its raw output),
     OUT/chains.jsonl (per-hop records), OUT/benchmark.jsonl and OUT/benchmark_<L>hop.jsonl (FlashRAG QA
     with lower_hop_questions: `agentrag eval --dataset OUT/benchmark.jsonl --maxd`), OUT/metrics.json and
-    OUT/report.html. LLM calls are cached in OUT/llm_cache.sqlite; rerunning resumes. With --executor
+    OUT/report.md|html. LLM calls are cached in OUT/llm_cache.sqlite; rerunning resumes. With --executor
     ray, annotation, atomic QA and hop extension run on Ray worker processes that rebuild the LLMs
     and load the KB from this config; this process writes every record.
+
+    Exit codes: 0 every item finished; 3 items left unfinished by an outage (rerun the same command
+    to finish them); 2 bad input or configuration (a 401/404 from the LLM included: nothing is
+    written as finished); 1 an item hit a bug (traceback in the log).
 
     Example: agentrag synth tracer --kb runs/kb --llm embedded --docs 4 --max-hops 2 --out runs/tracer
     """
@@ -79,9 +84,11 @@ def build(
             metrics = run_tracer(cfg, out, progress=progress, executor=ex)
         for row in metrics["funnel"]:
             rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
-            console.print(f"  {row['stage']:<32} {row['in']:>5} -> {row['out']:<5} {rej}")
-        console.print(f"  exported: {metrics['export']['files']}")
-        console.print(f"report: {out / 'report.md'}   benchmark: {out / 'benchmark.jsonl'}")
+            left = f"  unfinished: {row['unfinished']}" if row["unfinished"] else ""
+            console.print(f"  {row['stage']:<20} {row['in']:>5} -> {row['out']:<5} {rej}{left}", markup=False)
+        console.print(f"  exported: {metrics['export']['files']}", markup=False)
+        console.print(f"report: {out / 'report.md'}   benchmark: {out / 'benchmark.jsonl'}", markup=False)
+        exit_if_unfinished(metrics["unfinished"])
 
 
 @tracer_app.command("review")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
 
 from agentrag.eval.metrics import normalize_answer
 from agentrag.synth.tracer.oracle import Oracle
-from agentrag.synth.tracer.prompts import ATOMIC_SCHEMA, ATOMIC_SYSTEM
+from agentrag.synth.tracer.outputs import AtomicPairs
+from agentrag.synth.tracer.prompts import ATOMIC_SYSTEM
 from agentrag.synth.tracer.schema import AtomicPair, AtomicRecord, Check, DocRecord
 
 _NUMERIC = re.compile(r"^[\d\s.,:;/%+\-–()]+$")
@@ -37,18 +37,6 @@ def malformed_reason(question: str, answer: str, max_answer_words: int) -> str |
     if na and f" {na} " in f" {normalize_answer(q)} ":
         return "malformed: the answer appears in the question"
     return None
-
-
-def parse_pair(obj: Any) -> tuple[str, str, list[str]] | None:
-    if not isinstance(obj, dict):
-        return None
-    q, a = obj.get("question"), obj.get("answer")
-    if not isinstance(q, str) or not isinstance(a, (str, int, float)):
-        return None
-    aliases = obj.get("aliases") or []
-    aliases = [str(x).strip() for x in aliases if isinstance(x, (str, int, float)) and str(x).strip()] \
-        if isinstance(aliases, list) else []
-    return q.strip(), str(a).strip(), [x for x in aliases if x != str(a).strip()]
 
 
 def filter_pair(oracle: Oracle, pair: AtomicPair, doc: tuple[str, str]) -> AtomicPair:
@@ -86,26 +74,17 @@ def atomic_qa(oracle: Oracle, doc: DocRecord) -> AtomicRecord:
     cfg = oracle.cfg.atomic
     user = (f"Write up to {cfg.pairs_per_doc} question-answer pairs.\n\nTitle: {doc.title}\n"
             f"Passage: {doc.text[:cfg.max_doc_chars]}")
-    obj, prov, err = oracle.json(ATOMIC_SYSTEM, user, ATOMIC_SCHEMA, name="atomic_qa", stage="atomic",
+    obj, prov, err = oracle.json(ATOMIC_SYSTEM, user, AtomicPairs, name="atomic_qa", stage="atomic",
                                  max_tokens=cfg.max_tokens, temperature=cfg.temperature)
     rec_id = f"{doc.id}-atomic"
-    raw_pairs = (obj or {}).get("pairs")
-    if err is not None or not isinstance(raw_pairs, list):
+    if err is not None or obj is None:
         return AtomicRecord(id=rec_id, doc_id=doc.id, status="failed", provenance=prov, calls=oracle.calls,
-                            reason=err or "malformed: no 'pairs' list in the output",
-                            elapsed=time.monotonic() - start)
+                            reason=err or "parse_error: no output", elapsed=time.monotonic() - start)
     pairs: list[AtomicPair] = []
     seen: set[str] = set()
-    for i, raw in enumerate(raw_pairs[:cfg.pairs_per_doc]):
-        parsed = parse_pair(raw)
-        pid = f"{doc.id}-q{i}"
-        if parsed is None:
-            pairs.append(AtomicPair(id=pid, reason="malformed: pair without string question/answer",
-                                    checks=[Check(name="malformed", passed=False, reason="malformed: pair "
-                                                  "without string question/answer", raw=[str(raw)[:500]])]))
-            continue
-        q, a, aliases = parsed
-        pair = AtomicPair(id=pid, question=q, answer=a, aliases=aliases)
+    for i, raw in enumerate(obj.pairs[:cfg.pairs_per_doc]):
+        q, a = raw.question, raw.answer
+        pair = AtomicPair(id=f"{doc.id}-q{i}", question=q, answer=a, aliases=raw.clean_aliases())
         if normalize_answer(q) in seen:
             pairs.append(pair.model_copy(update={"reason": "malformed: duplicate question", "checks": [
                 Check(name="malformed", passed=False, reason="malformed: duplicate question")]}))
@@ -116,4 +95,4 @@ def atomic_qa(oracle: Oracle, doc: DocRecord) -> AtomicRecord:
                         elapsed=time.monotonic() - start)
 
 
-__all__ = ["atomic_qa", "filter_pair", "malformed_reason", "is_numeric_only", "parse_pair"]
+__all__ = ["atomic_qa", "filter_pair", "malformed_reason", "is_numeric_only"]

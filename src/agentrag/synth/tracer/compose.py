@@ -19,9 +19,10 @@ from typing import Any
 
 from agentrag.kb.base import Retriever
 from agentrag.records import Hit, Provenance
-from agentrag.synth.tracer.atomic import filter_pair, parse_pair
+from agentrag.synth.tracer.atomic import filter_pair
 from agentrag.synth.tracer.oracle import Oracle
-from agentrag.synth.tracer.prompts import COMPOSE_SCHEMA, COMPOSE_SYSTEM, LINK_SCHEMA, LINK_SYSTEM
+from agentrag.synth.tracer.outputs import LinkPair, QAPair
+from agentrag.synth.tracer.prompts import COMPOSE_SYSTEM, LINK_SYSTEM
 from agentrag.synth.tracer.sampling import norm_title
 from agentrag.synth.tracer.schema import AtomicPair, Check, Hop, HopRecord
 from agentrag.synth.tracer.verify import verify
@@ -65,17 +66,15 @@ def candidate_hop(oracle: Oracle, chain: Sequence[Hop], doc: Hit, templates: Seq
     allowed = " or ".join(templates)
     user = (f"{_chain_text(chain)}\nAllowed templates: {allowed}\n\nNew passage title: {doc.title}\n"
             f"New passage: {doc.text[:cfg.atomic.max_doc_chars]}")
-    obj, prov, err = oracle.json(LINK_SYSTEM, user, LINK_SCHEMA, name="link", stage=f"hop{level}.link",
-                                 max_tokens=cfg.compose.max_tokens, temperature=cfg.compose.temperature)
+    link, prov, err = oracle.json(LINK_SYSTEM, user, LinkPair, name="link", stage=f"hop{level}.link",
+                                  max_tokens=cfg.compose.max_tokens, temperature=cfg.compose.temperature)
     base: dict[str, Any] = {"level": level, "doc_id": doc.id, "doc_title": doc.title, "doc_text": doc.text}
-    parsed = parse_pair(obj)
-    template = (obj or {}).get("template")
-    if err is not None or parsed is None or template not in templates:
-        why = err or (f"malformed: template {template!r} not allowed here" if parsed else "malformed: no pair")
+    if err is not None or link is None or link.template not in templates:
+        why = err or (f"malformed: template {link.template!r} not allowed here" if link else "parse_error: no pair")
         return Hop(**base, template="inference", atomic_question="", atomic_answer="", question="", answer="",
                    reason=f"link: {why}", checks=[Check(name="link", passed=False, reason=f"link: {why}",
                                                         raw=[prov.raw_output or ""])])
-    q, a, aliases = parsed
+    template, q, a, aliases = link.template, link.question, link.answer, link.clean_aliases()
     pair = filter_pair(oracle, AtomicPair(id=f"h{level}", question=q, answer=a, aliases=aliases),
                        (doc.title, doc.text))
     atomic: dict[str, Any] = {"template": template, "atomic_question": q, "atomic_answer": a, "atomic_aliases": aliases}
@@ -85,14 +84,13 @@ def candidate_hop(oracle: Oracle, chain: Sequence[Hop], doc: Hit, templates: Seq
     last = chain[-1]
     user = (f"Template: {template}\nFirst question: {last.question}\nFirst answer: {last.answer}\n"
             f"Second question: {q}\nSecond answer: {a}")
-    obj, prov, err = oracle.json(COMPOSE_SYSTEM, user, COMPOSE_SCHEMA, name="compose", stage=f"hop{level}.compose",
-                                 max_tokens=cfg.compose.max_tokens, temperature=cfg.compose.temperature)
-    composed = parse_pair(obj)
+    composed, prov, err = oracle.json(COMPOSE_SYSTEM, user, QAPair, name="compose", stage=f"hop{level}.compose",
+                                      max_tokens=cfg.compose.max_tokens, temperature=cfg.compose.temperature)
     if err is not None or composed is None:
-        why = err or "malformed: no question/answer"
+        why = err or "parse_error: no question/answer"
         checks.append(Check(name="compose", passed=False, reason=f"compose: {why}", raw=[prov.raw_output or ""]))
         return Hop(**base, **atomic, question="", answer="", reason=f"compose: {why}", checks=checks)
-    cq, ca, caliases = composed
+    cq, ca, caliases = composed.question, composed.answer, composed.clean_aliases()
     if template == "inference" and not caliases:
         caliases = aliases  # the final answer of an inference step is the new atomic answer
     checks.append(Check(name="compose", passed=True, raw=[prov.raw_output or ""]))

@@ -3,30 +3,31 @@
 One :class:`Oracle` is made per work item and counts the calls it makes (generator and judge), so
 every stage record carries its cost. Grading follows §3.2/§3.3: exact match, or token F1 at or above
 ``verify.f1_pass``, counts as correct without a judge call; "unknown" or an empty answer is wrong;
-anything else goes to the 0/1/2 judge (score >= 1 passes). A model failure (unparsable output)
-comes back as an error string — the gate that asked fails with that reason; an outage (retryable
-``LLMError``) propagates so the item stays unfinished.
+anything else goes to the 0/1/2 judge (score >= 1 passes). Every call declares its reply as a
+pydantic model (:mod:`agentrag.synth.tracer.outputs`). Model output that fails parsing or
+validation, or a request over the context window, comes back as an error string: the gate that
+asked fails with that reason (a flagged record). Every other LLM failure propagates (the failure
+policy): an outage leaves the item unfinished, a 401/404 stops the run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
-from agentrag.errors import LLMError, ParseError
-from agentrag.eval.judge import JUDGE_SCHEMA, LLMJudge, parse_verdict
+from pydantic import BaseModel
+
+from agentrag.eval.judge import LLMJudge
 from agentrag.eval.metrics import em, f1, normalize_answer
 from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance
 from agentrag.synth.common import call_json
 from agentrag.synth.tracer.config import TracerConfig
-from agentrag.synth.tracer.prompts import (
-    ANSWER_CLOSED_SYSTEM,
-    ANSWER_DOCS_SYSTEM,
-    ANSWER_SCHEMA,
-    doc_block,
-)
+from agentrag.synth.tracer.outputs import JudgeScore, ShortAnswer
+from agentrag.synth.tracer.prompts import ANSWER_CLOSED_SYSTEM, ANSWER_DOCS_SYSTEM, doc_block
 from agentrag.synth.tracer.schema import Check
+
+M = TypeVar("M", bound=BaseModel)
 
 NO_ANSWER = frozenset({"", "unknown", "none", "not mentioned", "no answer"})
 
@@ -50,12 +51,14 @@ class Oracle:
         self.llm, self.judge_llm, self.cfg = llm, judge or llm, cfg
         self.calls = 0
 
-    def json(self, system: str, user: str, schema: dict[str, Any], *, name: str, stage: str, max_tokens: int,
-             temperature: float = 0.0) -> tuple[dict[str, Any] | None, Provenance, str | None]:
+    def json(self, system: str, user: str, model: type[M], *, name: str, stage: str, max_tokens: int,
+             temperature: float = 0.0) -> tuple[M | None, Provenance, str | None]:
+        """One structured call: ``(instance or None, provenance, error)`` (see :func:`call_json`)."""
         msgs = [Message(role="system", content=system), Message(role="user", content=user)]
         self.calls += 1
-        return call_json(self.llm, msgs, schema, name=name, stage=stage, raise_retryable=True,
-                         max_tokens=max_tokens, temperature=temperature)
+        obj, prov, err = call_json(self.llm, msgs, model, name=name, stage=stage, max_tokens=max_tokens,
+                                   temperature=temperature)
+        return obj, prov, err
 
     def answer(self, question: str, docs: list[tuple[str, str]] | None) -> tuple[str | None, str, str | None]:
         """A short answer, closed-book when ``docs`` is None; returns (answer, raw output, error)."""
@@ -64,15 +67,12 @@ class Oracle:
         else:
             system = ANSWER_DOCS_SYSTEM
             user = f"Documents:\n{doc_block(docs, self.cfg.atomic.max_doc_chars)}\n\nQuestion: {question}"
-        obj, prov, err = self.json(system, user, ANSWER_SCHEMA, name="answer", stage="answer",
+        obj, prov, err = self.json(system, user, ShortAnswer, name="answer", stage="answer",
                                    max_tokens=self.cfg.verify.max_answer_tokens)
         raw = prov.raw_output or ""
-        if err is not None:
-            return None, raw, err
-        ans = (obj or {}).get("answer")
-        if not isinstance(ans, str):
-            return None, raw, "parse_error: no string 'answer' in the output"
-        return ans.strip(), raw, None
+        if err is not None or obj is None:
+            return None, raw, err or "parse_error: no answer"
+        return obj.answer, raw, None
 
     def grade(self, question: str, pred: str, golds: list[str]) -> Grade:
         e, f = em(pred, golds), f1(pred, golds)
@@ -80,22 +80,14 @@ class Oracle:
             return Grade(True, e, f)
         if normalize_answer(pred) in NO_ANSWER:
             return Grade(False, e, f)
-        judge = LLMJudge(self.judge_llm)
         self.calls += 1
-        try:
-            out = self.judge_llm.chat(judge.messages(question, pred, golds), temperature=0.0, max_tokens=128,
-                                      response_format={"type": "json_schema", "json_schema": {
-                                          "name": "judge_verdict", "schema": JUDGE_SCHEMA}})
-        except LLMError as exc:
-            if exc.is_retryable:
-                raise
-            return Grade(None, e, f, error=f"judge llm_error: {exc}")
-        raw = out[0].text or "" if out else ""
-        try:
-            score, _ = parse_verdict(raw)
-        except ParseError as exc:
-            return Grade(None, e, f, raw=[raw], error=f"judge parse_error: {exc}")
-        return Grade(score >= 1, e, f, judge_score=score, raw=[raw])
+        verdict, prov, err = call_json(self.judge_llm, LLMJudge(self.judge_llm).messages(question, pred, golds),
+                                       JudgeScore, name="judge_verdict", stage="judge", temperature=0.0,
+                                       max_tokens=128)
+        raw = [prov.raw_output or ""]
+        if err is not None or verdict is None:
+            return Grade(None, e, f, raw=raw, error=f"judge {err or 'parse_error: no verdict'}")
+        return Grade(verdict.score >= 1, e, f, judge_score=verdict.score, raw=raw)
 
     def check(self, name: str, question: str, docs: list[tuple[str, str]] | None, golds: list[str], *,
               want_correct: bool, fail_reason: str) -> Check:

@@ -1,8 +1,7 @@
-"""Prompts and JSON schemas of the Tracer builder (our wording; the paper's Appendix C is not public text)."""
+"""Prompts of the Tracer builder (our wording; the paper's Appendix C is not public text). The
+structured replies they ask for are declared in :mod:`agentrag.synth.tracer.outputs`."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from agentrag.synth.tracer.config import DOMAINS
 
@@ -12,11 +11,6 @@ ANNOTATE_SYSTEM = (
     f"Domains: {', '.join(DOMAINS)}. "
     'Reply with JSON only: {"entity_type": "...", "domain": "..."}.'
 )
-ANNOTATE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"entity_type": {"type": "string"}, "domain": {"type": "string", "enum": list(DOMAINS)}},
-    "required": ["entity_type", "domain"],
-}
 
 ATOMIC_SYSTEM = (
     "You write factual single-hop questions from one encyclopedia passage. Each question must be "
@@ -25,17 +19,6 @@ ATOMIC_SYSTEM = (
     "copied from the passage. Avoid answers that are only a bare number. List other common names of the answer as aliases. "
     'Reply with JSON only: {"pairs": [{"question": "...", "answer": "...", "aliases": ["..."]}]}.'
 )
-PAIR_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"question": {"type": "string"}, "answer": {"type": "string"},
-                   "aliases": {"type": "array", "items": {"type": "string"}}},
-    "required": ["question", "answer"],
-}
-ATOMIC_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"pairs": {"type": "array", "items": PAIR_SCHEMA}},
-    "required": ["pairs"],
-}
 
 LINK_SYSTEM = (
     "You extend a question chain by one hop using a new passage. Choose a template:\n"
@@ -47,13 +30,6 @@ LINK_SYSTEM = (
     'Reply with JSON only: {"template": "inference" or "comparison", "question": "...", "answer": "...", '
     '"aliases": ["..."]}.'
 )
-LINK_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"template": {"type": "string", "enum": ["inference", "comparison"]},
-                   "question": {"type": "string"}, "answer": {"type": "string"},
-                   "aliases": {"type": "array", "items": {"type": "string"}}},
-    "required": ["template", "question", "answer"],
-}
 
 COMPOSE_SYSTEM = (
     "You merge two questions into one natural multi-hop question.\n"
@@ -64,7 +40,6 @@ COMPOSE_SYSTEM = (
     "Never write the intermediate answer into the question and never just join the two questions with 'and'. "
     'Reply with JSON only: {"question": "...", "answer": "...", "aliases": ["..."]}.'
 )
-COMPOSE_SCHEMA = PAIR_SCHEMA
 
 AUDIT_SYSTEM = (
     "You audit a multi-hop question built from atomic facts. Reject it when: an inference link is "
@@ -73,11 +48,6 @@ AUDIT_SYSTEM = (
     "answer does not follow from the facts. "
     'Reply with JSON only: {"reason": "<one sentence>", "valid": true or false}.'
 )
-AUDIT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"reason": {"type": "string"}, "valid": {"type": "boolean"}},
-    "required": ["reason", "valid"],
-}
 
 ANSWER_CLOSED_SYSTEM = (
     "Answer the question from your own knowledge with a short answer (a name, entity, date or value). "
@@ -88,9 +58,6 @@ ANSWER_DOCS_SYSTEM = (
     'value). If the documents do not contain what is needed, answer "unknown". '
     'Reply with JSON only: {"answer": "..."}.'
 )
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
-}
 
 
 def doc_block(docs: list[tuple[str, str]], max_chars: int) -> str:
@@ -98,6 +65,5 @@ def doc_block(docs: list[tuple[str, str]], max_chars: int) -> str:
     return "\n\n".join(f"[{i}] {title}\n{text[:max_chars]}" for i, (title, text) in enumerate(docs, start=1))
 
 
-__all__ = ["ANNOTATE_SYSTEM", "ANNOTATE_SCHEMA", "ATOMIC_SYSTEM", "ATOMIC_SCHEMA", "PAIR_SCHEMA", "LINK_SYSTEM",
-           "LINK_SCHEMA", "COMPOSE_SYSTEM", "COMPOSE_SCHEMA", "AUDIT_SYSTEM", "AUDIT_SCHEMA",
-           "ANSWER_CLOSED_SYSTEM", "ANSWER_DOCS_SYSTEM", "ANSWER_SCHEMA", "doc_block"]
+__all__ = ["ANNOTATE_SYSTEM", "ATOMIC_SYSTEM", "LINK_SYSTEM", "COMPOSE_SYSTEM", "AUDIT_SYSTEM",
+           "ANSWER_CLOSED_SYSTEM", "ANSWER_DOCS_SYSTEM", "doc_block"]

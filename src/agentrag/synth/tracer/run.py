@@ -1,18 +1,31 @@
-"""``run_tracer``: what ``agentrag synth tracer`` does, as a library call, and the plain-data recipe
-a worker process rebuilds the components from (the Ray executor)."""
+"""``run_tracer``: what ``agentrag synth tracer`` does, as a library call, through the one
+synthesizer driver (:func:`agentrag.synth.driver.run_synthesizer`); :class:`TracerSynth` declares
+the stages, inputs, components and report, and :class:`TracerBuilder` is the plain-data recipe the
+driver and every worker process (the Ray executor) build the components from.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agentrag.errors import UserError
 from agentrag.exec import Executor
+from agentrag.kb.base import Retriever
+from agentrag.llm.base import LLM
+from agentrag.records import Passage
 from agentrag.runs import RunDir
 from agentrag.synth.common import Progress
+from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
 from agentrag.synth.tracer.config import TracerRunConfig
-from agentrag.synth.tracer.pipeline import TracerComponents, TracerPipeline
+from agentrag.synth.tracer.pipeline import TracerComponents, TracerStages
+from agentrag.synth.tracer.verify import STAGES as VERIFY_STAGES
+
+_HOP_GATES = ("link", "atomic filters", "compose", *VERIFY_STAGES)
+#: objects (or references) a Python caller may pass to :func:`run_tracer` in place of the config's
+GIVEN = ("llm", "judge", "kb", "retriever", "passages", "rebuild")
 
 
 @dataclass
@@ -26,43 +39,129 @@ class TracerBuilder:
     run_dir: str
     excluded_titles: tuple[str, ...] = ()
 
-    def __call__(self) -> TracerComponents:
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        from agentrag.kb import KnowledgeBase
+    def build(self, *, llm: LLM | None = None, judge: LLM | None = None,
+              kb: Retriever | None = None) -> TracerComponents:
+        """The components; objects given here replace the references of the recipe."""
         from agentrag.synth.worker import resolve_role_llms
+        from agentrag.threads import passive_openmp
 
-        llms = resolve_role_llms({"llm": self.llm, "judge": self.judge or self.llm}, self.run_dir)
-        return TracerComponents(llm=llms["llm"], judge=llms["judge"], kb=KnowledgeBase.load(self.kb), passages=(),
-                                excluded_titles=frozenset(self.excluded_titles), rebuild=self)
+        passive_openmp()
+        refs = {role: ref for role, ref, obj in (("llm", self.llm, llm), ("judge", self.judge, judge))
+                if obj is None and ref is not None}
+        llms = resolve_role_llms(refs, self.run_dir) if refs else {}
+        gen = llm if llm is not None else llms["llm"]
+        if kb is None:
+            from agentrag.kb import KnowledgeBase
+
+            kb = KnowledgeBase.load(self.kb)
+        return TracerComponents(llm=gen, judge=judge if judge is not None else llms.get("judge", gen), kb=kb,
+                                passages=(), excluded_titles=frozenset(self.excluded_titles), rebuild=self)
+
+    def __call__(self) -> TracerComponents:
+        return self.build()
+
+
+@dataclass
+class TracerInputs:
+    """What the check of the inputs found: the KB (or retriever), its passages, the excluded titles."""
+
+    kb: Retriever
+    passages: Sequence[Passage]
+    excluded: frozenset[str]
+
+
+def _passages(kb: Any) -> list[Passage]:
+    got = getattr(kb, "passages", None)
+    if got is None:
+        raise UserError(f"cannot sample documents from {type(kb).__name__}: it has no passages; "
+                        "pass passages=[...] with it")
+    return list(got() if callable(got) else got)
+
+
+class TracerSynth(Synthesizer[TracerRunConfig, TracerInputs, TracerComponents]):
+    """AgenticRAGTracer declared for the driver (see docs/tracer.md)."""
+
+    name = "tracer"
+    stages = (
+        Stage("sample", "KB passages (seeded shuffle, excluded titles and short passages removed)", "docs.jsonl",
+              ("annotate: entity type + domain",), "LLM type/domain annotation of the candidates"),
+        Stage("select", "annotated documents", "selected documents", ("max_per_type",)),
+        Stage("atomic", "selected documents", "atomic.jsonl", ("generate: parseable pairs",)),
+        Stage("pairs", "atomic pairs", "accepted pairs (chain seeds)",
+              ("malformed", "numeric_answer", "parametric", "grounded")),
+        *(s for level in (2, 3, 4) for s in (
+            Stage(f"hop{level}", f"chains of {level - 1} hops", f"hop{level}.jsonl", _HOP_GATES,
+                  "extend + three-stage verification"),
+            Stage(f"hop{level}.candidates", "candidate documents", f"verified hops ({level} hops)", _HOP_GATES))),
+        Stage("export", "verified chain levels (2..4 hops)", "benchmark.jsonl", ("every hop verified",)),
+    )
+
+    def check_inputs(self, cfg: TracerRunConfig, out: str | os.PathLike[str],
+                     given: Mapping[str, Any]) -> TracerInputs:
+        from agentrag.llm.resolve import check_llm_ref
+        from agentrag.synth.tracer.sampling import excluded_titles
+
+        unknown = sorted(set(given) - set(GIVEN))
+        if unknown:
+            raise UserError(f"run_tracer got unknown argument(s) {unknown}; valid: {list(GIVEN)}")
+        kb = given.get("kb", given.get("retriever"))
+        if kb is None and not cfg.kb:
+            raise UserError("no knowledge base: pass --kb DIR (build one with `agentrag kb build`)")
+        for role in ("llm", "judge"):
+            ref = given.get(role, getattr(cfg, role))
+            if isinstance(ref, str):
+                check_llm_ref(ref)
+        excluded = frozenset(excluded_titles(cfg.exclude))  # bad files fail before anything is written
+        if kb is None:
+            from agentrag.kb import KnowledgeBase
+
+            kb = KnowledgeBase.load(cfg.kb)
+        passages = given.get("passages")
+        return TracerInputs(kb=kb, passages=list(passages) if passages is not None else _passages(kb),
+                            excluded=excluded)
+
+    def components(self, cfg: TracerRunConfig, run: RunDir, inputs: TracerInputs,
+                   given: Mapping[str, Any]) -> TracerComponents:
+        refs = {k: v for k, v in given.items() if k in ("llm", "judge") and isinstance(v, str)}
+        objs = {k: v for k, v in given.items() if k in ("llm", "judge") and not isinstance(v, str)}
+        recipe = TracerBuilder(llm=refs.get("llm", cfg.llm), judge=refs.get("judge", cfg.judge), kb=str(cfg.kb),
+                               run_dir=str(run.path), excluded_titles=tuple(sorted(inputs.excluded)))
+        if "judge" not in given and cfg.judge is None and "llm" in objs:
+            objs["judge"] = objs["llm"]  # the judge defaults to the generator
+        comps = recipe.build(kb=inputs.kb, **objs)
+        comps.passages = inputs.passages
+        # objects given by a caller cannot be rebuilt from the config in a worker: their recipe (if any)
+        comps.rebuild = given.get("rebuild") if objs or "kb" in given or "retriever" in given else recipe
+        return comps
+
+    def llm_roles(self, comps: TracerComponents) -> dict[str, Any]:
+        return {"llm": comps.llm, "judge": comps.judge}
+
+    def execute(self, ctx: SynthRun, cfg: TracerRunConfig, comps: TracerComponents,
+                inputs: TracerInputs) -> SynthOutput:
+        return TracerStages(ctx, cfg, comps).run()
+
+    def title(self, cfg: TracerRunConfig, name: str) -> str:
+        return f"AgenticRAGTracer build {name}"
+
+    def report_sections(self, metrics: dict[str, Any]) -> Sequence[Any]:
+        from agentrag.synth.tracer.report import report_sections
+
+        return report_sections(metrics)
 
 
 def run_tracer(cfg: TracerRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
-               executor: Executor | None = None) -> dict[str, Any]:
-    """Build the benchmark into the run directory ``out`` (rerun = resume); returns the metrics
-    (also in ``out/metrics.json``) with the LLM cache statistics."""
-    from agentrag.kb import KnowledgeBase
-    from agentrag.llm import resolve_llm
-    from agentrag.synth.tracer.sampling import excluded_titles
+               executor: Executor | None = None, **given: Any) -> dict[str, Any]:
+    """Build the benchmark into the run directory ``out`` (rerun = resume); returns ``metrics.json``.
 
-    if not cfg.kb:
-        raise UserError("no knowledge base: pass --kb DIR (build one with `agentrag kb build`)")
-    excluded = frozenset(excluded_titles(cfg.exclude))  # bad files fail before anything is written
-    main_kb = KnowledgeBase.load(cfg.kb)
-    run = RunDir(out)
-    run.write_config(cfg)
-    cache = run.file("llm_cache.sqlite")
-    gen = resolve_llm(cfg.llm, cache=cache)
-    judge_llm = gen if (cfg.judge or cfg.llm) == cfg.llm else resolve_llm(cfg.judge or cfg.llm, cache=cache)
-    rebuild = TracerBuilder(llm=cfg.llm, judge=cfg.judge, kb=str(cfg.kb), run_dir=str(run.path),
-                            excluded_titles=tuple(sorted(excluded)))
-    comps = TracerComponents(llm=gen, judge=judge_llm, kb=main_kb, passages=list(main_kb.passages()),
-                             excluded_titles=excluded, rebuild=rebuild)
-    metrics = TracerPipeline(run, cfg, comps, progress=progress, executor=executor).run()
-    metrics["llm_stats"] = {"llm": gen.stats() if hasattr(gen, "stats") else None,
-                            "judge": judge_llm.stats() if judge_llm is not gen and hasattr(judge_llm, "stats")
-                            else "same as llm"}
-    run.write_json("metrics.json", metrics)
-    return metrics
+    ``given`` may hold objects that replace the config's references: ``llm``, ``judge`` (LLM
+    objects or references), ``kb`` / ``retriever`` (a KnowledgeBase or any Retriever),
+    ``passages`` (what to sample from; default the KB's passages) and ``rebuild`` (a picklable
+    recipe of such components, for the Ray executor). Items hit by an outage stay unfinished
+    (``metrics["unfinished"]``); a 401/404 raises :class:`~agentrag.errors.EndpointError`; items
+    that hit a bug raise :class:`~agentrag.synth.driver.SynthBugs` after the metrics are written.
+    """
+    return run_synthesizer(TracerSynth(), cfg, out, progress=progress, executor=executor, **given)
 
 
-__all__ = ["run_tracer", "TracerBuilder"]
+__all__ = ["run_tracer", "TracerSynth", "TracerBuilder", "TracerInputs"]

@@ -18,9 +18,10 @@ from typing import Any
 
 from agentrag.errors import UserError
 from agentrag.records import Passage, iter_json_objects
-from agentrag.synth.tracer.config import DOMAINS, TracerConfig
+from agentrag.synth.tracer.config import TracerConfig
 from agentrag.synth.tracer.oracle import Oracle
-from agentrag.synth.tracer.prompts import ANNOTATE_SCHEMA, ANNOTATE_SYSTEM
+from agentrag.synth.tracer.outputs import DocAnnotation
+from agentrag.synth.tracer.prompts import ANNOTATE_SYSTEM
 from agentrag.synth.tracer.schema import DocRecord
 
 
@@ -87,15 +88,15 @@ def candidates(passages: Sequence[Passage], cfg: TracerConfig, excluded: set[str
 
 
 def annotate(oracle: Oracle, doc: DocRecord) -> DocRecord:
-    """Label the document's entity type and domain (a failed call is a flagged record)."""
+    """Label the document's entity type and domain (unparsable output or a request over the context
+    window is a flagged record; other LLM failures propagate)."""
     user = f"Title: {doc.title}\nPassage: {doc.text[:600]}"
-    obj, prov, err = oracle.json(ANNOTATE_SYSTEM, user, ANNOTATE_SCHEMA, name="doc_type", stage="sample",
+    obj, prov, err = oracle.json(ANNOTATE_SYSTEM, user, DocAnnotation, name="doc_type", stage="sample",
                                  max_tokens=oracle.cfg.sampling.max_tokens)
     if err is not None or obj is None:
         return doc.model_copy(update={"status": "failed", "reason": err or "no output", "provenance": prov})
-    domain = str(obj.get("domain", "")).strip().lower().replace(" ", "_")
-    return doc.model_copy(update={"entity_type": str(obj.get("entity_type", "")).strip().lower()[:40],
-                                  "domain": domain if domain in DOMAINS else "other", "provenance": prov})
+    return doc.model_copy(update={"entity_type": obj.entity_type.lower()[:40], "domain": obj.domain,
+                                  "provenance": prov})
 
 
 def select(docs: Sequence[DocRecord], n: int, max_per_type: int | None) -> list[DocRecord]:

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 
 from agentrag.eval.metrics import normalize_answer
 from agentrag.synth.tracer.oracle import Oracle
-from agentrag.synth.tracer.prompts import AUDIT_SCHEMA, AUDIT_SYSTEM
+from agentrag.synth.tracer.outputs import AuditVerdict
+from agentrag.synth.tracer.prompts import AUDIT_SYSTEM
 from agentrag.synth.tracer.schema import Check, Hop
 
 STAGES = ("structural", "semantic", "solvability", "necessity", "irreducibility")
@@ -81,15 +82,12 @@ def semantic(oracle: Oracle, prev: Sequence[Hop], cand: Hop) -> Check:
     user = (f"Template of the last step: {cand.template}\n{facts}\n"
             f"Previous question: {prev[-1].question} (answer: {prev[-1].answer})\n"
             f"Composed question: {cand.question}\nFinal answer: {cand.answer}")
-    obj, prov, err = oracle.json(AUDIT_SYSTEM, user, AUDIT_SCHEMA, name="audit", stage="semantic",
-                                 max_tokens=oracle.cfg.verify.audit_max_tokens)
+    verdict, prov, err = oracle.json(AUDIT_SYSTEM, user, AuditVerdict, name="audit", stage="semantic",
+                                     max_tokens=oracle.cfg.verify.audit_max_tokens)
     raw = [prov.raw_output or ""]
-    if err is not None or obj is None:
-        return Check(name="semantic", passed=False, reason=f"semantic: {err}", raw=raw)
-    valid = obj.get("valid")
-    if not isinstance(valid, bool):
-        return Check(name="semantic", passed=False, reason="semantic: parse_error: no boolean 'valid'", raw=raw)
-    reason = str(obj.get("reason", ""))
+    if err is not None or verdict is None:
+        return Check(name="semantic", passed=False, reason=f"semantic: {err or 'parse_error: no verdict'}", raw=raw)
+    valid, reason = verdict.valid, verdict.reason
     return Check(name="semantic", passed=valid, reason="" if valid else f"semantic: auditor rejected: {reason}",
                  raw=raw, details={"auditor_reason": reason})
 

@@ -3,10 +3,10 @@ Estimation (Eq. 1) or judge values (Eq. 6), process-level preference pairs (RAG-
 and the dataset statistics. See docs/reasonrag.md."""
 
 from agentrag.synth.reasonrag.config import ReasonRagConfig, ReasonRagRunConfig
-from agentrag.synth.reasonrag.mcts import QuestionSearch, SearchBatch
+from agentrag.synth.reasonrag.mcts import QuestionSearch
 from agentrag.synth.reasonrag.pairs import extract_pairs
 from agentrag.synth.reasonrag.pipeline import ReasonRagComponents
-from agentrag.synth.reasonrag.run import ReasonRagBuilder, ReasonRagPipeline, ReasonRagSynth, run_reasonrag
+from agentrag.synth.reasonrag.run import ReasonRagPipeline, ReasonRagSynth, run_reasonrag
 from agentrag.synth.reasonrag.tree import Estimate, IterationEvent, SearchTree, TreeNode, q_value
 
 __all__ = ["ReasonRagConfig", "ReasonRagRunConfig", "run_reasonrag", "ReasonRagSynth", "ReasonRagPipeline",

@@ -76,7 +76,8 @@ class _Recording:
     LLMError into a trajectory with finish_reason ``llm_error``; the stage needs the exception)."""
 
     def __init__(self, llm: LLM) -> None:
-        self.inner, self.error = llm, None
+        self.inner = llm
+        self.error: BaseException | None = None
 
     def chat(self, *args: Any, **kwargs: Any) -> Any:
         try:

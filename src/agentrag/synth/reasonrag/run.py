@@ -24,11 +24,19 @@ from agentrag.exec import Executor
 from agentrag.records import QAItem
 from agentrag.runs import RunDir, check_out_dir
 from agentrag.synth.common import Progress
-from agentrag.synth.driver import Stage, SynthOutput, SynthRun, Synthesizer, run_synthesizer
-from agentrag.synth.reasonrag import pipeline, stats
+from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
 from agentrag.synth.reasonrag.config import ReasonRagConfig, ReasonRagRunConfig
 from agentrag.synth.reasonrag.pairs import PAIR_GATES
-from agentrag.synth.reasonrag.pipeline import ReasonRagComponents, RunFiles
+from agentrag.synth.reasonrag.pipeline import (
+    ReasonRagComponents,
+    RunFiles,
+    build_pairs,
+    export,
+    run_greedy,
+    search,
+)
+from agentrag.synth.reasonrag.stats import report_sections as stats_sections
+from agentrag.synth.reasonrag.stats import run_statistics
 from agentrag.threads import passive_openmp
 
 #: objects a Python caller may pass to :func:`run_reasonrag`
@@ -159,13 +167,13 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
     def execute(self, ctx: SynthRun, cfg: ReasonRagRunConfig, comps: ReasonRagComponents,
                 inputs: list[QAItem]) -> SynthOutput:
         files = RunFiles(ctx.run)
-        pipeline.search(ctx, cfg, comps, files, inputs)
-        pipeline.run_greedy(ctx, cfg, comps, files, inputs)
+        search(ctx, cfg, comps, files, inputs)
+        run_greedy(ctx, cfg, comps, files, inputs)
         ids = {q.id for q in inputs}
         trees = [t for t in files.trees.read() if t.id in ids]
-        candidates, rejected = pipeline.build_pairs(cfg, files, trees)
+        candidates, rejected = build_pairs(cfg, files, trees)
         pairs = [p for p in files.pairs.read() if p.metadata.get("question_id") in ids]
-        exported = pipeline.export(cfg, files, pairs)
+        exported = export(cfg, files, pairs)
         greedy = [g for g in files.greedy.read() if g.id in ids]
         events = [ev for ev in files.events.read() if ev.question_id in ids]
         counts: dict[str, tuple[int, int, Mapping[str, int]]] = {
@@ -176,14 +184,14 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
         }
         if cfg.greedy_baseline:
             counts["greedy"] = (len(trees), len(greedy), {})
-        details = {"value": cfg.value.kind, **stats.run_statistics(trees, events, pairs, greedy)}
+        details = {"value": cfg.value.kind, **run_statistics(trees, events, pairs, greedy)}
         return SynthOutput(counts=counts, export=exported, details=details)
 
     def title(self, cfg: ReasonRagRunConfig, name: str) -> str:
         return f"ReasonRAG run {name} ({cfg.value.kind} values)"
 
     def report_sections(self, metrics: dict[str, Any]) -> list[dict[str, Any]]:
-        return stats.report_sections(metrics)
+        return stats_sections(metrics)
 
 
 def run_reasonrag(cfg: ReasonRagRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,

@@ -54,7 +54,7 @@ def _synth(questions: Path, kb: Path, out: Path) -> dict[str, object]:
 def test_embedded_reasonrag_end_to_end_resume_and_dpo(questions: Path, small_kb: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     m = _synth(questions, small_kb, out)
-    assert m["questions"] == 2 and m["unfinished"] == []
+    assert m["questions"] == 2 and m["unfinished"] == 0
     trees = [json.loads(line) for line in (out / "trees.jsonl").read_text().splitlines()]
     for t in trees:
         assert t["iterations"] == 6
@@ -71,7 +71,7 @@ def test_embedded_reasonrag_end_to_end_resume_and_dpo(questions: Path, small_kb:
     assert calls >= 12  # 2 questions x 6 expansions, plus rollouts
 
     again = _synth(questions, small_kb, out)  # a rerun resumes: nothing left, nothing paid
-    assert again["llm_cache"]["policy"]["inner_calls"] == 0  # type: ignore[index]
+    assert again["llm"]["policy+judge"]["inner_calls"] == 0  # type: ignore[index]
     assert again["pairs"] == m["pairs"]
 
     res = CliRunner().invoke(app, ["train", "dpo", "--data", str(out / "dpo" / "trl_dpo.jsonl"), "--out",

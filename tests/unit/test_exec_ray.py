@@ -299,7 +299,7 @@ class ReasonWorld:
 def test_reasonrag_on_ray_equals_threads_despite_a_killed_worker(ray_session, tmp_path):
     from test_reasonrag_pipeline import QUESTION, config
 
-    from agentrag.synth.reasonrag.pipeline import ReasonRagPipeline
+    from agentrag.synth.reasonrag import run_reasonrag
 
     questions = [QUESTION, QUESTION.model_copy(update={"id": "q2"})]
     cfg = config(concurrency=2)
@@ -308,8 +308,8 @@ def test_reasonrag_on_ray_equals_threads_despite_a_killed_worker(ray_session, tm
     def run(out: Path, executor: Any, marker: str | None) -> None:
         comps = ReasonWorld()()
         comps.rebuild = ReasonWorld(marker)
-        metrics = ReasonRagPipeline(RunDir(out), cfg, comps, executor=executor).run(questions)
-        assert metrics["unfinished"] == []
+        metrics = run_reasonrag(cfg, out, executor=executor, components=comps, questions=questions)
+        assert metrics["unfinished"] == 0
 
     _thread_then_ray(tmp_path, run)
     _same_stages(tmp_path / "thread", tmp_path / "ray", ("questions", "events", "trees", "greedy", "pairs"),

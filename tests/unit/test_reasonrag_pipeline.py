@@ -15,9 +15,10 @@ from agentrag.llm.cache import CachedLLM
 from agentrag.records import Message, Passage, QAItem
 from agentrag.runs import RunDir
 from agentrag.synth.common import derive_seed
-from agentrag.synth.reasonrag.config import ReasonRagConfig
-from agentrag.synth.reasonrag.pipeline import ReasonRagComponents, ReasonRagPipeline
-from agentrag.synth.reasonrag.values import PROCESS_JUDGE_SYSTEM, parse_process_score
+from agentrag.synth.reasonrag import run_reasonrag
+from agentrag.synth.reasonrag.config import ReasonRagRunConfig
+from agentrag.synth.reasonrag.pipeline import RunFiles
+from agentrag.synth.reasonrag.values import PROCESS_JUDGE_SYSTEM, ProcessJudgement
 from agentrag.testing import FakeRetriever, ScriptedLLM
 
 QUESTION = QAItem(id="q1", question="Who directed Film Alpha?", golden_answers=["John Smith"])
@@ -35,8 +36,8 @@ def policy(messages: list[Message], **kw: object) -> str:
     tag = f"[s{seed % 9973}]"
     system, user = messages[0].content or "", messages[-1].content or ""
     if system == PROCESS_JUDGE_SYSTEM:
-        return "Good steps. So the score is 0.9" if "John Smith" in user.split("so far:", 1)[1] else \
-            "Wrong. So the score is 0.1"
+        good = "John Smith" in user.split("so far:", 1)[1]
+        return json.dumps({"assessment": "Good steps." if good else "Wrong.", "score": 0.9 if good else 0.1})
     if system == GROUNDING_SYSTEM:
         ev = "Film Alpha director was John Smith." if "John Smith" in user else "None"
         return f"{tag} Based on the query, the relevant evidence is <evidence>{ev}</evidence>"
@@ -59,17 +60,17 @@ def fork_seed() -> int:
     raise AssertionError("no seed found")
 
 
-def config(**over: object) -> ReasonRagConfig:
-    cfg = ReasonRagConfig.model_validate({"seed": fork_seed(), "concurrency": 1, "greedy_baseline": True,
+def config(**over: object) -> ReasonRagRunConfig:
+    cfg = ReasonRagRunConfig.model_validate({"seed": fork_seed(), "concurrency": 1, "greedy_baseline": True,
                                           "mcts": {"iterations": 8, "max_children": 2, "max_iter": 4, "top_k": 1},
                                           "value": {"rollouts": 2}})
     return cfg.model_copy(update=over)
 
 
 def run(tmp, llm, cfg=None, judge=None):
-    pipe = ReasonRagPipeline(RunDir(tmp), cfg or config(), ReasonRagComponents(llm=llm, retriever=retriever(),
-                                                                                judge=judge))
-    return pipe, pipe.run([QUESTION])
+    """A run through the Python API on objects; returns the run's files and ``metrics.json``."""
+    metrics = run_reasonrag(cfg or config(), tmp, llm=llm, retriever=retriever(), judge=judge, questions=[QUESTION])
+    return RunFiles(RunDir(tmp, lock=False)), metrics
 
 
 def test_chosen_side_at_the_fork_lies_on_the_correct_branch(tmp_path):
@@ -108,7 +109,9 @@ def test_forced_answer_leaves_are_real_scored_leaves(tmp_path):
 
 
 def test_judge_values(tmp_path):
-    assert parse_process_score("fine. So the score is 0.35") == 0.35
+    assert ProcessJudgement.model_validate_json('{"assessment": "fine.", "score": 0.35}').score == 0.35
+    with pytest.raises(ValueError):
+        ProcessJudgement.model_validate({"assessment": "too good", "score": 1.5})
     cfg = config(value=config().value.model_copy(update={"kind": "judge"}),
                  mcts=config().mcts.model_copy(update={"iterations": 16}))
     pipe, metrics = run(tmp_path, ScriptedLLM(default=policy), cfg)
@@ -168,10 +171,11 @@ def test_outage_leaves_the_question_unfinished(tmp_path):
         return policy(messages, **kw)
 
     pipe, metrics = run(tmp_path, ScriptedLLM(default=flaky))
-    assert metrics["unfinished"] == ["q1"] and not pipe.trees.read() and not pipe.pairs.read()
+    assert metrics["unfinished"] == 1 and list(metrics["unfinished_items"]) == ["q1"]
+    assert metrics["unfinished_by_stage"] == {"mcts": 1} and not pipe.trees.read() and not pipe.pairs.read()
     kept = len(pipe.events.read())
     pipe2, metrics2 = run(tmp_path, ScriptedLLM(default=policy))
-    assert metrics2["unfinished"] == [] and len(pipe2.trees.read()) == 1
+    assert metrics2["unfinished"] == 0 and len(pipe2.trees.read()) == 1
     assert pipe2.trees.read()[0].iterations == 8 and kept < 8
 
 

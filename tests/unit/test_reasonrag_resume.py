@@ -20,8 +20,7 @@ SCRIPT = textwrap.dedent('''
     from pathlib import Path
     from agentrag.llm.cache import CachedLLM
     from agentrag.records import QAItem
-    from agentrag.runs import RunDir
-    from agentrag.synth.reasonrag.pipeline import ReasonRagComponents, ReasonRagPipeline
+    from agentrag.synth.reasonrag import run_reasonrag
     from agentrag.testing import ScriptedLLM
     from test_reasonrag_pipeline import QUESTION, config, policy, retriever
 
@@ -43,7 +42,7 @@ SCRIPT = textwrap.dedent('''
     other = QAItem(id="q2", question="Which person directed Film Alpha?", golden_answers=QUESTION.golden_answers)
     cfg = config().model_copy(update={"concurrency": 2})
     llm = CachedLLM(Counting(), out / "llm_cache.sqlite")
-    ReasonRagPipeline(RunDir(out), cfg, ReasonRagComponents(llm=llm, retriever=retriever())).run([QUESTION, other])
+    run_reasonrag(cfg, out, llm=llm, retriever=retriever(), questions=[QUESTION, other])
 ''')
 
 

@@ -70,12 +70,9 @@ def ragshaper_run(out: Path) -> Path:
 def reasonrag_run(out: Path) -> Path:
     from test_reasonrag_pipeline import QUESTION, config, policy, retriever
 
-    from agentrag.synth.reasonrag.pipeline import ReasonRagComponents, ReasonRagPipeline
+    from agentrag.synth.reasonrag import run_reasonrag
 
-    cfg = config()
-    run = RunDir(out)
-    run.write_config(cfg)
-    ReasonRagPipeline(run, cfg, ReasonRagComponents(llm=ScriptedLLM(default=policy), retriever=retriever())).run([QUESTION])
+    run_reasonrag(config(), out, llm=ScriptedLLM(default=policy), retriever=retriever(), questions=[QUESTION])
     return out
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,8 +16,10 @@ from agentrag.cli.common import (
     WorkersOpt,
     console,
     executor_from_options,
+    exit_if_unfinished,
     resolve_config,
     stage_progress,
+    styled,
     user_errors,
 )
 
@@ -51,11 +52,16 @@ def reasonrag(
 
     Writes OUT/{questions,events,trees,greedy,pairs}.jsonl, OUT/dpo/ (TRL conversational
     trl_dpo.jsonl + LLaMA-Factory dpo_alpaca.jsonl, dataset_info.json, dataset card),
-    OUT/metrics.json and OUT/report.md (Table 1 / Figure 2 statistics, best leaf vs greedy agent).
+    OUT/metrics.json and OUT/report.md (funnel, LLM usage, Table 1 / Figure 2 statistics, best leaf
+    vs greedy agent).
     Rerunning the same command resumes each search where it stopped; LLM calls are cached in
     OUT/llm_cache.sqlite. With --executor ray, searches and greedy baselines run on Ray worker
     processes that rebuild the LLMs and retriever from this config; this process writes every
     record. Train with `agentrag train dpo --data OUT/dpo/trl_dpo.jsonl`.
+
+    Exit codes: 0 every question finished; 3 some questions unfinished (an outage: rerun the same
+    command to continue them); 2 bad input or configuration (a 401/404 from an LLM or retrieval
+    endpoint included: the run stops, nothing is written as finished); 1 a bug.
 
     Example: agentrag synth reasonrag --dataset ../shared/data/hotpotqa/dev_distractor_200.jsonl
     --kb runs/kb --llm embedded --value spre --limit 2 --out runs/reasonrag --set mcts.iterations=4
@@ -69,15 +75,11 @@ def reasonrag(
         if value is not None:
             base["value"] = {"kind": value}
         cfg = resolve_config(ReasonRagRunConfig, config, sets, base=base)
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
                 stage_progress() as progress:
             metrics = run_reasonrag(cfg, out, progress=progress, executor=ex)
         _summary(metrics, out)
-        if metrics["unfinished"]:
-            console.print(f"[yellow]{len(metrics['unfinished'])} questions unfinished (outage); rerun the same "
-                          "command to continue them[/]")
-            raise typer.Exit(1)
+    exit_if_unfinished(metrics["unfinished"], "questions")
 
 
 def _summary(m: dict[str, Any], path: Path) -> None:
@@ -87,8 +89,14 @@ def _summary(m: dict[str, Any], path: Path) -> None:
     console.print(f"  LLM calls {calls['total']} ({calls['per_question']} per question, "
                   f"{calls['per_kept_pair']} per kept pair)  best-leaf F1 "
                   f"{m['best_leaf_vs_greedy']['mean_best_leaf_f1']} vs greedy F1 "
-                  f"{m['best_leaf_vs_greedy']['mean_greedy_f1']}  elapsed {m['elapsed']} s")
-    console.print(f"report: {path / 'report.md'}   pairs: {path / 'dpo' / 'trl_dpo.jsonl'}")
+                  f"{m['best_leaf_vs_greedy']['mean_greedy_f1']}  wall time {m['wall_s']} s")
+    files = m["export"].get("files") or []
+    trl = next((f for f in files if f.endswith("trl_dpo.jsonl")), None)
+    if trl:
+        console.print(f"report: {path / 'report.md'}   pairs: {trl}")
+    else:
+        reason = m["export"].get("skipped") or "no pair exported"
+        console.print(styled(f"report: {path / 'report.md'}   ", (f"no DPO export: {reason}", "yellow")))
 
 
 def register(synth_app: typer.Typer) -> None:

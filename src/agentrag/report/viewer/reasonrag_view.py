@@ -68,7 +68,7 @@ def reasonrag_payload(run_dir: Path, limits: Limits) -> Payload:
     p = Payload(kind="reasonrag", title=f"ReasonRAG run {display_name(run_dir)}", columns=COLUMNS, limits=limits,
                 filters=[failures_filter("no correct leaf only"), select_filter("status", "search status")])
     scalars = [["alpha (search, node Q)", alpha], ["alpha (pair labels, ΔQ)", alpha_label],
-               *metric_rows(metrics, ("value", "questions", "pairs", "nodes", "elapsed"))]
+               *metric_rows(metrics, ("value", "questions", "pairs", "unfinished", "wall_s"))]
     p.summary.append(table("Run", ["setting", "value"], scalars))
     for q in questions:
         tree = trees.get(q.id)

@@ -6,89 +6,42 @@ node — SPRE rollouts (Eq. 1, :mod:`.values`) or the judge (Eq. 6) — and back
 Every sample's seed is derived from (run seed, question id, node id, sample index), so a resumed
 search draws the same samples as an uninterrupted one and the LLM cache answers those already paid.
 
-Outages (a retryable LLMError / RetrievalError) end the batch: the events so far are returned
-with status ``outage`` and the question stays unfinished. A non-retryable failure (an empty
-output, a failed call or retrieval) is an ``error`` event: the sample is spent, the raw output and
-reason are kept. An output without the stage's tag becomes a flagged ``none`` node.
+Failures follow the one failure policy (:func:`agentrag.errors.classify`): an outage ends the
+batch, the events so far are returned with status ``outage`` and the question stays unfinished
+(a rerun continues it); a 401/404 or any other failure propagates. Model output is data: an empty
+output or a request over the context window is an ``error`` event (the sample is spent, the raw
+output and reason kept), an output without the stage's tag a flagged ``none`` node.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from agentrag.agents.reason_ground import parse_action, stage_messages
-from agentrag.agents.tools import NO_DOCUMENTS, format_documents
-from agentrag.errors import LLMError, ParseError, RetrievalError, RunError
+from agentrag.agents.tools import NO_DOCUMENTS
+from agentrag.errors import classify
+from agentrag.eval.metrics import f1
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
-from agentrag.records import Hit, Provenance, QAItem, Usage
-from agentrag.synth.common import derive_seed, prompt_hash
+from agentrag.records import Provenance, QAItem
+from agentrag.synth.common import derive_seed
 from agentrag.synth.reasonrag.config import ReasonRagConfig
+from agentrag.synth.reasonrag.step import StepOut, take_step
 from agentrag.synth.reasonrag.tree import IterationEvent, SearchTree, TreeNode, select
 from agentrag.synth.reasonrag.values import judge_estimate, spre_estimates
 
 log = logging.getLogger(__name__)
 
 Status = Literal["running", "done", "exhausted", "outage"]
-_NEXT_STAGE = {"query": "grounding", "evidence": "reasoning", "answer": "terminal"}
 
 
-@dataclass
-class StepOut:
-    """One round of Algorithm 1: the output text, its parsed action, the state it leads to."""
+class SearchBatch(NamedTuple):
+    """What :meth:`QuestionSearch.iterate` gives back: the new events, the search's status, and the
+    outage that ended the batch (status ``outage``)."""
 
-    text: str
-    action: str | None
-    content: str | None
-    stage: str
-    query: str
-    documents: str
-    hits: list[Hit] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    error: str | None = None
-    prompt_hash: str = ""
-    finish_reason: str | None = None
-
-
-def take_step(llm: LLM, retriever: Retriever, question: str, y: list[str], stage: str, query: str,
-              documents: str, *, forced: bool, top_k: int, sampling: dict[str, Any],
-              accept_untagged_answer: bool = False) -> StepOut:
-    """One round from state (x, y, stage): prompt, sample, parse, and retrieve for a query.
-
-    Retryable LLM / retrieval failures propagate (outage); other failures come back as ``error``."""
-    messages = stage_messages(question, y, stage, query, documents, forced=forced)
-    ph = prompt_hash(messages, sampling)
-    try:
-        completion = llm.chat(messages, **sampling)[0]
-    except (LLMError, ParseError) as exc:
-        if exc.is_retryable:
-            raise
-        return StepOut("", None, None, stage, query, documents, usage=Usage(calls=1),
-                       error=f"{type(exc).__name__}: {exc}", prompt_hash=ph)
-    text = (completion.text or "").strip()
-    usage = completion.usage if completion.usage.calls else completion.usage + Usage(calls=1)
-    action, content = parse_action(text, stage, forced=forced, accept_untagged_answer=accept_untagged_answer)
-    out = StepOut(text, action, content, stage, query, documents, usage=usage, prompt_hash=ph,
-                  finish_reason=completion.finish_reason)
-    if action is None:
-        out.error = ("the forced final round gave no <answer>" if forced else
-                     "no <evidence> in grounding output" if stage == "grounding" else
-                     "no <query> or <answer> in reasoning output")
-        return out
-    out.stage = _NEXT_STAGE[action]
-    if action == "query":
-        try:
-            hits = retriever.search([content or ""], top_k)[0]
-        except RetrievalError as exc:
-            if exc.is_retryable:
-                raise
-            out.error = f"retrieval failed: {exc}"
-            return out
-        # escaped exactly as the reason_ground agent's tool does, so the tree's steps are its steps
-        out.query, out.hits, out.documents = content or "", hits, format_documents(hits, neutralize=True)
-    return out
+    events: list[IterationEvent]
+    status: Status
+    outage: str | None = None
 
 
 class QuestionSearch:
@@ -110,7 +63,7 @@ class QuestionSearch:
             return "exhausted"
         return None
 
-    def iterate(self, events: list[IterationEvent], budget: int = 1) -> tuple[list[IterationEvent], Status]:
+    def iterate(self, events: list[IterationEvent], budget: int = 1) -> SearchBatch:
         """Run up to ``budget`` iterations after ``events``; returns the new events and the status."""
         tree = self.replay(events)
         new: list[IterationEvent] = []
@@ -118,20 +71,20 @@ class QuestionSearch:
         for _ in range(budget):
             status = self.finished(tree)
             if status is not None:
-                return new, status
+                return SearchBatch(new, status)
             parent = select(tree, m.max_children, m.c_uct, self.cfg.value.alpha_search)
             if parent is None:  # not reached: finished() said the tree is open
-                return new, "exhausted"
+                return SearchBatch(new, "exhausted")
             try:
                 ev = self.expand(tree, parent)
-            except RunError as exc:
-                if not exc.is_retryable:
+            except Exception as exc:  # the policy decides: only an outage ends the batch, kept events
+                if classify(exc) != "outage":
                     raise
                 log.warning("question %s: outage during iteration %d: %s", self.item.id, tree.iterations, exc)
-                return new, "outage"
+                return SearchBatch(new, "outage", f"{type(exc).__name__}: {exc}")
             tree.apply(ev)
             new.append(ev)
-        return new, self.finished(tree) or "running"
+        return SearchBatch(new, self.finished(tree) or "running")
 
     def expand(self, tree: SearchTree, parent: TreeNode) -> IterationEvent:
         """Expansion: one sampled action from ``parent`` (temperature > 0), valued and returned as
@@ -146,7 +99,7 @@ class QuestionSearch:
                         accept_untagged_answer=m.accept_untagged_answer)
         base: dict[str, Any] = {"id": f"{self.item.id}:{tree.iterations}", "question_id": self.item.id,
                 "iteration": tree.iterations, "selected": parent.id, "raw": out.text, "usage": out.usage}
-        if not out.text or (out.error and out.action is not None):  # a failed call, or a failed retrieval
+        if not out.text:  # a request over the context window, or an empty output: the sample is spent
             return IterationEvent(outcome="error", reason=out.error or "empty output", **base)
         siblings = {tree.node(c).response for c in parent.children}
         if out.text in siblings:
@@ -163,12 +116,10 @@ class QuestionSearch:
                         provenance=Provenance(stage="reasonrag.expand", model=str(getattr(self.llm, "model", "")),
                                               prompt_hash=out.prompt_hash, raw_output=out.text, usage=out.usage))
         if node.action == "answer":
-            from agentrag.eval.metrics import f1
-
             node.answer = (out.content or None) if out.action == "answer" else None
             node.score = f1(node.answer, golds)
         if self.cfg.value.kind == "spre":
-            node.estimates, node.value_usage = spre_estimates(self, tree, node)
+            node.estimates, node.value_usage = spre_estimates(self.llm, self.retriever, self.cfg, self.item, tree, node)
         else:
             est, node.value_usage, flag = judge_estimate(self.judge, self.item, y + [node.response], node,
                                                          self.cfg.value.judge_max_tokens)
@@ -177,4 +128,4 @@ class QuestionSearch:
         return IterationEvent(outcome="child", node=node, **base)
 
 
-__all__ = ["QuestionSearch", "StepOut", "take_step"]
+__all__ = ["QuestionSearch", "SearchBatch", "Status", "StepOut", "take_step"]

@@ -9,6 +9,7 @@ turn each (y_t^w, y_t^l).
 
 from __future__ import annotations
 
+from collections import Counter
 from itertools import combinations
 
 from agentrag.agents.reason_ground import stage_messages
@@ -29,27 +30,44 @@ def prefix_messages(tree: SearchTree, parent: TreeNode, max_iter: int) -> list[M
                           forced=parent.depth == max_iter - 1)
 
 
+#: the gates of the pairs stage, in the order they are applied to two siblings
+PAIR_GATES = ("answerless", "flagged", "same_response", "min_gap")
+
+
 def extract_pairs(tree: SearchTree, *, alpha_label: float, min_gap: float, max_iter: int,
-                  include_untagged: bool = False) -> list[PreferencePair]:
+                  include_untagged: bool = False, rejected: Counter[str] | None = None) -> list[PreferencePair]:
     """The preference pairs of ``tree`` (see the module docstring); sibling-only, answerless
     branches and flagged nodes (untagged ``none`` outputs unless ``include_untagged``) excluded,
-    identical responses and gaps below ``min_gap`` dropped."""
+    identical responses and gaps below ``min_gap`` dropped. ``rejected`` (when given) counts the
+    sibling pairs each gate of :data:`PAIR_GATES` dropped."""
     nodes = tree.by_id()
     drop = pruned(tree)
+    tally: Counter[str] = rejected if rejected is not None else Counter()
+
+    def usable(n: TreeNode) -> bool:
+        return n.flag is None or (include_untagged and n.action == "none")
+
     out: list[PreferencePair] = []
     for parent in tree.nodes:
-        kids = [nodes[c] for c in parent.children if c not in drop and (
-            nodes[c].flag is None or (include_untagged and nodes[c].action == "none"))]
-        if len(kids) < 2:
+        if len(parent.children) < 2:
             continue
-        prompt = prefix_messages(tree, parent, max_iter)
-        for a, b in combinations(kids, 2):
+        prompt = None
+        for a, b in combinations([nodes[c] for c in parent.children], 2):
+            if a.id in drop or b.id in drop:
+                tally["answerless"] += 1
+                continue
+            if not (usable(a) and usable(b)):
+                tally["flagged"] += 1
+                continue
             if a.response.strip() == b.response.strip():
+                tally["same_response"] += 1
                 continue
             qa, qb = a.q(alpha_label), b.q(alpha_label)
             gap = qa - qb
             if abs(gap) < min_gap:
+                tally["min_gap"] += 1
                 continue
+            prompt = prompt or prefix_messages(tree, parent, max_iter)
             w, lo = (a, b) if gap > 0 else (b, a)
             out.append(PreferencePair(
                 id=f"{tree.id}:{w.id}>{lo.id}", prompt=prompt,
@@ -64,4 +82,4 @@ def extract_pairs(tree: SearchTree, *, alpha_label: float, min_gap: float, max_i
     return out
 
 
-__all__ = ["extract_pairs", "pair_type", "prefix_messages"]
+__all__ = ["extract_pairs", "pair_type", "prefix_messages", "PAIR_GATES"]

@@ -1,13 +1,20 @@
 """``run_reasonrag``: a whole ReasonRAG run from its config, the one entry point of the CLI and the
-Python API. It checks every input before it writes anything (datasets, KB reference, LLM
-references, output path), then opens the run directory, resolves the LLMs with the run's
-response cache and the retriever, and runs the pipeline; ``metrics.json`` carries the LLM cache
-statistics of the run.
+Python API, declared as :class:`ReasonRagSynth` and run by the one synthesizer driver
+(:func:`agentrag.synth.driver.run_synthesizer`): every input is checked before anything is
+written (datasets, KB reference, LLM references, output path), the components are built with
+the recipe Ray workers use (:class:`ReasonRagBuilder`), the stages run over pending questions,
+then ``metrics.json`` (the driver's typed metrics, Table-1 statistics beside them) and the report.
+
+Objects passed by a Python caller replace the config's references: ``llm`` (or ``policy``),
+``judge``, ``retriever``, a whole ``components`` (:class:`ReasonRagComponents`, with its own
+``rebuild`` recipe for worker processes), and ``questions`` (a list of :class:`QAItem` in place
+of ``--dataset``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +24,37 @@ from agentrag.exec import Executor
 from agentrag.records import QAItem
 from agentrag.runs import RunDir, check_out_dir
 from agentrag.synth.common import Progress
-from agentrag.synth.reasonrag.config import ReasonRagRunConfig
-from agentrag.synth.reasonrag.pipeline import ReasonRagComponents, ReasonRagPipeline
+from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
+from agentrag.synth.reasonrag.config import ReasonRagConfig, ReasonRagRunConfig
+from agentrag.synth.reasonrag.pairs import PAIR_GATES
+from agentrag.synth.reasonrag.pipeline import (
+    ReasonRagComponents,
+    RunFiles,
+    build_pairs,
+    export,
+    run_greedy,
+    search,
+)
+from agentrag.synth.reasonrag.stats import report_sections as stats_sections
+from agentrag.synth.reasonrag.stats import run_statistics
+from agentrag.threads import passive_openmp
+
+#: objects a Python caller may pass to :func:`run_reasonrag`
+GIVEN = ("llm", "policy", "judge", "retriever", "components", "questions")
+
+
+def check_questions(items: Sequence[QAItem], sources: Sequence[str] | None = None) -> list[QAItem]:
+    """``items`` if their ids are unique and each has a gold answer (SPRE and the judge need one)."""
+    seen: dict[str, str] = {}
+    for i, it in enumerate(items):
+        where = sources[i] if sources else "questions"
+        if it.id in seen:
+            raise UserError(f"{where}: question id {it.id!r} also occurs in {seen[it.id]}; ids must be unique "
+                            "across --dataset files")
+        if not it.golden_answers:
+            raise UserError(f"{where}: question {it.id!r} has no gold answer (SPRE and the judge need one)")
+        seen[it.id] = where
+    return list(items)
 
 
 def load_questions(cfg: ReasonRagRunConfig) -> list[QAItem]:
@@ -28,29 +64,35 @@ def load_questions(cfg: ReasonRagRunConfig) -> list[QAItem]:
     if not cfg.dataset:
         raise UserError("no dataset: pass --dataset FILE (repeatable)")
     items: list[QAItem] = []
-    seen: dict[str, str] = {}
+    sources: list[str] = []
     for path in cfg.dataset:
         for it in load_dataset(path, limit=cfg.limit):
-            if it.id in seen:
-                raise UserError(f"{path}: question id {it.id!r} also occurs in {seen[it.id]}; ids must be unique "
-                                "across --dataset files")
-            if not it.golden_answers:
-                raise UserError(f"{path}: question {it.id!r} has no gold answer (SPRE and the judge need one)")
-            seen[it.id] = path
             it.metadata["source"] = Path(path).name
             items.append(it)
-    return items
+            sources.append(path)
+    return check_questions(items, sources)
 
 
-def check_inputs(cfg: ReasonRagRunConfig, out: str | os.PathLike[str]) -> list[QAItem]:
+def check_inputs(cfg: ReasonRagRunConfig, out: str | os.PathLike[str],
+                 given: Mapping[str, Any] | None = None) -> list[QAItem]:
     """Everything a run needs, checked before anything is written; returns the questions."""
     from agentrag.llm.resolve import check_llm_ref
 
-    items = load_questions(cfg)
-    if not cfg.kb:
+    given = given or {}
+    unknown = sorted(set(given) - set(GIVEN))
+    if unknown:
+        raise TypeError(f"run_reasonrag() got unexpected object(s) {unknown}; it takes {list(GIVEN)}")
+    items = check_questions(given["questions"]) if given.get("questions") is not None else load_questions(cfg)
+    has = {k for k, v in given.items() if v is not None}
+    if not cfg.kb and not has & {"retriever", "components"}:
         raise UserError("no knowledge base: pass --kb DIR or --kb http://host:port")
     check_out_dir(out)
-    for ref in dict.fromkeys([cfg.llm, cfg.judge or cfg.llm]):
+    refs = []
+    if not has & {"llm", "policy", "components"}:
+        refs.append(cfg.llm)
+    if cfg.judge and not has & {"judge", "components"}:
+        refs.append(cfg.judge)
+    for ref in dict.fromkeys(refs):
         check_llm_ref(ref)
     return items
 
@@ -71,7 +113,7 @@ class ReasonRagBuilder:
         return cls(llm=cfg.llm, judge=cfg.judge, kb=cfg.kb or "", run_dir=str(run_dir))
 
     def __call__(self) -> ReasonRagComponents:
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        passive_openmp()
         from agentrag.kb import resolve_retriever
         from agentrag.synth.worker import resolve_role_llms
 
@@ -83,27 +125,100 @@ class ReasonRagBuilder:
                                    rebuild=self)
 
 
+class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComponents]):
+    """ReasonRAG's declaration for the driver (stages, inputs, components, pipeline, report)."""
+
+    name = "reasonrag"
+    stages = (
+        Stage("questions", "dataset", "questions.jsonl", about="QA items with gold answers"),
+        Stage("mcts", "questions.jsonl", "events.jsonl, trees.jsonl",
+              about="MCTS over reason_ground steps valued by SPRE (Eq. 1) or the judge (Eq. 6)"),
+        Stage("greedy", "trees.jsonl", "greedy.jsonl", about="greedy reason_ground agent (report baseline)"),
+        Stage("pairs", "trees.jsonl", "pairs.jsonl", gates=PAIR_GATES,
+              about="sibling preference pairs (sibling pairs in, pairs out)"),
+        Stage("dpo", "pairs.jsonl", "dpo/trl_dpo.jsonl", about="TRL + LLaMA-Factory DPO export"),
+    )
+
+    def check_inputs(self, cfg: ReasonRagRunConfig, out: str | os.PathLike[str],
+                     given: Mapping[str, Any]) -> list[QAItem]:
+        return check_inputs(cfg, out, given)
+
+    def components(self, cfg: ReasonRagRunConfig, run: RunDir, inputs: list[QAItem],
+                   given: Mapping[str, Any]) -> ReasonRagComponents:
+        if given.get("components") is not None:
+            return given["components"]  # type: ignore[no-any-return]
+        from agentrag.kb import resolve_retriever
+        from agentrag.llm import resolve_llm
+
+        cache = run.file("llm_cache.sqlite")
+        objects = any(given.get(k) is not None for k in ("llm", "policy", "judge", "retriever"))
+        policy = given.get("llm") or given.get("policy") or resolve_llm(cfg.llm, cache=cache)
+        judge = given.get("judge")
+        if judge is None and cfg.judge and cfg.judge != cfg.llm:
+            judge = resolve_llm(cfg.judge, cache=cache)
+        retriever = given.get("retriever") or resolve_retriever(cfg.kb or "")
+        # objects cannot travel to worker processes: a run on them has no rebuild recipe
+        rebuild = None if objects else ReasonRagBuilder.from_config(cfg, run.path)
+        return ReasonRagComponents(llm=policy, retriever=retriever, judge=judge, rebuild=rebuild)
+
+    def llm_roles(self, comps: ReasonRagComponents) -> dict[str, Any]:
+        return {"policy": comps.llm, "judge": comps.judge or comps.llm}
+
+    def execute(self, ctx: SynthRun, cfg: ReasonRagRunConfig, comps: ReasonRagComponents,
+                inputs: list[QAItem]) -> SynthOutput:
+        files = RunFiles(ctx.run)
+        search(ctx, cfg, comps, files, inputs)
+        run_greedy(ctx, cfg, comps, files, inputs)
+        ids = {q.id for q in inputs}
+        trees = [t for t in files.trees.read() if t.id in ids]
+        candidates, rejected = build_pairs(cfg, files, trees)
+        pairs = [p for p in files.pairs.read() if p.metadata.get("question_id") in ids]
+        exported = export(cfg, files, pairs)
+        greedy = [g for g in files.greedy.read() if g.id in ids]
+        events = [ev for ev in files.events.read() if ev.question_id in ids]
+        counts: dict[str, tuple[int, int, Mapping[str, int]]] = {
+            "questions": (len(inputs), len(inputs), {}),
+            "mcts": (len(inputs), len(trees), {}),
+            "pairs": (candidates, len(pairs), dict(rejected)),
+            "dpo": (len(pairs), int(exported.get("exported", 0)), {}),
+        }
+        if cfg.greedy_baseline:
+            counts["greedy"] = (len(trees), len(greedy), {})
+        details = {"value": cfg.value.kind, **run_statistics(trees, events, pairs, greedy)}
+        return SynthOutput(counts=counts, export=exported, details=details)
+
+    def title(self, cfg: ReasonRagRunConfig, name: str) -> str:
+        return f"ReasonRAG run {name} ({cfg.value.kind} values)"
+
+    def report_sections(self, metrics: dict[str, Any]) -> list[dict[str, Any]]:
+        return stats_sections(metrics)
+
+
 def run_reasonrag(cfg: ReasonRagRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
-                  executor: Executor | None = None) -> dict[str, Any]:
-    """Run ReasonRAG into the run directory ``out`` (rerun = resume); returns the metrics."""
-    from agentrag.kb import resolve_retriever
-    from agentrag.llm import resolve_llm
-
-    items = check_inputs(cfg, out)
-    retriever = resolve_retriever(cfg.kb or "")
-    run = RunDir(out)
-    run.write_config(cfg)
-    cache = run.file("llm_cache.sqlite")
-    policy = resolve_llm(cfg.llm, cache=cache)
-    judge = None if not cfg.judge or cfg.judge == cfg.llm else resolve_llm(cfg.judge, cache=cache)
-    comps = ReasonRagComponents(llm=policy, retriever=retriever, judge=judge,
-                                rebuild=ReasonRagBuilder.from_config(cfg, run.path))
-    pipeline = ReasonRagPipeline(run, cfg, comps, progress=progress, executor=executor)
-    metrics = pipeline.run(items, name=run.path.name)
-    stats = {name: getattr(obj, "stats", None) for name, obj in (("policy", policy), ("judge", judge))}
-    metrics["llm_cache"] = {name: fn() for name, fn in stats.items() if callable(fn)}
-    run.write_json("metrics.json", metrics)
-    return metrics
+                  executor: Executor | None = None, **given: Any) -> dict[str, Any]:
+    """Run ReasonRAG into the run directory ``out`` (rerun = resume); returns ``metrics.json``'s
+    object. ``given`` objects (``llm``/``policy``, ``judge``, ``retriever``, ``components``,
+    ``questions``) replace the config's references. Raises :class:`~agentrag.synth.driver.SynthBugs`
+    (after writing metrics and report) when a question hit a bug; an
+    :class:`~agentrag.errors.EndpointError` (401/404) stops the run at once."""
+    return run_synthesizer(ReasonRagSynth(), cfg, out, progress=progress, executor=executor, **given)
 
 
-__all__ = ["run_reasonrag", "check_inputs", "load_questions", "ReasonRagBuilder"]
+class ReasonRagPipeline:
+    """The driver over ready components and questions, for code written against the old pipeline
+    class: ``ReasonRagPipeline(run_dir, cfg, comps).run(items)`` is ``run_reasonrag(cfg, run_dir,
+    components=comps, questions=items)``."""
+
+    def __init__(self, run: RunDir | str | os.PathLike[str], cfg: ReasonRagConfig, comps: ReasonRagComponents,
+                 progress: Progress | None = None, executor: Executor | None = None) -> None:
+        self.path = run.path if isinstance(run, RunDir) else Path(run)
+        self.cfg = cfg if isinstance(cfg, ReasonRagRunConfig) else ReasonRagRunConfig.model_validate(cfg.model_dump())
+        self.comps, self.progress, self.executor = comps, progress, executor
+
+    def run(self, items: list[QAItem]) -> dict[str, Any]:
+        return run_reasonrag(self.cfg, self.path, progress=self.progress, executor=self.executor,
+                             components=self.comps, questions=items)
+
+
+__all__ = ["run_reasonrag", "ReasonRagPipeline", "check_inputs", "check_questions", "load_questions", "ReasonRagBuilder",
+           "ReasonRagSynth", "GIVEN"]

@@ -76,14 +76,35 @@ def run_statistics(trees: Sequence[SearchTree], events: Sequence[IterationEvent]
     }
 
 
+def funnel_section(m: dict[str, Any]) -> dict[str, Any]:
+    """The driver's funnel (one row per declared stage) and the unfinished questions."""
+    rows = [[f["stage"], f["input"], f["output"], f["in"], f["out"],
+             ", ".join(f"{k} {v}" for k, v in sorted(f["rejected"].items())) or "-", f["unfinished"]]
+            for f in m.get("funnel", [])]
+    text = (f"{m.get('unfinished', 0)} question(s) unfinished (an outage or a bug); rerun the same command to "
+            f"finish them: {', '.join(sorted(m.get('unfinished_items', {})))}" if m.get("unfinished") else
+            "every question finished")
+    return {"title": "Funnel", "text": f"{text}; wall time {m.get('wall_s')} s",
+            "headers": ["stage", "input", "output", "in", "out", "rejected", "unfinished"], "rows": rows}
+
+
+def llm_section(m: dict[str, Any]) -> dict[str, Any]:
+    """The run's LLM usage (the driver's ``llm`` block: one row per LLM object, keyed by its roles)."""
+    keys = sorted({k for stats in m.get("llm", {}).values() for k, v in stats.items()
+                   if not isinstance(v, (dict, list))})
+    return {"title": "LLM usage", "headers": ["roles", *keys],
+            "rows": [[roles, *[stats.get(k) for k in keys]] for roles, stats in m.get("llm", {}).items()]}
+
+
 def report_sections(m: dict[str, Any]) -> list[dict[str, Any]]:
-    """Markdown/HTML report sections of :func:`run_statistics` output (+ run fields)."""
+    """Markdown/HTML report sections of ``metrics.json`` (the driver's keys and :func:`run_statistics`)."""
     def row(name: str, s: dict[str, Any]) -> list[Any]:
         return [name, s["avg"], s["min"], s["med"], s["max"]]
 
     actions = m["actions"]
     total = sum(actions.values()) or 1
     secs: list[dict[str, Any]] = [
+        funnel_section(m),
         {"title": "Dataset statistics (Table 1)",
          "headers": ["statistic", "value"],
          "rows": [["questions", m["questions"]], ["preference pairs", m["pairs"]],
@@ -91,8 +112,10 @@ def report_sections(m: dict[str, Any]) -> list[dict[str, Any]]:
                   *[[f"action: {a}", f"{c} ({100 * c / total:.1f}%)"] for a, c in sorted(actions.items())],
                   ["actions on answer-reaching branches", sum(m["actions_kept"].values())],
                   ["LLM calls (tree: expansions + values)", m["llm_calls"]["total"]],
-                  ["LLM calls of the greedy baseline", m["llm_calls"]["greedy_baseline"]], ["LLM calls per question", m["llm_calls"]["per_question"]],
+                  ["LLM calls of the greedy baseline", m["llm_calls"]["greedy_baseline"]],
+                  ["LLM calls per question", m["llm_calls"]["per_question"]],
                   ["LLM calls per kept pair", m["llm_calls"]["per_kept_pair"]]]},
+        llm_section(m),
         {"title": "Distributions (avg / min / med / max)", "headers": ["quantity", "avg", "min", "med", "max"],
          "rows": [row("MCTS iterations per question", m["mcts_iterations"]),
                   row("reasoning rounds of answer leaves", m["reasoning_rounds_of_answer_leaves"]),
@@ -111,4 +134,4 @@ def report_sections(m: dict[str, Any]) -> list[dict[str, Any]]:
     return secs
 
 
-__all__ = ["run_statistics", "report_sections", "summary", "histogram"]
+__all__ = ["run_statistics", "report_sections", "funnel_section", "llm_section", "summary", "histogram"]

@@ -1,0 +1,82 @@
+"""One round of Algorithm 1 from a state (x, y, stage): the prompt, one sample, its parsed action,
+and the retrieval for a query. Shared by the tree's expansions (:mod:`.mcts`) and the SPRE
+rollouts (:mod:`.values`); it imports neither.
+
+The failure policy (:func:`agentrag.errors.classify`): a request over the model's context window
+is data (a step with ``error`` ``context_limit: ...`` and no text); an output without the stage's
+tag is data (a step with ``action`` None and the reason in ``error``); every other LLM or retrieval
+failure propagates (an outage leaves the question unfinished, a 401/404 stops the run).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentrag.agents.reason_ground import parse_action, stage_messages
+from agentrag.agents.tools import format_documents
+from agentrag.errors import ContextLimitError
+from agentrag.kb.base import Retriever
+from agentrag.llm.base import LLM
+from agentrag.records import Hit, Usage
+from agentrag.synth.common import prompt_hash
+
+log = logging.getLogger(__name__)
+
+NEXT_STAGE = {"query": "grounding", "evidence": "reasoning", "answer": "terminal"}
+
+
+@dataclass
+class StepOut:
+    """One round: the output text, its parsed action, the state it leads to."""
+
+    text: str
+    action: str | None
+    content: str | None
+    stage: str
+    query: str
+    documents: str
+    hits: list[Hit] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    prompt_hash: str = ""
+    finish_reason: str | None = None
+
+    @property
+    def context_limited(self) -> bool:
+        """The request did not fit the model's context window (no output)."""
+        return (self.error or "").startswith("context_limit")
+
+
+def take_step(llm: LLM, retriever: Retriever, question: str, y: list[str], stage: str, query: str,
+              documents: str, *, forced: bool, top_k: int, sampling: dict[str, Any],
+              accept_untagged_answer: bool = False) -> StepOut:
+    """One round from state (x, y, stage): prompt, sample, parse, and retrieve for a query (see the
+    module docstring for what becomes data and what propagates)."""
+    messages = stage_messages(question, y, stage, query, documents, forced=forced)
+    ph = prompt_hash(messages, sampling)
+    try:
+        completion = llm.chat(messages, **sampling)[0]
+    except ContextLimitError as exc:
+        log.info("request over the model's context window (stage %s, %d rounds): %s", stage, len(y), exc)
+        return StepOut("", None, None, stage, query, documents, error=f"context_limit: {exc}", prompt_hash=ph)
+    text = (completion.text or "").strip()
+    usage = completion.usage if completion.usage.calls else completion.usage + Usage(calls=1)
+    action, content = parse_action(text, stage, forced=forced, accept_untagged_answer=accept_untagged_answer)
+    out = StepOut(text, action, content, stage, query, documents, usage=usage, prompt_hash=ph,
+                  finish_reason=completion.finish_reason)
+    if action is None:
+        out.error = ("the forced final round gave no <answer>" if forced else
+                     "no <evidence> in grounding output" if stage == "grounding" else
+                     "no <query> or <answer> in reasoning output")
+        return out
+    out.stage = NEXT_STAGE[action]
+    if action == "query":
+        hits = retriever.search([content or ""], top_k)[0]
+        # escaped exactly as the reason_ground agent's tool does, so the tree's steps are its steps
+        out.query, out.hits, out.documents = content or "", hits, format_documents(hits, neutralize=True)
+    return out
+
+
+__all__ = ["StepOut", "take_step", "NEXT_STAGE"]

@@ -54,7 +54,7 @@ _EXPORTS: dict[str, str] = {
     "EviPathStages": "agentrag.synth.evipath", "EviPathBuilder": "agentrag.synth.evipath",
     "read_items": "agentrag.synth.evipath", "run_evipath": "agentrag.synth.evipath",
     # synthesizers: ReasonRAG
-    "ReasonRagConfig": "agentrag.synth.reasonrag", "ReasonRagPipeline": "agentrag.synth.reasonrag",
+    "ReasonRagConfig": "agentrag.synth.reasonrag", "ReasonRagSynth": "agentrag.synth.reasonrag",
     "ReasonRagComponents": "agentrag.synth.reasonrag", "QuestionSearch": "agentrag.synth.reasonrag",
     "extract_pairs": "agentrag.synth.reasonrag", "Estimate": "agentrag.synth.reasonrag",
     "IterationEvent": "agentrag.synth.reasonrag", "SearchTree": "agentrag.synth.reasonrag",

@@ -25,7 +25,7 @@ from agentrag.records import QAItem
 from agentrag.runs import RunDir, check_out_dir
 from agentrag.synth.common import Progress
 from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
-from agentrag.synth.reasonrag.config import ReasonRagConfig, ReasonRagRunConfig
+from agentrag.synth.reasonrag.config import ReasonRagRunConfig
 from agentrag.synth.reasonrag.pairs import PAIR_GATES
 from agentrag.synth.reasonrag.pipeline import (
     ReasonRagComponents,
@@ -204,21 +204,5 @@ def run_reasonrag(cfg: ReasonRagRunConfig, out: str | os.PathLike[str], *, progr
     return run_synthesizer(ReasonRagSynth(), cfg, out, progress=progress, executor=executor, **given)
 
 
-class ReasonRagPipeline:
-    """The driver over ready components and questions, for code written against the old pipeline
-    class: ``ReasonRagPipeline(run_dir, cfg, comps).run(items)`` is ``run_reasonrag(cfg, run_dir,
-    components=comps, questions=items)``."""
-
-    def __init__(self, run: RunDir | str | os.PathLike[str], cfg: ReasonRagConfig, comps: ReasonRagComponents,
-                 progress: Progress | None = None, executor: Executor | None = None) -> None:
-        self.path = run.path if isinstance(run, RunDir) else Path(run)
-        self.cfg = cfg if isinstance(cfg, ReasonRagRunConfig) else ReasonRagRunConfig.model_validate(cfg.model_dump())
-        self.comps, self.progress, self.executor = comps, progress, executor
-
-    def run(self, items: list[QAItem]) -> dict[str, Any]:
-        return run_reasonrag(self.cfg, self.path, progress=self.progress, executor=self.executor,
-                             components=self.comps, questions=items)
-
-
-__all__ = ["run_reasonrag", "ReasonRagPipeline", "check_inputs", "check_questions", "load_questions", "ReasonRagBuilder",
+__all__ = ["run_reasonrag", "check_inputs", "check_questions", "load_questions", "ReasonRagBuilder",
            "ReasonRagSynth", "GIVEN"]

@@ -63,7 +63,7 @@ def stage_counts(r: RunRecords, export: dict[str, Any] | None = None) -> tuple[C
     ok_trees = [t for t in r.trees if t.status == "ok"]
     accepted = [q for q in r.qas if q.status == "accepted"]
     node_errors = [n.error for t in r.trees for n in t.nodes if n.error]
-    flagged = [t for t in r.trajs if t.finish_reason == "context_limit"]
+    flagged = [t for t in r.trajs if str(t.metadata.get("error") or "").startswith("context_limit")]
     kept = sum(f.kept for f in r.filters)
     exp = export or {}
     malformed = int(exp.get("with_malformed_turns", 0))
@@ -75,7 +75,7 @@ def stage_counts(r: RunRecords, export: dict[str, Any] | None = None) -> tuple[C
         "paths": (len(ok_trees), len(r.paths), {}),
         "qa": (len(r.paths), len(accepted), reason_counts(q.reason for q in r.qas if q.status != "accepted")),
         "elicit": (len(accepted), len(r.trajs) - len(flagged),
-                   reason_counts(str(t.metadata.get("error") or "context_limit") for t in flagged)),
+                   reason_counts(str(t.metadata["error"]) for t in flagged)),
         "filter": (len(r.filters), kept,
                    {"f1_below_threshold": sum(not f.kept for f in r.filters)} if r.filters else {}),
         "export": (kept, int(exp["exported"]) if "exported" in exp else (kept - malformed if reject else kept),

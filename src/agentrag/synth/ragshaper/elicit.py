@@ -139,7 +139,8 @@ def elicit(qa: QARecord, teacher: LLM, main: Retriever, distractor: Retriever | 
     """Run the teacher on ``qa``; the returned trajectory carries the K~ documents it met.
     Re-raises an LLM or retrieval failure that hit the teacher (an outage: the question is redone
     on rerun; a 401/404: the run stops) instead of yielding a broken trajectory. A request over the
-    teacher's context window ends the trajectory flagged ``finish_reason="context_limit"``."""
+    teacher's context window ends the trajectory with ``finish_reason="llm_error"`` flagged
+    ``metadata["error"] = "context_limit: ..."``."""
     rng = random.Random(f"{seed}:{qa.id}")
     watch = OutageWatch()
     policy = navigation_policy(main, distractor, cfg, rng, watch)
@@ -152,8 +153,7 @@ def elicit(qa: QARecord, teacher: LLM, main: Retriever, distractor: Retriever | 
     met = distractor_hits(traj, types_by_id)
     meta = dict(traj.metadata)
     if watch.context is not None and traj.finish_reason == "llm_error":
-        traj = traj.model_copy(update={"finish_reason": "context_limit"})
-        meta["error"] = f"context_limit: {watch.context}"
+        meta["error"] = f"context_limit: {watch.context}"  # a flagged record (data), not an outage
     meta.update({
         "qa_id": qa.id, "seed_id": qa.seed_id, "gold_answer": qa.answer,
         "distractors_met": met,

@@ -9,6 +9,7 @@ than ``min_hops`` hops grounded in the path's documents (see :mod:`.grounding`).
 
 from __future__ import annotations
 
+import json
 import re
 import string
 import time
@@ -75,7 +76,7 @@ class QAPair(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     question: str = Field(max_length=300)
-    answer: str = Field(max_length=120)
+    answer: str = Field(max_length=300)
     reasoning_steps: list[ReasoningStep] = Field(max_length=6)
     negative_aspect: list[NegativeAspect] = Field(default_factory=list, max_length=3)
 
@@ -151,6 +152,20 @@ def check_qa(obj: QAPair | dict[str, Any] | None, cfg: QAConfig,
     return None, grounding
 
 
+def _cut_off(raw: str) -> bool:
+    """The output ends inside its JSON object (cut off at ``max_tokens``). ``call_json`` says so
+    itself when nothing parses; the tolerant parser may still find an inner object, which then
+    fails validation, so the cut is named here."""
+    start = raw.find("{")
+    if start < 0:
+        return False
+    try:
+        json.loads(raw[start:])
+    except json.JSONDecodeError as exc:
+        return exc.msg.startswith("Unterminated string") or exc.pos >= len(raw[start:].rstrip())
+    return False
+
+
 def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConfig,
                   seed: int = 0) -> QARecord:
     """One QA record for ``path``: accepted, or rejected with the reason (output that is not a
@@ -163,6 +178,8 @@ def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConf
     obj, prov, err = call_json(llm, messages, QAPair, name="qa_pair", stage="qa",
                                max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=seed)
     grounding: list[dict[str, Any]] = []
+    if err is not None and err.startswith("parse_error") and _cut_off(prov.raw_output or ""):
+        err = f"parse_error: output cut off at max_tokens={cfg.max_tokens} before the JSON object closed"
     reason = err
     if err is None:
         reason, grounding = check_qa(obj, cfg, [d for n in nodes for d in n.docs])

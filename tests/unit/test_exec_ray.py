@@ -24,8 +24,8 @@ from agentrag.errors import UserError
 from agentrag.kb import KBConfig, KnowledgeBase
 from agentrag.records import Passage
 from agentrag.runs import RunDir
-from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.synth.ragshaper.components import RagShaperComponents
+from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.testing import CrashOnceLLM, FakeRetriever, HashEmbedder, StubOpenAIServer
 from extras_check import require_module
 

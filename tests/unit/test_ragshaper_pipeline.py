@@ -7,8 +7,8 @@ from test_ragshaper_support import ShaperRun, curator_llm, main_retriever, teach
 
 from agentrag.records import Passage, read_jsonl
 from agentrag.runs import RunDir
-from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.synth.ragshaper.components import RagShaperComponents
+from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.synth.ragshaper.schema import QARecord
 from agentrag.testing import FakeRetriever, ScriptedLLM
 

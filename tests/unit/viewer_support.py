@@ -56,8 +56,8 @@ def eval_run(out: Path, n: int = 6) -> Path:
 def ragshaper_run(out: Path) -> Path:
     from test_ragshaper_support import ShaperRun, curator_llm, main_retriever, teacher_llm
 
-    from agentrag.synth.ragshaper.config import RagShaperConfig
     from agentrag.synth.ragshaper.components import RagShaperComponents
+    from agentrag.synth.ragshaper.config import RagShaperConfig
 
     cfg = RagShaperConfig()
     cfg.curator.max_depth = 4

@@ -92,9 +92,8 @@ def _summary(metrics: dict[str, Any], path: Path) -> None:
     m = SynthMetrics.model_validate({k: v for k, v in metrics.items() if k in SynthMetrics.model_fields})
     for row in m.funnel:
         rej = ", ".join(f"{k}: {v}" for k, v in row.rejected.items())
-        what = f"{row.stage} ({row.input} -> {row.output})"
         left = f"  unfinished: {row.unfinished}" if row.unfinished else ""
-        console.print(f"  {what:<48} {row.n_in:>5} -> {row.out:<5} {rej}{left}")
+        console.print(f"  {row.stage:<12} {row.n_in:>5} -> {row.out:<5} {rej}{left}")
     for name, st in m.llm.items():
         console.print(f"  LLM {name}: {st}")
     console.print(f"report: {path / 'report.md'}   metrics: {path / 'metrics.json'}")

@@ -5,6 +5,7 @@ LLM tagger (Fig. 4 left)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -53,7 +54,7 @@ class RunRecords:
     tags: list[TagRecord] | None = None
 
 
-Counts = dict[str, tuple[int, int, dict[str, int]]]
+Counts = dict[str, tuple[int, int, Mapping[str, int]]]
 
 
 def stage_counts(r: RunRecords, export: dict[str, Any] | None = None) -> tuple[Counts, dict[str, dict[str, Any]]]:
@@ -77,14 +78,14 @@ def stage_counts(r: RunRecords, export: dict[str, Any] | None = None) -> tuple[C
         "elicit": (len(accepted), len(r.trajs) - len(flagged),
                    reason_counts(str(t.metadata["error"]) for t in flagged)),
         "filter": (len(r.filters), kept,
-                   {"f1_below_threshold": sum(not f.kept for f in r.filters)} if r.filters else {}),
+                   {"f1_below_threshold": len(r.filters) - kept} if len(r.filters) > kept else {}),
         "export": (kept, int(exp["exported"]) if "exported" in exp else (kept - malformed if reject else kept),
                    {"malformed_turns": malformed} if malformed and reject else {}),
     }
     if r.tags is not None:
         counts["tag"] = (len(r.trajs), sum(t.error is None for t in r.tags),
                          reason_counts(t.error for t in r.tags if t.error))
-    notes = {
+    notes: dict[str, dict[str, Any]] = {
         "explore": {"nodes": sum(len(t.nodes) for t in r.trees), "node_errors": reason_counts(node_errors),
                     "repaired": repairs(r.trees)},
         "elicit": {"finish_reason": dict(Counter(t.finish_reason for t in r.trajs))},
@@ -208,8 +209,9 @@ def tag_behaviour(llm: LLM | None, traj: Trajectory, filt: FilterRecord, seed: i
 
 
 def _llm_rows(llm: dict[str, dict[str, Any]]) -> list[list[Any]]:
-    keys = ("calls", "hits", "misses", "prompt_tokens", "completion_tokens")
-    return [[roles, *(st.get(k, "-") for k in keys)] for roles, st in llm.items()]
+    keys = ("hits", "misses", "prompt_tokens", "completion_tokens")
+    return [[roles, st.get("inner_calls", st.get("calls", "-")), *(st.get(k, "-") for k in keys)]
+            for roles, st in llm.items()]
 
 
 def report_sections(metrics: dict[str, Any]) -> list[Any]:
@@ -229,7 +231,7 @@ def report_sections(metrics: dict[str, Any]) -> list[Any]:
         Section(title="Funnel", text=notes + (f"; unfinished (outage, lost worker or bug; rerun to finish): "
                                               f"{metrics.get('unfinished_by_stage')}" if unfinished else ""),
                 headers=["stage", "in", "out", "rejected (reason: count)", "unfinished"], rows=funnel_rows),
-        Section(title="LLM usage", headers=["roles", "calls", "cache hits", "cache misses", "prompt tokens",
+        Section(title="LLM usage", headers=["roles", "backend calls", "cache hits", "cache misses", "prompt tokens",
                                             "completion tokens"], rows=_llm_rows(metrics.get("llm", {}))),
         Section(title="Tool calls per trajectory", headers=["tool calls", "trajectories"],
                 rows=[[k, v] for k, v in tool_calls.items()],

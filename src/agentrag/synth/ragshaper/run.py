@@ -73,6 +73,7 @@ def check_inputs(cfg: RagShaperRunConfig, out: str | os.PathLike[str],
     from agentrag.kb import KnowledgeBase
 
     if main_kb is None:
+        assert cfg.kb is not None
         main_kb = KnowledgeBase.load(cfg.kb)
     elif (comps is None and cfg.distractors.enabled and given.get("distractor_kb") is None
           and not isinstance(main_kb, KnowledgeBase)):

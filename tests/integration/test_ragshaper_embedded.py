@@ -50,11 +50,11 @@ def test_embedded_pipeline_end_to_end_and_resume(small_kb: Path, tmp_path: Path)
     out = tmp_path / "run"
     metrics = _invoke(small_kb, out)
     funnel = {row["stage"]: row for row in metrics["funnel"]}  # type: ignore[attr-defined]
-    assert funnel["seeds"]["out"] == 2 and funnel["trees (explore)"]["out"] == 2
-    assert funnel["paths (Eq. 5)"]["out"] == 2
-    qa = funnel["QA (Eq. 6)"]
+    assert funnel["explore"]["in"] == 2 and funnel["explore"]["out"] == 2
+    assert funnel["paths"]["out"] == 2
+    qa = funnel["qa"]
     assert qa["out"] + sum(qa["rejected"].values()) == qa["in"]  # every question accounted for
-    assert funnel["trajectories (Eq. 7-8)"]["out"] == qa["out"]
+    assert funnel["elicit"]["out"] == qa["out"]
     for stage in ("seeds", "trees", "distractors", "paths", "qa", "trajectories", "filter", "tags"):
         assert (out / f"{stage}.jsonl").exists()
     for line in (out / "trees.jsonl").read_text().splitlines():
@@ -72,7 +72,7 @@ def test_embedded_pipeline_end_to_end_and_resume(small_kb: Path, tmp_path: Path)
     before = {p.name: p.read_text() for p in out.glob("*.jsonl")}
     again = _invoke(small_kb, out)
     assert again["funnel"] == metrics["funnel"]
-    assert all(st["inner_calls"] == 0 for st in again["llm_calls"].values()), again["llm_calls"]  # type: ignore[attr-defined]
+    assert all(st["inner_calls"] == 0 for st in again["llm"].values()), again["llm"]  # type: ignore[attr-defined]
     assert {p.name: p.read_text() for p in out.glob("*.jsonl")} == before
 
 
@@ -127,8 +127,8 @@ def test_embedded_teacher_under_constrained_navigation(small_kb: Path, tmp_path:
     from agentrag.llm import resolve_llm
     from agentrag.records import Trajectory
     from agentrag.runs import RunDir
-    from agentrag.synth.ragshaper import RagShaperComponents, RagShaperConfig, RagShaperPipeline
-    from agentrag.synth.ragshaper.run import distractor_kb_factory
+    from agentrag.synth.ragshaper import RagShaperComponents, RagShaperConfig, run_ragshaper
+    from agentrag.synth.ragshaper.build import distractor_kb_factory
     from agentrag.testing import ScriptedLLM
 
     kb = KnowledgeBase.load(small_kb)
@@ -140,9 +140,9 @@ def test_embedded_teacher_under_constrained_navigation(small_kb: Path, tmp_path:
     comps = RagShaperComponents(curator=ScriptedLLM(default=_scripted_curator), tagger=None, main_kb=kb,
                                 teacher=teacher,  # type: ignore[arg-type]
                                 distractor_kb=distractor_kb_factory(kb, run.path / "distractor_kb"))
-    metrics = RagShaperPipeline(run, cfg, comps).run(kb.sample_titles(1, seed=3))
+    metrics = run_ragshaper(cfg, run.path, seeds=kb.sample_titles(1, seed=3), components=comps)
     funnel = {row["stage"]: row["out"] for row in metrics["funnel"]}
-    assert funnel["QA (Eq. 6)"] == 1 and funnel["trajectories (Eq. 7-8)"] == 1
+    assert funnel["qa"] == 1 and funnel["elicit"] == 1
     assert (run.path / "distractor_kb" / "params.json").exists()
     n_tilde = len((run.path / "distractors.jsonl").read_text().splitlines())
     assert n_tilde >= 1

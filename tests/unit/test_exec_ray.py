@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_ragshaper_support import curator_llm, main_retriever, teacher_llm
+from test_ragshaper_support import ShaperRun, curator_llm, main_retriever, teacher_llm
 from typer.testing import CliRunner
 
 import agentrag
@@ -24,8 +24,8 @@ from agentrag.errors import UserError
 from agentrag.kb import KBConfig, KnowledgeBase
 from agentrag.records import Passage
 from agentrag.runs import RunDir
+from agentrag.synth.ragshaper.components import RagShaperComponents
 from agentrag.synth.ragshaper.config import RagShaperConfig
-from agentrag.synth.ragshaper.pipeline import RagShaperComponents, RagShaperPipeline
 from agentrag.testing import CrashOnceLLM, FakeRetriever, HashEmbedder, StubOpenAIServer
 from extras_check import require_module
 
@@ -171,7 +171,7 @@ def _ragshaper(out: Path, executor: Any, marker: str | None = None) -> None:
     cfg.curator.max_depth = 4
     comps = FakeWorld()()
     comps.rebuild = FakeWorld(marker)
-    RagShaperPipeline(RunDir(out), cfg, comps, executor=executor).run(["Ada Varn", "Ott Brem", "Lysa", "Orn bridge"])
+    ShaperRun(RunDir(out), cfg, comps, executor=executor).run(["Ada Varn", "Ott Brem", "Lysa", "Orn bridge"])
 
 
 def test_ragshaper_on_ray_equals_threads_despite_a_killed_worker(ray_session, tmp_path):

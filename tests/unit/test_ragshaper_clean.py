@@ -11,12 +11,11 @@ from typing import Any
 
 import pytest
 from test_ragshaper_pipeline import _cfg, _components, _lines
-from test_ragshaper_support import ANSWER, curator_reply, teacher_reply
+from test_ragshaper_support import ANSWER, ShaperRun, curator_reply, teacher_reply
 
 from agentrag.records import Message, ToolCall
 from agentrag.runs import RunDir
 from agentrag.synth.ragshaper.config import RagShaperConfig, RagShaperRunConfig, load_preset
-from agentrag.synth.ragshaper.pipeline import RagShaperPipeline
 from agentrag.testing import ScriptedLLM
 
 
@@ -27,12 +26,12 @@ def test_malformed_turns_are_rejected_from_the_export_and_counted(tmp_path: Path
         return teacher_reply(messages, **kw)
 
     run = tmp_path / "r"
-    metrics = RagShaperPipeline(RunDir(run), _cfg(), _components(teacher=ScriptedLLM(default=sloppy_teacher))).run(
+    metrics = ShaperRun(RunDir(run), _cfg(), _components(teacher=ScriptedLLM(default=sloppy_teacher))).run(
         ["Ada Varn"])
     funnel = {r["stage"]: r for r in metrics["funnel"]}
-    kept = funnel["filter F1 > threshold"]["out"]
+    kept = funnel["filter"]["out"]
     assert kept >= 1  # the teacher recovered and answered correctly ...
-    sft = funnel["SFT export (clean assistant turns)"]
+    sft = funnel["export"]
     assert sft["in"] == kept and sft["out"] == 0 and sft["rejected"] == {"malformed_turns": kept}  # ... yet no SFT
     assert metrics["export"]["with_malformed_turns"] == kept and not (run / "sft" / "trl_sft.jsonl").exists()
 
@@ -42,9 +41,9 @@ def test_keep_policy_exports_them(tmp_path: Path) -> None:
     cfg.malformed_turns = "keep"
     teacher = ScriptedLLM(default=lambda m, **kw: ToolCall(name="nope", arguments={})
                           if len(m) == 2 else teacher_reply(m, **kw))
-    metrics = RagShaperPipeline(RunDir(tmp_path / "r"), cfg, _components(teacher=teacher)).run(["Ada Varn"])
-    sft = next(r for r in metrics["funnel"] if r["stage"].startswith("SFT export"))
-    assert sft["out"] == sft["in"] >= 1 and sft["notes"]["kept_with_malformed_turns"] == sft["in"]
+    metrics = ShaperRun(RunDir(tmp_path / "r"), cfg, _components(teacher=teacher)).run(["Ada Varn"])
+    sft = next(r for r in metrics["funnel"] if r["stage"] == "export")
+    assert sft["out"] == sft["in"] >= 1 and metrics["funnel_notes"]["export"]["kept_with_malformed_turns"] == sft["in"]
 
 
 def test_curator_repairs_are_recorded_on_nodes_and_counted(tmp_path: Path) -> None:
@@ -62,7 +61,7 @@ def test_curator_repairs_are_recorded_on_nodes_and_counted(tmp_path: Path) -> No
     cfg = _cfg()
     cfg.curator.max_depth, cfg.curator.p_branch = 2, 0.0
     run = tmp_path / "r"
-    metrics = RagShaperPipeline(RunDir(run), cfg, _components(curator=ScriptedLLM(default=lazy_curator))).run(
+    metrics = ShaperRun(RunDir(run), cfg, _components(curator=ScriptedLLM(default=lazy_curator))).run(
         ["Ada Varn"])
     nodes = _lines(run / "trees.jsonl")[0]["nodes"]
     assert nodes[1]["repaired"] == ["empty query -> intent"]
@@ -71,8 +70,8 @@ def test_curator_repairs_are_recorded_on_nodes_and_counted(tmp_path: Path) -> No
                                     "empty original_fact -> latest document"]
     assert metrics["repaired"] == {"empty query -> intent": 1, "invalid distractor_type": 1,
                                    "empty original_fact -> latest document": 1}
-    trees_row = next(r for r in metrics["funnel"] if r["stage"] == "trees (explore)")
-    assert trees_row["notes"]["repaired"] == metrics["repaired"]
+    trees_row = next(r for r in metrics["funnel"] if r["stage"] == "explore")
+    assert trees_row["input"] == "seeds" and metrics["funnel_notes"]["explore"]["repaired"] == metrics["repaired"]
 
 
 def test_every_trajectory_is_tagged_by_the_llm_with_the_rule_view_beside(tmp_path: Path) -> None:
@@ -85,7 +84,7 @@ def test_every_trajectory_is_tagged_by_the_llm_with_the_rule_view_beside(tmp_pat
         return json.dumps({"tag": "failure", "rationale": "the answer 1850 is wrong"})
 
     run = tmp_path / "r"
-    metrics = RagShaperPipeline(RunDir(run), _cfg(), _components(teacher=wrong, tagger=ScriptedLLM(default=tagger))).run(
+    metrics = ShaperRun(RunDir(run), _cfg(), _components(teacher=wrong, tagger=ScriptedLLM(default=tagger))).run(
         ["Ada Varn"])
     n = len(_lines(run / "trajectories.jsonl"))
     assert n >= 1 and len(tagger_seen) == n  # dropped trajectories are tagged by the LLM too
@@ -119,7 +118,7 @@ def test_teacher_rolls_out_with_the_rollout_prompt_and_the_papers_tool(tmp_path:
     from agentrag.agents.rollout import ROLLOUT_TOOL
 
     comps = _components()
-    RagShaperPipeline(RunDir(tmp_path / "r"), _cfg(), comps).run(["Ada Varn"])
+    ShaperRun(RunDir(tmp_path / "r"), _cfg(), comps).run(["Ada Varn"])
     first = comps.teacher.requests[0]  # type: ignore[attr-defined]
     system = first["messages"][0].content
     assert "own knowledge" in system and ROLLOUT_TOOL in system and "<answer>" in system

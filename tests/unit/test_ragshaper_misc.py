@@ -7,9 +7,9 @@ import pytest
 from test_ragshaper_support import main_retriever
 
 from agentrag.errors import UserError
+from agentrag.synth.ragshaper.components import read_seeds, seed_id
 from agentrag.synth.ragshaper.config import DistractorConfig, RagShaperConfig
 from agentrag.synth.ragshaper.distractors import write_distractors
-from agentrag.synth.ragshaper.pipeline import read_seeds, seed_id
 from agentrag.synth.ragshaper.tree import InfoCurator
 from agentrag.testing import ScriptedLLM
 

@@ -3,12 +3,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_ragshaper_support import curator_llm, main_retriever, teacher_llm
+from test_ragshaper_support import ShaperRun, curator_llm, main_retriever, teacher_llm
 
 from agentrag.records import Passage, read_jsonl
 from agentrag.runs import RunDir
+from agentrag.synth.ragshaper.components import RagShaperComponents
 from agentrag.synth.ragshaper.config import RagShaperConfig
-from agentrag.synth.ragshaper.pipeline import RagShaperComponents, RagShaperPipeline
 from agentrag.synth.ragshaper.schema import QARecord
 from agentrag.testing import FakeRetriever, ScriptedLLM
 
@@ -36,13 +36,13 @@ def _lines(path: Path) -> list[dict[str, object]]:
 
 def test_whole_pipeline_on_fakes(tmp_path: Path) -> None:
     run = RunDir(tmp_path / "run")
-    metrics = RagShaperPipeline(run, _cfg(), _components()).run(["Ada Varn", "Ott Brem"])
+    metrics = ShaperRun(run, _cfg(), _components()).run(["Ada Varn", "Ott Brem"])
     funnel = {row["stage"]: row for row in metrics["funnel"]}
-    assert funnel["trees (explore)"]["out"] == 2
-    assert funnel["paths (Eq. 5)"]["out"] >= 2
-    assert funnel["QA (Eq. 6)"]["out"] == funnel["paths (Eq. 5)"]["out"]  # the fake writes valid pairs
-    n_traj = funnel["trajectories (Eq. 7-8)"]["out"]
-    assert n_traj == funnel["QA (Eq. 6)"]["out"] and funnel["filter F1 > threshold"]["out"] == n_traj
+    assert funnel["explore"]["out"] == 2
+    assert funnel["paths"]["out"] >= 2
+    assert funnel["qa"]["out"] == funnel["paths"]["out"]  # the fake writes valid pairs
+    n_traj = funnel["elicit"]["out"]
+    assert n_traj == funnel["qa"]["out"] and funnel["filter"]["out"] == n_traj
     # Eq. 8: step 1 always reads K~, so every trajectory met distractors, recorded with their type
     trajs = _lines(tmp_path / "run" / "trajectories.jsonl")
     for t in trajs:
@@ -69,7 +69,7 @@ def test_whole_pipeline_on_fakes(tmp_path: Path) -> None:
 
 
 def test_no_distractors_ablation(tmp_path: Path) -> None:
-    metrics = RagShaperPipeline(RunDir(tmp_path / "r"), _cfg(no_distractors=True), _components()).run(["Ada Varn"])
+    metrics = ShaperRun(RunDir(tmp_path / "r"), _cfg(no_distractors=True), _components()).run(["Ada Varn"])
     assert metrics["ablation_no_distractors"] is True
     assert metrics["distractors"]["created"] == {} and metrics["distractors"]["met_documents"] == {}
     assert (tmp_path / "r" / "distractors.jsonl").read_text() == ""
@@ -81,19 +81,19 @@ def test_failures_become_flagged_records_not_crashes(tmp_path: Path) -> None:
     comps = _components(curator=ScriptedLLM(default="I will not answer in JSON"))
     cfg = _cfg()
     cfg.curator.p_branch = 0.0
-    metrics = RagShaperPipeline(RunDir(tmp_path / "r"), cfg, comps).run(["Ada Varn"])
+    metrics = ShaperRun(RunDir(tmp_path / "r"), cfg, comps).run(["Ada Varn"])
     funnel = {row["stage"]: row for row in metrics["funnel"]}
-    assert funnel["trees (explore)"]["notes"]["node_errors"] == {"parse_error": 1}
+    assert metrics["funnel_notes"]["explore"]["node_errors"] == {"parse_error": 1}
     qa = _lines(tmp_path / "r" / "qa.jsonl")
     assert len(qa) == 1 and qa[0]["status"] == "rejected" and qa[0]["reason"].startswith("schema_failure")
-    assert funnel["QA (Eq. 6)"]["rejected"] == {"schema_failure": 1}
-    assert funnel["trajectories (Eq. 7-8)"]["out"] == 0
+    assert funnel["qa"]["rejected"] == {"schema_failure": 1}
+    assert funnel["elicit"]["out"] == 0
 
 
 def test_rerun_skips_finished_work(tmp_path: Path) -> None:
     cfg = _cfg()
-    RagShaperPipeline(RunDir(tmp_path / "r"), cfg, _components()).run(["Ada Varn"])
+    ShaperRun(RunDir(tmp_path / "r"), cfg, _components()).run(["Ada Varn"])
     comps = _components(curator=ScriptedLLM(), teacher=ScriptedLLM(), tagger=ScriptedLLM())  # any call would fail
-    metrics = RagShaperPipeline(RunDir(tmp_path / "r"), cfg, comps).run(["Ada Varn"])
+    metrics = ShaperRun(RunDir(tmp_path / "r"), cfg, comps).run(["Ada Varn"])
     assert comps.curator.calls == 0 and comps.teacher.calls == 0  # type: ignore[attr-defined]
-    assert {row["stage"]: row["out"] for row in metrics["funnel"]}["trees (explore)"] == 1
+    assert {row["stage"]: row["out"] for row in metrics["funnel"]}["explore"] == 1

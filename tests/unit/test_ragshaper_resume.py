@@ -20,9 +20,9 @@ SCRIPT = textwrap.dedent('''
     from agentrag.llm.cache import CachedLLM
     from agentrag.runs import RunDir
     from agentrag.synth.ragshaper.config import RagShaperConfig
-    from agentrag.synth.ragshaper.pipeline import RagShaperComponents, RagShaperPipeline
+    from agentrag.synth.ragshaper.components import RagShaperComponents
     from agentrag.testing import FakeRetriever
-    from test_ragshaper_support import curator_llm, main_retriever, teacher_llm
+    from test_ragshaper_support import ShaperRun, curator_llm, main_retriever, teacher_llm
 
     out, delay = Path(sys.argv[1]), float(sys.argv[2])
     lock = threading.Lock()
@@ -47,7 +47,7 @@ SCRIPT = textwrap.dedent('''
                        main_kb=main_retriever(),
                        distractor_kb=lambda ps: FakeRetriever(ps, kb="distractor"),
                        tagger=CachedLLM(Counting(curator_llm()), cache))
-    RagShaperPipeline(RunDir(out), cfg, comps).run(["Ada Varn", "Ott Brem", "Lysa", "Orn bridge"])
+    ShaperRun(RunDir(out), cfg, comps).run(["Ada Varn", "Ott Brem", "Lysa", "Orn bridge"])
 ''')
 
 STAGES = ["seeds", "trees", "distractors", "paths", "qa", "trajectories", "filter", "tags"]

@@ -53,10 +53,10 @@ def test_cli_and_python_api_write_the_same_metrics(tmp_path: Path, fakes) -> Non
     cli = json.loads((cli_out / "metrics.json").read_text())
     api = json.loads((api_out / "metrics.json").read_text())
     assert json.loads(json.dumps(returned, default=str)) == api
-    assert set(cli) == set(api) and "llm_calls" in api
-    assert set(api["llm_calls"]) == {"curator+tagger", "teacher"}
-    assert api["llm_calls"]["teacher"]["misses"] > 0
-    for key in ("funnel", "tool_calls", "distractors", "tags", "llm_calls"):
+    assert set(cli) == set(api) and "llm" in api and "llm_calls" not in api
+    assert set(api["llm"]) == {"curator+tagger", "teacher"}
+    assert api["llm"]["teacher"]["misses"] > 0
+    for key in ("funnel", "tool_calls", "distractors", "tags", "llm"):
         assert cli[key] == api[key], key
     assert (cli_out / "config.yaml").read_text() == (api_out / "config.yaml").read_text()
     # one backend per distinct reference, each behind the run's own response cache
@@ -84,11 +84,11 @@ def test_cli_preset_with_executor_options_exits_3_on_an_outage_and_a_rerun_finis
     res = runner.invoke(app, argv)
     assert res.exit_code == 3, res.output
     first = json.loads((out / "metrics.json").read_text())
-    assert first["unfinished"].get("elicit", 0) > 0
+    assert first["unfinished_by_stage"].get("elicit", 0) == first["unfinished"] > 0
     assert not (out / "trajectories.jsonl").exists() or not (out / "trajectories.jsonl").read_text().strip()
     down["teacher"] = False
     res = runner.invoke(app, argv)
     assert res.exit_code == 0, res.output
     again = json.loads((out / "metrics.json").read_text())
-    assert again["unfinished"] == {}
-    assert len((out / "trajectories.jsonl").read_text().splitlines()) == first["unfinished"]["elicit"]
+    assert again["unfinished"] == 0
+    assert len((out / "trajectories.jsonl").read_text().splitlines()) == first["unfinished_by_stage"]["elicit"]

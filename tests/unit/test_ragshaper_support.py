@@ -93,3 +93,17 @@ def test_fake_world_is_deterministic() -> None:
         "properties": {"tool": {"enum": ["dense_retrieval", "write_distractor"]}}}}}
     assert curator_reply(msgs, response_format=rf) == curator_reply(msgs, response_format=rf)
     assert json.loads(curator_reply(msgs, response_format=rf))["tool"] == "dense_retrieval"
+
+
+class ShaperRun:
+    """``ShaperRun(run_dir, cfg, comps).run(entities)``: a whole RAGShaper run through the driver
+    (:func:`run_ragshaper` with the components and seeds given as objects); returns the metrics."""
+
+    def __init__(self, run: Any, cfg: Any, comps: Any, executor: Any = None) -> None:
+        self.out = getattr(run, "path", run)
+        self.cfg, self.comps, self.executor = cfg, comps, executor
+
+    def run(self, entities: list[str]) -> dict[str, Any]:
+        from agentrag.synth.ragshaper import run_ragshaper
+
+        return run_ragshaper(self.cfg, self.out, executor=self.executor, seeds=entities, components=self.comps)

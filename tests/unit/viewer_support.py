@@ -54,16 +54,16 @@ def eval_run(out: Path, n: int = 6) -> Path:
 
 
 def ragshaper_run(out: Path) -> Path:
-    from test_ragshaper_support import curator_llm, main_retriever, teacher_llm
+    from test_ragshaper_support import ShaperRun, curator_llm, main_retriever, teacher_llm
 
+    from agentrag.synth.ragshaper.components import RagShaperComponents
     from agentrag.synth.ragshaper.config import RagShaperConfig
-    from agentrag.synth.ragshaper.pipeline import RagShaperComponents, RagShaperPipeline
 
     cfg = RagShaperConfig()
     cfg.curator.max_depth = 4
     comps = RagShaperComponents(curator=curator_llm(), teacher=teacher_llm(), main_kb=main_retriever(),
                                 distractor_kb=lambda ps: FakeRetriever(ps, kb="distractor"), tagger=curator_llm())
-    RagShaperPipeline(RunDir(out), cfg, comps).run(["Ada Varn", "Ott Brem"])
+    ShaperRun(RunDir(out), cfg, comps).run(["Ada Varn", "Ott Brem"])
     return out
 
 

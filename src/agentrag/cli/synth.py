@@ -16,8 +16,8 @@ from agentrag.cli.common import (
     SetOpt,
     WorkersOpt,
     console,
-    err_console,
     executor_from_options,
+    exit_if_unfinished,
     resolve_config,
     stage_progress,
     user_errors,
@@ -55,9 +55,15 @@ def ragshaper(
     Writes OUT/{seeds,trees,distractors,paths,qa,trajectories,filter,tags}.jsonl, OUT/distractor_kb
     (K~), OUT/sft/ (TRL conversational + LLaMA-Factory sharegpt with dataset_info.json),
     OUT/metrics.json and OUT/report.md (funnel, tool calls, distractor types, behaviour tags).
-    Rerunning the same command resumes; LLM calls are cached in OUT/llm_cache.sqlite. Items hit
-    by an outage (LLM or retrieval unreachable after retries) or a lost Ray worker stay
-    unfinished: the command then exits with status 3 and a rerun redoes them. With
+    Rerunning the same command resumes; LLM calls are cached in OUT/llm_cache.sqlite.
+
+    Exit codes: 0 every item finished; 3 items left unfinished by an outage (LLM or retrieval
+    unreachable after retries, a reply that is not a valid completion) or a lost Ray worker:
+    nothing is written for them, rerun the same command to finish them; 2 bad input or
+    configuration (a 401/403/404 from an endpoint, an unknown model: the run stops at once and
+    writes nothing as finished); 1 an item hit a bug (traceback in the log; it stays
+    unfinished). Model output that fails parsing or validation, or a request over the model's
+    context window, is a flagged record (a rejection with its reason), not a failure. With
     --executor ray, seeds, paths, questions and trajectories run on Ray worker processes that
     rebuild the LLMs and load K from this config; this process writes every record.
 
@@ -76,17 +82,19 @@ def ragshaper(
                 stage_progress() as progress:
             metrics = run_ragshaper(cfg, out, progress=progress, executor=ex)
         _summary(metrics, out)
-    if metrics.get("unfinished"):
-        err_console.print(f"unfinished after an outage: {metrics['unfinished']}; rerun the same command to redo "
-                          "them", style="yellow", markup=False)
-        raise typer.Exit(3)
+    exit_if_unfinished(int(metrics["unfinished"]))
 
 
 def _summary(metrics: dict[str, Any], path: Path) -> None:
-    for row in metrics["funnel"]:
-        rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
-        console.print(f"  {row['stage']:<40} {row['in']:>5} -> {row['out']:<5} {rej}")
-    for name, st in metrics.get("llm_calls", {}).items():
+    """The funnel and the LLM usage of the driver's typed metrics (``metrics.json``)."""
+    from agentrag.synth.driver import SynthMetrics
+
+    m = SynthMetrics.model_validate({k: v for k, v in metrics.items() if k in SynthMetrics.model_fields})
+    for row in m.funnel:
+        rej = ", ".join(f"{k}: {v}" for k, v in row.rejected.items())
+        left = f"  unfinished: {row.unfinished}" if row.unfinished else ""
+        console.print(f"  {row.stage:<12} {row.n_in:>5} -> {row.out:<5} {rej}{left}")
+    for name, st in m.llm.items():
         console.print(f"  LLM {name}: {st}")
     console.print(f"report: {path / 'report.md'}   metrics: {path / 'metrics.json'}")
 

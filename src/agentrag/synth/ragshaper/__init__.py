@@ -2,11 +2,12 @@
 selection, QA synthesis, behavior elicitation under constrained navigation, F1 filtering, SFT
 export and the run analyses. See docs/ragshaper.md."""
 
+from agentrag.synth.ragshaper.components import RagShaperComponents
 from agentrag.synth.ragshaper.config import DISTRACTOR_TYPES, RagShaperConfig, RagShaperRunConfig
 from agentrag.synth.ragshaper.paths import path_score, select_paths
-from agentrag.synth.ragshaper.pipeline import RagShaperComponents, RagShaperPipeline
-from agentrag.synth.ragshaper.run import run_ragshaper
+from agentrag.synth.ragshaper.pipeline import RagShaperPipeline
+from agentrag.synth.ragshaper.run import RagShaperSynth, run_ragshaper
 from agentrag.synth.ragshaper.tree import InfoCurator
 
 __all__ = ["RagShaperConfig", "DISTRACTOR_TYPES", "InfoCurator", "select_paths", "path_score",
-           "RagShaperPipeline", "RagShaperComponents", "RagShaperRunConfig", "run_ragshaper"]
+           "RagShaperPipeline", "RagShaperComponents", "RagShaperRunConfig", "RagShaperSynth", "run_ragshaper"]

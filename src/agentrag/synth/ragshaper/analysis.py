@@ -5,12 +5,16 @@ LLM tagger (Fig. 4 left)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
 
 from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance, Trajectory
-from agentrag.synth.common import call_json
+from agentrag.synth.common import call_json, reason_counts
+from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.synth.ragshaper.schema import (
     DistractorDoc,
     FilterRecord,
@@ -36,51 +40,85 @@ TAGGER_SYSTEM = (
     "Reply with JSON: {\"tag\": ..., \"rationale\": one sentence}.")
 
 
-def funnel(seeds: int, trees: list[InfoTree], distractors: list[DistractorDoc], paths: list[PathRecord],
-           qas: list[QARecord], trajs: list[Trajectory], filters: list[FilterRecord], *,
-           unfinished: dict[str, int] | None = None, export: dict[str, Any] | None = None,
-           tags: list[TagRecord] | None = None) -> list[dict[str, Any]]:
-    """One row per stage: how many records went in and came out, why the rest did not, and how
-    many were left unfinished by an outage (redone on rerun)."""
-    unfinished = unfinished or {}
-    def reasons(items: Sequence[str | None]) -> dict[str, int]:
-        return dict(Counter((r or "").split(":")[0] for r in items if r))
+@dataclass
+class RunRecords:
+    """Every record of a run's stages (read back once for the statistics)."""
 
-    ok_trees = [t for t in trees if t.status == "ok"]
-    accepted = [q for q in qas if q.status == "accepted"]
-    node_errors = [n.error for t in trees for n in t.nodes if n.error]
-    kept = sum(f.kept for f in filters)
+    seeds: int
+    trees: list[InfoTree]
+    distractors: list[DistractorDoc]
+    paths: list[PathRecord]
+    qas: list[QARecord]
+    trajs: list[Trajectory]
+    filters: list[FilterRecord]
+    tags: list[TagRecord] | None = None
+
+
+Counts = dict[str, tuple[int, int, Mapping[str, int]]]
+
+
+def stage_counts(r: RunRecords, export: dict[str, Any] | None = None) -> tuple[Counts, dict[str, dict[str, Any]]]:
+    """Per declared stage (see :class:`agentrag.synth.ragshaper.run.RagShaperSynth`): records in,
+    records out and rejections by reason; and the notes beside the funnel (per stage). The driver
+    adds the items each stage left unfinished."""
+    ok_trees = [t for t in r.trees if t.status == "ok"]
+    accepted = [q for q in r.qas if q.status == "accepted"]
+    node_errors = [n.error for t in r.trees for n in t.nodes if n.error]
+    flagged = [t for t in r.trajs if str(t.metadata.get("error") or "").startswith("context_limit")]
+    kept = sum(f.kept for f in r.filters)
     exp = export or {}
     malformed = int(exp.get("with_malformed_turns", 0))
-    rows = [
-        {"stage": "seeds", "in": seeds, "out": seeds, "rejected": {}},
-        {"stage": "trees (explore)", "in": seeds, "out": len(ok_trees),
-         "rejected": reasons([t.error for t in trees if t.status != "ok"]),
-         "notes": {"nodes": sum(len(t.nodes) for t in trees), "node_errors": reasons(node_errors),
-                   "repaired": repairs(trees)}},
-        {"stage": "distractor tool calls -> K~ documents", "in": sum(t.distractor_calls for t in trees),
-         "out": len(distractors), "rejected": reasons([e for e in node_errors if e.startswith("distractor_tool")])},
-        {"stage": "paths (Eq. 5)", "in": len(ok_trees), "out": len(paths), "rejected": {}},
-        {"stage": "QA (Eq. 6)", "in": len(paths), "out": len(accepted),
-         "rejected": reasons([q.reason for q in qas if q.status != "accepted"])},
-        {"stage": "trajectories (Eq. 7-8)", "in": len(accepted), "out": len(trajs),
-         "rejected": {}, "notes": {"finish_reason": dict(Counter(t.finish_reason for t in trajs))}},
-        {"stage": "filter F1 > threshold", "in": len(filters), "out": kept,
-         "rejected": {"f1_below_threshold": sum(not f.kept for f in filters)} if filters else {}},
-        {"stage": "SFT export (clean assistant turns)", "in": kept,
-         "out": int(exp.get("exported", 0)) if "exported" in exp else
-         (kept - malformed if exp.get("malformed_turns") == "reject" else kept),
-         "rejected": {"malformed_turns": malformed} if malformed and exp.get("malformed_turns") == "reject" else {},
-         "notes": {"policy": exp.get("malformed_turns", "reject"), "kept_with_malformed_turns": malformed}},
-    ]
-    if tags is not None:
-        rows.append({"stage": "behaviour tags (LLM)", "in": len(trajs), "out": sum(t.error is None for t in tags),
-                     "rejected": reasons([t.error for t in tags if t.error])})
-    keys = {"trees (explore)": "explore", "QA (Eq. 6)": "qa", "trajectories (Eq. 7-8)": "elicit",
-            "behaviour tags (LLM)": "tag"}
-    for row in rows:
-        row["unfinished"] = unfinished.get(keys.get(str(row["stage"]), ""), 0)
-    return rows
+    reject = exp.get("malformed_turns") == "reject"
+    counts: Counts = {
+        "explore": (r.seeds, len(ok_trees), reason_counts(t.error for t in r.trees if t.status != "ok")),
+        "distractors": (sum(t.distractor_calls for t in r.trees), len(r.distractors),
+                        reason_counts(e for e in node_errors if e.startswith("distractor_tool"))),
+        "paths": (len(ok_trees), len(r.paths), {}),
+        "qa": (len(r.paths), len(accepted), reason_counts(q.reason for q in r.qas if q.status != "accepted")),
+        "elicit": (len(accepted), len(r.trajs) - len(flagged),
+                   reason_counts(str(t.metadata["error"]) for t in flagged)),
+        "filter": (len(r.filters), kept,
+                   {"f1_below_threshold": len(r.filters) - kept} if len(r.filters) > kept else {}),
+        "export": (kept, int(exp["exported"]) if "exported" in exp else (kept - malformed if reject else kept),
+                   {"malformed_turns": malformed} if malformed and reject else {}),
+    }
+    if r.tags is not None:
+        counts["tag"] = (len(r.trajs), sum(t.error is None for t in r.tags),
+                         reason_counts(t.error for t in r.tags if t.error))
+    notes: dict[str, dict[str, Any]] = {
+        "explore": {"nodes": sum(len(t.nodes) for t in r.trees), "node_errors": reason_counts(node_errors),
+                    "repaired": repairs(r.trees)},
+        "elicit": {"finish_reason": dict(Counter(t.finish_reason for t in r.trajs))},
+        "export": {"policy": exp.get("malformed_turns", "reject"), "kept_with_malformed_turns": malformed},
+    }
+    return counts, notes
+
+
+def details(r: RunRecords, cfg: RagShaperConfig, notes: dict[str, dict[str, Any]],
+            seed_source: str = "") -> dict[str, Any]:
+    """RAGShaper's own statistics, written beside the driver's keys in ``metrics.json``."""
+    per_seed: dict[str, float] = {t.seed: round(t.elapsed, 1) for t in r.trees}
+    seeds_by_id = {t.id: t.seed for t in r.trees}
+    for q in r.qas:
+        s = seeds_by_id.get(q.seed_id)
+        if s is not None:
+            per_seed[s] = round(per_seed.get(s, 0) + q.elapsed, 1)
+    for t in r.trajs:
+        s = seeds_by_id.get(str(t.metadata.get("seed_id")))
+        if s is not None:
+            per_seed[s] = round(per_seed.get(s, 0) + t.elapsed, 1)
+    tags = r.tags or []
+    return {
+        "ablation_no_distractors": not cfg.distractors.enabled, "seed_source": seed_source,
+        "funnel_notes": notes, "repaired": repairs(r.trees),
+        "tool_calls": tool_calls_distribution(r.trajs),
+        "distractors": distractor_stats(r.distractors, r.trajs, r.filters),
+        "seeds_meeting_distractor_quota": sum(
+            1 for t in r.trees if t.distractor_calls >= cfg.distractors.min_calls
+            and sum(d.seed_id == t.id for d in r.distractors) >= cfg.distractors.min_docs),
+        "tags": dict(Counter(t.tag for t in tags)), "tags_rule": dict(Counter(t.rule_tag for t in tags)),
+        "seconds_per_seed": per_seed,
+    }
 
 
 def repairs(trees: list[InfoTree]) -> dict[str, int]:
@@ -147,41 +185,54 @@ def rule_tag(traj: Trajectory, filt: FilterRecord) -> str:
     return "handling_success" if traj.metadata.get("distractors_met") else "retrieval_success"
 
 
+class BehaviourTag(BaseModel):
+    """The tagger's reply: one label of :data:`TAGS` and a one-sentence rationale."""
+
+    tag: Literal["handling_success", "direct_answer", "fallback_success", "failure"]
+    rationale: str = Field(default="", max_length=200)
+
+
 def tag_behaviour(llm: LLM | None, traj: Trajectory, filt: FilterRecord, seed: int = 0) -> TagRecord:
     """The LLM tagger's label (one of :data:`TAGS`) for any trajectory, kept or dropped, with the
-    rule-based label beside it. A model failure is recorded in ``error``; an outage raises."""
+    rule-based label beside it. Output that is not a valid tag (or a request over the context
+    window) is recorded in ``error``; every other LLM failure raises (the failure policy)."""
     rule = rule_tag(traj, filt)
     if llm is None:
         return TagRecord(id=traj.id, tag="untagged", rule_tag=rule, error="no tagger LLM",
                          provenance=Provenance(stage="tag", model="none"))
-    schema = {"type": "object", "properties": {"tag": {"type": "string", "enum": list(TAGS)},
-                                               "rationale": {"type": "string", "maxLength": 200}},
-              "required": ["tag", "rationale"]}
     messages = [Message(role="system", content=TAGGER_SYSTEM), Message(role="user", content=render_for_tagger(traj))]
-    obj, prov, err = call_json(llm, messages, schema, name="behaviour_tag", stage="tag", max_tokens=128,
-                               temperature=0.0, seed=seed, raise_retryable=True)
-    tag = str((obj or {}).get("tag") or "")
-    if err or tag not in TAGS:
-        return TagRecord(id=traj.id, tag="untagged", rule_tag=rule, error=err or f"invalid tag {tag!r}",
-                         provenance=prov)
-    return TagRecord(id=traj.id, tag=tag, rule_tag=rule, rationale=str((obj or {}).get("rationale") or ""),
-                     provenance=prov)
+    obj, prov, err = call_json(llm, messages, BehaviourTag, name="behaviour_tag", stage="tag", max_tokens=128,
+                               temperature=0.0, seed=seed)
+    if obj is None:
+        return TagRecord(id=traj.id, tag="untagged", rule_tag=rule, error=err or "no output", provenance=prov)
+    return TagRecord(id=traj.id, tag=obj.tag, rule_tag=rule, rationale=obj.rationale, provenance=prov)
+
+
+def _llm_rows(llm: dict[str, dict[str, Any]]) -> list[list[Any]]:
+    keys = ("hits", "misses", "prompt_tokens", "completion_tokens")
+    return [[roles, st.get("inner_calls", st.get("calls", "-")), *(st.get(k, "-") for k in keys)]
+            for roles, st in llm.items()]
 
 
 def report_sections(metrics: dict[str, Any]) -> list[Any]:
-    """The run report as :class:`agentrag.report.Section` objects (Markdown + HTML)."""
+    """The run report as :class:`agentrag.render.Section` objects (Markdown + HTML), from the
+    driver's ``metrics.json`` (typed funnel and LLM block, RAGShaper's statistics beside them)."""
     from agentrag.render import Section, bar_chart_svg
 
-    funnel_rows = [[r["stage"], r["in"], r["out"], ", ".join(f"{k}: {v}" for k, v in r["rejected"].items()) or "-",
-                    r.get("unfinished", 0)] for r in metrics["funnel"]]
-    notes = "; ".join(f"{r['stage']}: {r['notes']}" for r in metrics["funnel"] if r.get("notes"))
+    funnel_rows = [[f"{r['stage']} ({r.get('input', '')} -> {r.get('output', '')})", r["in"], r["out"],
+                    ", ".join(f"{k}: {v}" for k, v in r["rejected"].items()) or "-", r.get("unfinished", 0)]
+                   for r in metrics["funnel"]]
+    notes = "; ".join(f"{k}: {v}" for k, v in metrics.get("funnel_notes", {}).items())
     tool_calls = {str(k): v for k, v in metrics["tool_calls"].items()}
     d = metrics["distractors"]
     types = sorted(set(d["created"]) | set(d["met_documents"]))
+    unfinished = metrics.get("unfinished", 0)
     return [
-        Section(title="Funnel", text=notes, headers=["stage", "in", "out", "rejected (reason: count)",
-                                                      "unfinished (outage)"],
-                rows=funnel_rows),
+        Section(title="Funnel", text=notes + (f"; unfinished (outage, lost worker or bug; rerun to finish): "
+                                              f"{metrics.get('unfinished_by_stage')}" if unfinished else ""),
+                headers=["stage", "in", "out", "rejected (reason: count)", "unfinished"], rows=funnel_rows),
+        Section(title="LLM usage", headers=["roles", "backend calls", "cache hits", "cache misses", "prompt tokens",
+                                            "completion tokens"], rows=_llm_rows(metrics.get("llm", {}))),
         Section(title="Tool calls per trajectory", headers=["tool calls", "trajectories"],
                 rows=[[k, v] for k, v in tool_calls.items()],
                 svg=bar_chart_svg(tool_calls, x_label="tool calls", y_label="trajectories") if tool_calls else "",
@@ -200,9 +251,9 @@ def report_sections(metrics: dict[str, Any]) -> list[Any]:
                 caption="cf. the paper's Fig. 4 (left); every trajectory, kept and dropped"),
         Section(title="Timing and export",
                 text=(f"wall time per seed (exploration + QA + elicitation, s): {metrics.get('seconds_per_seed', {})}; "
-                      f"total wall time: {metrics.get('elapsed', 0)} s; export: {metrics.get('export')}")),
+                      f"total wall time: {metrics.get('wall_s', 0)} s; export: {metrics.get('export')}")),
     ]
 
 
-__all__ = ["funnel", "tool_calls_distribution", "distractor_stats", "tag_behaviour", "render_for_tagger",
-           "report_sections", "TAGS", "SUCCESS_TAGS", "rule_tag", "repairs"]
+__all__ = ["RunRecords", "stage_counts", "details", "tool_calls_distribution", "distractor_stats", "tag_behaviour",
+           "render_for_tagger", "report_sections", "TAGS", "SUCCESS_TAGS", "rule_tag", "repairs", "BehaviourTag"]

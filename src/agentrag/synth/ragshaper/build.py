@@ -1,4 +1,5 @@
-"""Rebuild RAGShaper's components inside a worker process (the Ray executor).
+"""Build RAGShaper's components from plain references: in the driver and inside a worker process
+(the Ray executor) alike.
 
 :class:`ComponentsBuilder` is plain data (LLM references, KB directory, run directory), so it
 pickles to Ray workers, where it resolves the LLMs (an OpenAI-compatible endpoint is shared; the
@@ -8,13 +9,28 @@ driver built. Workers use the run's LLM cache (WAL SQLite; see :mod:`agentrag.ev
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentrag.records import Passage
+from agentrag.synth.ragshaper.components import RagShaperComponents
 from agentrag.synth.ragshaper.config import RagShaperRunConfig
-from agentrag.synth.ragshaper.pipeline import RagShaperComponents
+
+
+def distractor_kb_factory(main_kb: Any, directory: Path) -> Callable[[list[Passage]], Any]:
+    """Builds K~ with the main KB's embedder (rebuilt from distractors.jsonl on every run, so
+    resume never duplicates it)."""
+
+    def build(passages: list[Passage]) -> Any:
+        from agentrag.kb import KnowledgeBase
+
+        config = main_kb.config.model_copy(update={"name": "distractor", "method": "dense"})
+        return KnowledgeBase.build(passages, directory, config, embedder=main_kb.embedder, overwrite=True,
+                                   progress=False)
+
+    return build
 
 
 @dataclass
@@ -27,6 +43,11 @@ class OpenDistractorKB:
         from agentrag.kb import KnowledgeBase
 
         return KnowledgeBase.load(self.directory)
+
+
+def role_refs(llm: str, teacher: str | None, tagger: str | None) -> dict[str, str]:
+    """``{role: LLM reference}``: the teacher and the tagger default to the curator's LLM."""
+    return {"curator": llm, "teacher": teacher or llm, "tagger": tagger or llm}
 
 
 @dataclass
@@ -46,18 +67,23 @@ class ComponentsBuilder:
     def open_distractor_kb(self) -> OpenDistractorKB:
         return OpenDistractorKB(str(Path(self.run_dir) / "distractor_kb"))
 
-    def __call__(self) -> RagShaperComponents:
-        from agentrag.kb import KnowledgeBase
-        from agentrag.synth.ragshaper.run import distractor_kb_factory
+    def __call__(self, main_kb: Any = None, llms: dict[str, Any] | None = None) -> RagShaperComponents:
+        """The components; ``main_kb`` and ``llms`` (objects a Python caller passed, by role)
+        replace what the references would resolve to."""
         from agentrag.synth.worker import resolve_role_llms
 
-        main_kb = KnowledgeBase.load(self.kb)
-        llms = resolve_role_llms({"curator": self.llm, "teacher": self.teacher or self.llm,
-                                  "tagger": self.tagger or self.llm}, self.run_dir)
-        return RagShaperComponents(curator=llms["curator"], teacher=llms["teacher"], main_kb=main_kb,
-                                   tagger=llms["tagger"],
+        if main_kb is None:
+            from agentrag.kb import KnowledgeBase
+
+            main_kb = KnowledgeBase.load(self.kb)
+        given = llms or {}
+        refs = {role: ref for role, ref in role_refs(self.llm, self.teacher, self.tagger).items()
+                if given.get(role) is None}
+        resolved = {**resolve_role_llms(refs, self.run_dir), **{k: v for k, v in given.items() if v is not None}}
+        return RagShaperComponents(curator=resolved["curator"], teacher=resolved["teacher"], main_kb=main_kb,
+                                   tagger=resolved.get("tagger"),
                                    distractor_kb=distractor_kb_factory(main_kb, Path(self.run_dir) / "distractor_kb"),
                                    rebuild=self, open_distractor_kb=self.open_distractor_kb())
 
 
-__all__ = ["ComponentsBuilder", "OpenDistractorKB"]
+__all__ = ["ComponentsBuilder", "OpenDistractorKB", "distractor_kb_factory", "role_refs"]

@@ -3,8 +3,10 @@ that are confusable with the fact yet can be told apart from it by a careful rea
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance
@@ -42,14 +44,30 @@ SYSTEM = (
     "web-style paragraph (2-4 sentences) with a title. Answer with JSON only.")
 
 
-def distractor_schema(n: int) -> dict[str, Any]:
-    # bounded strings keep grammar-constrained output inside a small token budget
-    doc = {"type": "object", "properties": {"title": {"type": "string", "maxLength": 80},
-                                            "text": {"type": "string", "maxLength": 600}},
-           "required": ["title", "text"]}
-    return {"type": "object", "properties": {"documents": {"type": "array", "items": doc,
-                                                           "minItems": n, "maxItems": n}},
-            "required": ["documents"]}
+class DocText(BaseModel):
+    """One distractor document (bounded so constrained output stays inside a small token budget)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    title: str = Field(default="", max_length=80)
+    text: str = Field(max_length=600)
+
+
+class DistractorDocuments(BaseModel):
+    """The tool's reply: ``docs_per_call`` documents (the count is in the schema of
+    :func:`distractor_model`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    documents: list[DocText] = Field(min_length=1, max_length=5)
+
+
+@functools.lru_cache(maxsize=8)
+def distractor_model(n: int) -> type[DistractorDocuments]:
+    """:class:`DistractorDocuments` asking for exactly ``n`` documents."""
+    return create_model("DistractorDocuments", __base__=DistractorDocuments,
+                        documents=(list[DocText], Field(min_length=1, max_length=5,
+                                                        json_schema_extra={"minItems": n, "maxItems": n})))
 
 
 def write_distractors(llm: LLM, *, original_fact: str, seed: str, distractor_type: str, guideline: str,
@@ -66,21 +84,16 @@ def write_distractors(llm: LLM, *, original_fact: str, seed: str, distractor_typ
             f"Write {n} distractor document(s) of this type as "
             '{"documents": [{"title": "...", "text": "..."}]}.')
     messages = [Message(role="system", content=SYSTEM), Message(role="user", content=user)]
-    obj, prov, err = call_json(llm, messages, distractor_schema(n), name="distractor_documents",
+    obj, prov, err = call_json(llm, messages, distractor_model(n), name="distractor_documents",
                                stage="distractor", max_tokens=cfg.max_tokens, temperature=cfg.temperature,
-                               seed=seed_value, raise_retryable=True)
-    if err is not None or obj is None:
-        return [], prov, err or "no output"
-    raw_docs = obj.get("documents")
-    if not isinstance(raw_docs, list) or not raw_docs:
-        return [], prov, "schema_failure: 'documents' missing or empty"
+                               seed=seed_value)
+    if obj is None:
+        err = err or "no output"
+        return [], prov, f"schema_failure: {err}" if err.startswith("parse_error") else err
     docs: list[DistractorDoc] = []
     fact_norm = " ".join(original_fact.lower().split())
-    for j, d in enumerate(raw_docs[:n]):
-        if not isinstance(d, dict):
-            continue
-        text = str(d.get("text") or "").strip()
-        title = str(d.get("title") or "").strip()
+    for j, d in enumerate(obj.documents[:n]):
+        text, title = d.text.strip(), d.title.strip()
         norm = " ".join(text.lower().split())
         if not text or norm == fact_norm or any(" ".join(d.text.lower().split()) == norm for d in docs):
             log.debug("distractor %s.%s.d%d dropped: empty, a copy of the fact or a duplicate", seed_id, node_id, j)
@@ -94,4 +107,4 @@ def write_distractors(llm: LLM, *, original_fact: str, seed: str, distractor_typ
     return docs, prov, None
 
 
-__all__ = ["TYPE_GUIDE", "distractor_schema", "write_distractors"]
+__all__ = ["TYPE_GUIDE", "DocText", "DistractorDocuments", "distractor_model", "write_distractors"]

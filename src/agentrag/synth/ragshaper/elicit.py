@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from agentrag.errors import LLMError, RetrievalError, RunError
+from agentrag.errors import ContextLimitError, LLMError, RetrievalError, RunError
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM, Completion
 from agentrag.records import Hit, Message, QAItem, Trajectory
@@ -47,17 +47,22 @@ def default_agent_factory(llm: LLM, policy: Any, cfg: ElicitConfig, seed: int | 
 
 
 class OutageWatch:
-    """Remembers the first outage (retryable LLMError / RetrievalError) that passed through the
-    teacher's LLM or retrievers. The agent turns such errors into a ``llm_error`` ending or an
-    error observation; :func:`elicit` re-raises it instead, so the question stays unfinished."""
+    """Remembers the first LLM or retrieval failure that passed through the teacher's LLM or
+    retrievers. The agent turns such errors into a ``llm_error`` ending or an error observation;
+    :func:`elicit` re-raises it instead, so the failure policy decides (an outage leaves the
+    question unfinished, a 401/404 stops the run). A request over the model's context window is
+    data: it is remembered apart (``context``) and the trajectory is flagged ``context_limit``."""
 
     def __init__(self) -> None:
         self.error: RunError | None = None
+        self.context: ContextLimitError | None = None
         self._lock = threading.Lock()
 
     def note(self, exc: RunError) -> None:
-        if exc.is_retryable:
-            with self._lock:
+        with self._lock:
+            if isinstance(exc, ContextLimitError):
+                self.context = self.context or exc
+            else:
                 self.error = self.error or exc
 
 
@@ -82,7 +87,7 @@ class _WatchedLLM:
 class MethodRetriever:
     """A retriever whose searches use one method (e.g. ``dense``, as the paper's tool) when the
     underlying retriever takes a ``method`` argument (a KnowledgeBase); otherwise passes through.
-    With a ``watch``, a retryable RetrievalError is noted there before it propagates."""
+    With a ``watch``, a RetrievalError is noted there before it propagates."""
 
     def __init__(self, inner: Retriever, method: str | None, watch: OutageWatch | None = None) -> None:
         self.inner = inner
@@ -132,8 +137,10 @@ def distractor_hits(traj: Trajectory, types_by_id: dict[str, str]) -> list[dict[
 def elicit(qa: QARecord, teacher: LLM, main: Retriever, distractor: Retriever | None, cfg: ElicitConfig,
            *, seed: int, types_by_id: dict[str, str], agent_factory: AgentFactory | None = None) -> Trajectory:
     """Run the teacher on ``qa``; the returned trajectory carries the K~ documents it met.
-    Raises the outage (retryable LLMError / RetrievalError) if one hit the teacher's LLM or
-    retrieval, so the question is redone on rerun instead of yielding a broken trajectory."""
+    Re-raises an LLM or retrieval failure that hit the teacher (an outage: the question is redone
+    on rerun; a 401/404: the run stops) instead of yielding a broken trajectory. A request over the
+    teacher's context window ends the trajectory with ``finish_reason="llm_error"`` flagged
+    ``metadata["error"] = "context_limit: ..."``."""
     rng = random.Random(f"{seed}:{qa.id}")
     watch = OutageWatch()
     policy = navigation_policy(main, distractor, cfg, rng, watch)
@@ -145,6 +152,8 @@ def elicit(qa: QARecord, teacher: LLM, main: Retriever, distractor: Retriever | 
         raise watch.error
     met = distractor_hits(traj, types_by_id)
     meta = dict(traj.metadata)
+    if watch.context is not None and traj.finish_reason == "llm_error":
+        meta["error"] = f"context_limit: {watch.context}"  # a flagged record (data), not an outage
     meta.update({
         "qa_id": qa.id, "seed_id": qa.seed_id, "gold_answer": qa.answer,
         "distractors_met": met,

@@ -64,7 +64,7 @@ def ground_steps(steps: list[dict[str, Any]], docs: list[DocRef], threshold: flo
                 if score > best:
                     best_id, best = d.id, score
         grounded = best_id is not None and best >= threshold
-        out.append({"hop": step.get("hop", i), "doc_id": best_id if grounded else None,
+        out.append({"hop": step.get("hop") or i, "doc_id": best_id if grounded else None,
                     "containment": round(best, 3)})
     return out
 

@@ -9,15 +9,20 @@ than ``min_hops`` hops grounded in the path's documents (see :mod:`.grounding`).
 
 from __future__ import annotations
 
+import json
 import re
 import string
 import time
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentrag.errors import ParseError
 from agentrag.llm.base import LLM
+from agentrag.llm.structured import validate_structured
 from agentrag.records import Message
 from agentrag.synth.common import call_json
-from agentrag.synth.ragshaper.config import DISTRACTOR_TYPES, QAConfig
+from agentrag.synth.ragshaper.config import QAConfig
 from agentrag.synth.ragshaper.grounding import (
     answer_span_in_question,
     ground_steps,
@@ -43,23 +48,37 @@ SYSTEM = (
     "misleading claim, how to disambiguate it, and the distracting text). Reply with JSON only.")
 
 
-def qa_schema(max_hops: int = 6) -> dict[str, Any]:
-    """The Eq. 6 output schema; strings and lists are bounded so constrained decoding terminates."""
-    def text(n: int) -> dict[str, Any]:
-        return {"type": "string", "maxLength": n}
+class ReasoningStep(BaseModel):
+    """One hop of the chain: the fact, the evidence quoted from a path document, its output."""
 
-    step = {"type": "object", "properties": {"hop": {"type": "integer"}, "fact": text(200),
-                                             "evidence": text(240), "output": text(80)},
-            "required": ["hop", "fact", "evidence", "output"]}
-    neg = {"type": "object", "properties": {"dimension": {"type": "string", "enum": list(DISTRACTOR_TYPES)},
-                                            "misleading_claim": text(200), "disambiguation": text(200),
-                                            "distraction_text": text(240)},
-           "required": ["dimension", "misleading_claim", "disambiguation", "distraction_text"]}
-    return {"type": "object",
-            "properties": {"question": text(300), "answer": text(120),
-                           "reasoning_steps": {"type": "array", "items": step, "maxItems": max_hops},
-                           "negative_aspect": {"type": "array", "items": neg, "maxItems": 3}},
-            "required": ["question", "answer", "reasoning_steps", "negative_aspect"]}
+    model_config = ConfigDict(extra="ignore")
+
+    hop: int | None = None
+    fact: str = Field(default="", max_length=200)
+    evidence: str = Field(default="", max_length=240)
+    output: str = Field(default="", max_length=80)
+
+
+class NegativeAspect(BaseModel):
+    """How one negative (distractor) document of the path can mislead, and how to tell it apart."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    dimension: Literal["doppelganger", "false_shortcut", "fragmented_puzzle", "subjective_fallacy"]
+    misleading_claim: str = Field(default="", max_length=200)
+    disambiguation: str = Field(default="", max_length=200)
+    distraction_text: str = Field(default="", max_length=240)
+
+
+class QAPair(BaseModel):
+    """The Eq. 6 output; strings and lists are bounded so constrained decoding terminates."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question: str = Field(max_length=300)
+    answer: str = Field(max_length=300)
+    reasoning_steps: list[ReasoningStep] = Field(max_length=6)
+    negative_aspect: list[NegativeAspect] = Field(default_factory=list, max_length=3)
 
 
 def render_for_qa(seed: str, nodes: list[TreeNode], max_chars: int = 500) -> str:
@@ -98,21 +117,24 @@ def sentence_count(text: str) -> int:
     return len([s for s in _SENTENCE_END.split(text.strip()) if s.strip()])
 
 
-def check_qa(obj: dict[str, Any] | None, cfg: QAConfig,
+def check_qa(obj: QAPair | dict[str, Any] | None, cfg: QAConfig,
              docs: list[DocRef] | None = None) -> tuple[str | None, list[dict[str, Any]]]:
-    """(rejection reason or None, per-step grounding) for a generated QA object. The hops are
-    counted against ``docs``, the documents of the path (none given: no hop is grounded)."""
+    """(rejection reason or None, per-step grounding) for a generated QA pair (a decoded object
+    is validated as :class:`QAPair` first). The hops are counted against ``docs``, the documents
+    of the path (none given: no hop is grounded)."""
     if obj is None:
         return "schema_failure: no JSON object", []
-    q, a, steps = obj.get("question"), obj.get("answer"), obj.get("reasoning_steps")
-    if not isinstance(q, str) or not q.strip():
+    if not isinstance(obj, QAPair):
+        try:
+            obj = validate_structured(obj, QAPair)
+        except ParseError as exc:
+            return f"schema_failure: {exc}", []
+    q, a = obj.question, obj.answer
+    if not q.strip():
         return "schema_failure: 'question' missing or empty", []
-    if not isinstance(a, str) or not a.strip():
+    if not a.strip():
         return "schema_failure: 'answer' missing or empty", []
-    if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
-        return "schema_failure: 'reasoning_steps' is not a list of objects", []
-    if not isinstance(obj.get("negative_aspect", []), list):
-        return "schema_failure: 'negative_aspect' is not a list", []
+    steps = [s.model_dump() for s in obj.reasoning_steps]
     if answer_in_question(q, a):
         return "answer_in_question", []
     span = answer_span_in_question(q, a)
@@ -130,32 +152,47 @@ def check_qa(obj: dict[str, Any] | None, cfg: QAConfig,
     return None, grounding
 
 
+def _cut_off(raw: str) -> bool:
+    """The output ends inside its JSON object (cut off at ``max_tokens``). ``call_json`` says so
+    itself when nothing parses; the tolerant parser may still find an inner object, which then
+    fails validation, so the cut is named here."""
+    start = raw.find("{")
+    if start < 0:
+        return False
+    try:
+        json.loads(raw[start:])
+    except json.JSONDecodeError as exc:
+        return exc.msg.startswith("Unterminated string") or exc.pos >= len(raw[start:].rstrip())
+    return False
+
+
 def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConfig,
                   seed: int = 0) -> QARecord:
-    """One QA record for ``path``: accepted, or rejected with the reason. Model failures never
-    raise; an outage (retryable LLMError) does, so the path stays unfinished."""
+    """One QA record for ``path``: accepted, or rejected with the reason (output that is not a
+    valid :class:`QAPair`, or a request over the context window, included). Every other LLM
+    failure raises (an outage leaves the path unfinished; a 401/404 stops the run)."""
     start = time.monotonic()
     messages = [Message(role="system", content=SYSTEM),
                 Message(role="user", content=render_for_qa(path.seed, nodes) +
                         "\n\nWrite the question-answer pair as JSON.")]
-    obj, prov, err = call_json(llm, messages, qa_schema(), name="qa_pair", stage="qa",
-                               max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=seed,
-                               raise_retryable=True)
+    obj, prov, err = call_json(llm, messages, QAPair, name="qa_pair", stage="qa",
+                               max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=seed)
     grounding: list[dict[str, Any]] = []
+    if err is not None and err.startswith("parse_error") and _cut_off(prov.raw_output or ""):
+        err = f"parse_error: output cut off at max_tokens={cfg.max_tokens} before the JSON object closed"
     reason = err
     if err is None:
         reason, grounding = check_qa(obj, cfg, [d for n in nodes for d in n.docs])
     if err is not None and err.startswith("parse_error"):
         reason = f"schema_failure: {err}"
-    o = obj or {}
     return QARecord(
         id=f"{path.id}-qa", path_id=path.id, seed_id=path.seed_id,
         status="rejected" if reason else "accepted", reason=reason,
-        question=str(o.get("question") or "").strip(), answer=str(o.get("answer") or "").strip(),
-        reasoning_steps=[s for s in o.get("reasoning_steps") or [] if isinstance(s, dict)],
-        negative_aspect=[s for s in o.get("negative_aspect") or [] if isinstance(s, dict)],
+        question=obj.question.strip() if obj else "", answer=obj.answer.strip() if obj else "",
+        reasoning_steps=[s.model_dump() for s in obj.reasoning_steps] if obj else [],
+        negative_aspect=[s.model_dump() for s in obj.negative_aspect] if obj else [],
         grounding=grounding,
         elapsed=time.monotonic() - start, provenance=prov)
 
 
-__all__ = ["qa_schema", "render_for_qa", "check_qa", "answer_in_question", "sentence_count", "synthesize_qa"]
+__all__ = ["QAPair", "ReasoningStep", "NegativeAspect", "render_for_qa", "check_qa", "answer_in_question", "sentence_count", "synthesize_qa"]

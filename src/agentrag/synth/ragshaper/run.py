@@ -1,82 +1,161 @@
-"""``run_ragshaper``: a whole RAGShaper run from its config, the one entry point of the CLI and the
-Python API. It checks every input before it writes anything (KB, seeds, LLM references), then
-opens the run directory, resolves the LLMs with the run's response cache, builds the components
-and runs the pipeline, which writes ``metrics.json`` once (with the LLM call statistics).
+"""RAGShaper declared for the synthesizer driver (:mod:`agentrag.synth.driver`), and
+``run_ragshaper``, the one entry point of the CLI and the Python API.
+
+:class:`RagShaperSynth` declares the stages once (the funnel of ``metrics.json`` and the report
+follow this declaration), checks every input before anything is written (KB, seeds, LLM
+references), builds the components with the recipe Ray workers use (:class:`.ComponentsBuilder`)
+and runs :class:`.RagShaperPipeline` over pending items.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agentrag.errors import UserError
 from agentrag.exec import Executor
-from agentrag.llm.base import LLM
-from agentrag.records import Passage
 from agentrag.runs import RunDir, check_out_dir
-from agentrag.synth.ragshaper.config import RagShaperRunConfig
-from agentrag.synth.ragshaper.pipeline import Progress, RagShaperComponents, RagShaperPipeline, read_seeds
+from agentrag.synth.common import Progress
+from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
+from agentrag.synth.ragshaper import analysis
+from agentrag.synth.ragshaper.build import ComponentsBuilder, role_refs
+from agentrag.synth.ragshaper.components import RagShaperComponents, read_seeds
+from agentrag.synth.ragshaper.config import RagShaperConfig, RagShaperRunConfig
+from agentrag.synth.ragshaper.pipeline import RagShaperPipeline
+
+#: objects a Python caller may pass instead of the config's references
+GIVEN = ("llm", "curator", "teacher", "tagger", "main_kb", "retriever", "distractor_kb", "agent_factory",
+         "seeds", "components")
 
 
-def distractor_kb_factory(main_kb: Any, directory: Path) -> Any:
-    """Builds K~ with the main KB's embedder (rebuilt from distractors.jsonl on every run, so
-    resume never duplicates it)."""
+@dataclass
+class RagShaperInputs:
+    """What :meth:`RagShaperSynth.check_inputs` found: the main KB (None when given as an object),
+    the seed entities and where they came from."""
 
-    def build(passages: list[Passage]) -> Any:
-        from agentrag.kb import KnowledgeBase
-
-        config = main_kb.config.model_copy(update={"name": "distractor", "method": "dense"})
-        return KnowledgeBase.build(passages, directory, config, embedder=main_kb.embedder, overwrite=True,
-                                   progress=False)
-
-    return build
+    main_kb: Any
+    entities: list[str]
+    source: str
 
 
-def _llm_refs(cfg: RagShaperRunConfig) -> dict[str, str]:
-    return {"curator": cfg.llm, "teacher": cfg.teacher or cfg.llm, "tagger": cfg.tagger or cfg.llm}
+def _given_llms(given: Mapping[str, Any]) -> dict[str, Any]:
+    """``{role: LLM object}`` from ``llm=`` (every role) and ``curator=``/``teacher=``/``tagger=``."""
+    out = {role: given.get("llm") for role in ("curator", "teacher", "tagger")}
+    out.update({role: given[role] for role in ("curator", "teacher", "tagger") if given.get(role) is not None})
+    return {k: v for k, v in out.items() if v is not None}
 
 
-def check_inputs(cfg: RagShaperRunConfig, out: str | os.PathLike[str]) -> tuple[Any, list[str], str]:
-    """Everything a run needs, checked before anything is written: (main KB, seed entities, source)."""
-    from agentrag.kb import KnowledgeBase
+def check_inputs(cfg: RagShaperRunConfig, out: str | os.PathLike[str],
+                 given: Mapping[str, Any] | None = None) -> RagShaperInputs:
+    """Everything a run needs, checked before anything is written. Objects in ``given`` replace
+    the references they stand for (see :func:`run_ragshaper`)."""
     from agentrag.llm.resolve import check_llm_ref
 
-    if not cfg.kb:
+    given = given or {}
+    unknown = sorted(set(given) - set(GIVEN))
+    if unknown:
+        raise UserError(f"run_ragshaper: unknown argument(s) {unknown}; objects it takes: {', '.join(GIVEN)}")
+    comps = given.get("components")
+    main_kb = comps.main_kb if comps is not None else given.get("main_kb", given.get("retriever"))
+    if main_kb is None and not cfg.kb:
         raise UserError("no knowledge base: pass --kb DIR (build one with `agentrag kb build`)")
-    if not cfg.seeds:
+    seeds = given.get("seeds")
+    if seeds is None and not cfg.seeds:
         raise UserError("no seeds: pass --seeds FILE (one entity a line) or --seeds N (sample N KB titles)")
     check_out_dir(out)
-    for ref in dict.fromkeys(_llm_refs(cfg).values()):
-        check_llm_ref(ref)
-    main_kb = KnowledgeBase.load(cfg.kb)
+    llms = _given_llms(given)
+    if comps is None:
+        for role, ref in role_refs(cfg.llm, cfg.teacher, cfg.tagger).items():
+            if role not in llms:
+                check_llm_ref(ref)
+    from agentrag.kb import KnowledgeBase
+
+    if main_kb is None:
+        assert cfg.kb is not None
+        main_kb = KnowledgeBase.load(cfg.kb)
+    elif (comps is None and cfg.distractors.enabled and given.get("distractor_kb") is None
+          and not isinstance(main_kb, KnowledgeBase)):
+        raise UserError("a main_kb that is not a KnowledgeBase needs distractor_kb= (a function of the distractor "
+                        "passages returning a retriever for K~), or distractors.enabled=false")
+    if seeds is not None:
+        entities = [str(s).strip() for s in seeds if str(s).strip()]
+        if not entities:
+            raise UserError("no seeds: the seeds given are empty")
+        return RagShaperInputs(main_kb, list(dict.fromkeys(entities)), "given")
+    assert cfg.seeds is not None
     if cfg.seeds.strip().isdigit():
-        return (main_kb, main_kb.sample_titles(int(cfg.seeds), seed=cfg.seed),
-                f"kb.sample_titles({cfg.seeds}, seed={cfg.seed})")
-    return main_kb, read_seeds(cfg.seeds), str(cfg.seeds)
+        if not hasattr(main_kb, "sample_titles"):
+            raise UserError("--seeds N samples KB titles: it needs a knowledge base; pass seeds=[...] instead")
+        return RagShaperInputs(main_kb, main_kb.sample_titles(int(cfg.seeds), seed=cfg.seed),
+                               f"kb.sample_titles({cfg.seeds}, seed={cfg.seed})")
+    return RagShaperInputs(main_kb, read_seeds(cfg.seeds), str(cfg.seeds))
 
 
-def run_ragshaper(cfg: RagShaperRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
-                  executor: Executor | None = None) -> dict[str, Any]:
-    """Run RAGShaper into the run directory ``out`` (rerun = resume); returns the metrics."""
-    from agentrag.llm import resolve_llm
+class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperComponents]):
+    """RAGShaper's declaration for the driver (see the module docstring)."""
 
-    main_kb, entities, source = check_inputs(cfg, out)
-    run = RunDir(out)
-    run.write_config(cfg)
-    cache = run.file("llm_cache.sqlite")
-    refs = _llm_refs(cfg)
-    by_ref: dict[str, LLM] = {ref: resolve_llm(ref, cache=cache) for ref in dict.fromkeys(refs.values())}
-    llms = {role: by_ref[ref] for role, ref in refs.items()}  # one backend per distinct reference
-    comps = RagShaperComponents(curator=llms["curator"], teacher=llms["teacher"], main_kb=main_kb,
-                                tagger=llms["tagger"],
-                                distractor_kb=distractor_kb_factory(main_kb, run.path / "distractor_kb"))
-    from agentrag.synth.ragshaper.build import ComponentsBuilder
+    name = "ragshaper"
+    stages = (
+        Stage("explore", "seeds", "trees", ("curator action parses",), "InfoCurator trees (Eq. 2-4)"),
+        Stage("distractors", "distractor tool calls", "K~ documents", ("not empty", "not a copy of the fact"),
+              "distractor curation tool (Table 1)"),
+        Stage("paths", "trees", "paths", (), "Eq. 5 path selection"),
+        Stage("qa", "paths", "questions", ("schema", "answer not in question", "no explanation",
+                                           "one sentence", "grounded hops >= min_hops"), "QA synthesis (Eq. 6)"),
+        Stage("elicit", "questions", "trajectories", ("within the context window",),
+              "teacher under constrained navigation (Eq. 7-8)"),
+        Stage("filter", "trajectories", "kept trajectories", ("F1 > threshold",), "§3.4"),
+        Stage("tag", "trajectories", "behaviour tags", ("valid tag",), "LLM tagger (Fig. 4 left)"),
+        Stage("export", "kept trajectories", "SFT records", ("no malformed turn",), "SFT export"),
+    )
 
-    comps.rebuild = ComponentsBuilder.from_config(cfg, run.path)  # how Ray workers rebuild them
-    comps.open_distractor_kb = comps.rebuild.open_distractor_kb()
-    pipeline = RagShaperPipeline(run, cfg, comps, progress=progress, seed_source=source, executor=executor)
-    return pipeline.run(entities)
+    def check_inputs(self, cfg: RagShaperRunConfig, out: str | os.PathLike[str],
+                     given: Mapping[str, Any]) -> RagShaperInputs:
+        return check_inputs(cfg, out, given)
+
+    def components(self, cfg: RagShaperRunConfig, run: RunDir, inputs: RagShaperInputs,
+                   given: Mapping[str, Any]) -> RagShaperComponents:
+        if given.get("components") is not None:
+            return given["components"]  # type: ignore[no-any-return]
+        builder = ComponentsBuilder.from_config(cfg, run.path)  # how Ray workers rebuild them
+        comps = builder(main_kb=inputs.main_kb, llms=_given_llms(given))
+        extra = {k: given[k] for k in ("distractor_kb", "agent_factory") if given.get(k) is not None}
+        if extra or any(k in given for k in ("main_kb", "retriever", "llm", "curator", "teacher", "tagger")):
+            # objects of this process cannot be rebuilt in a worker process from the references
+            extra["rebuild"] = None
+        return replace(comps, **extra)
+
+    def llm_roles(self, comps: RagShaperComponents) -> dict[str, Any]:
+        return {"curator": comps.curator, "teacher": comps.teacher, "tagger": comps.tagger}
+
+    def execute(self, ctx: SynthRun, cfg: RagShaperRunConfig, comps: RagShaperComponents,
+                inputs: RagShaperInputs) -> SynthOutput:
+        return RagShaperPipeline(ctx, cfg, comps, seed_source=inputs.source).run(inputs.entities)
+
+    def title(self, cfg: RagShaperRunConfig, name: str) -> str:
+        return f"RAGShaper run {name}" + (" (ablation: no distractors)" if not cfg.distractors.enabled else "")
+
+    def report_sections(self, metrics: dict[str, Any]) -> Sequence[Any]:
+        return analysis.report_sections(metrics)
 
 
-__all__ = ["run_ragshaper", "check_inputs", "distractor_kb_factory"]
+def run_ragshaper(cfg: RagShaperConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
+                  executor: Executor | None = None, **given: Any) -> dict[str, Any]:
+    """Run RAGShaper into the run directory ``out`` (rerun = resume); returns ``metrics.json``.
+
+    ``given`` objects replace the config's references: ``llm`` (every role), ``curator``,
+    ``teacher``, ``tagger`` (LLM objects), ``main_kb`` / ``retriever`` (K), ``distractor_kb`` (a
+    function of the distractor passages returning K~; needed with a ``main_kb`` that is not a
+    :class:`~agentrag.kb.KnowledgeBase`), ``agent_factory``, ``seeds`` (a list of entities) or
+    ``components`` (a whole :class:`RagShaperComponents`). Raises :class:`~agentrag.errors.EndpointError`
+    on a 401/404 (nothing is written as finished) and :class:`~agentrag.synth.driver.SynthBugs`
+    when items hit a bug; items hit by an outage are counted in ``metrics["unfinished"]``.
+    """
+    if not isinstance(cfg, RagShaperRunConfig):
+        cfg = RagShaperRunConfig.model_validate(cfg.model_dump())
+    return run_synthesizer(RagShaperSynth(), cfg, out, progress=progress, executor=executor, **given)
+
+
+__all__ = ["RagShaperSynth", "RagShaperInputs", "run_ragshaper", "check_inputs", "GIVEN"]

@@ -9,13 +9,15 @@ the tree is grown depth-first, so a node's whole subtree is explored before its 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import random
 import time
 from typing import Any
 
-from agentrag.errors import RetrievalError
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance, ToolCall, Usage
@@ -56,19 +58,41 @@ def curator_system_prompt(cfg: RagShaperConfig) -> str:
     return "\n\n".join(parts)
 
 
-def action_schema(cfg: RagShaperConfig) -> dict[str, Any]:
-    tools = [RETRIEVE, DISTRACT] if cfg.distractors.enabled else [RETRIEVE]
-    props: dict[str, Any] = {
-        "intent": {"type": "string", "maxLength": 160},
-        "tool": {"type": "string", "enum": tools},
-        "query": {"type": "string", "maxLength": 160},
-        "top_k": {"type": "integer", "minimum": 1, "maximum": cfg.curator.max_top_k},
+class CuratorAction(BaseModel):
+    """The curator's next action (Eq. 2-3). The enum of tools and distractor types and the top_k
+    cap are sent to the backend (grammar-constrained decoding) by :func:`action_model`; validation
+    stays lenient on them, so a value outside them is repaired by a rule recorded on the node."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    intent: str = Field(max_length=160)
+    tool: str = Field(max_length=40)
+    query: str = Field(default="", max_length=160)
+    top_k: int | None = None
+
+
+class DistractorAction(CuratorAction):
+    """:class:`CuratorAction` with the distractor tool's arguments (not in the ablation)."""
+
+    distractor_type: str = Field(default="", max_length=40)
+    original_fact: str = Field(default="", max_length=400)
+    guideline: str = Field(default="", max_length=200)
+
+
+@functools.lru_cache(maxsize=16)
+def action_model(distractors: bool, max_top_k: int) -> type[CuratorAction]:
+    """The action model of a run: its tool list and top_k cap in the JSON schema (and the
+    distractor types, unless ablated)."""
+    fields: dict[str, Any] = {
+        "tool": (str, Field(max_length=40, json_schema_extra={"enum": [RETRIEVE, DISTRACT] if distractors
+                                                               else [RETRIEVE]})),
+        "top_k": (int | None, Field(default=None, json_schema_extra={"minimum": 1, "maximum": max_top_k})),
     }
-    if cfg.distractors.enabled:
-        props["distractor_type"] = {"type": "string", "enum": list(DISTRACTOR_TYPES)}
-        props["original_fact"] = {"type": "string", "maxLength": 400}
-        props["guideline"] = {"type": "string", "maxLength": 200}
-    return {"type": "object", "properties": props, "required": ["intent", "tool"]}
+    if distractors:
+        fields["distractor_type"] = (str, Field(default="", max_length=40,
+                                                json_schema_extra={"enum": list(DISTRACTOR_TYPES)}))
+    base = DistractorAction if distractors else CuratorAction
+    return create_model(base.__name__, __base__=base, **fields)
 
 
 def render_path(path: list[TreeNode], max_chars: int) -> str:
@@ -152,16 +176,16 @@ class InfoCurator:
         user.append("Choose the next action.")
         messages = [Message(role="system", content=curator_system_prompt(cfg)),
                     Message(role="user", content="\n\n".join(user))]
-        obj, prov, err = call_json(self.llm, messages, action_schema(cfg), name="curator_action",
-                                   stage="explore", max_tokens=cfg.curator.max_tokens,
-                                   temperature=cfg.curator.temperature, seed=cfg.seed,
-                                   raise_retryable=True)
+        model = action_model(cfg.distractors.enabled, cfg.curator.max_top_k)
+        obj, prov, err = call_json(self.llm, messages, model, name="curator_action", stage="explore",
+                                   max_tokens=cfg.curator.max_tokens, temperature=cfg.curator.temperature,
+                                   seed=cfg.seed)
         node = TreeNode(id=node_id, parent=path[-1].id, depth=path[-1].depth + 1, provenance=prov)
         if obj is None:
             node.error = err
             return node
-        node.intent = str(obj.get("intent") or "")
-        tool = obj.get("tool")
+        node.intent = obj.intent
+        tool = obj.tool
         if tool not in (RETRIEVE, DISTRACT) or (tool == DISTRACT and not cfg.distractors.enabled):
             node.repaired.append(f"invalid tool {tool!r} -> {RETRIEVE}")
         if tool == DISTRACT and cfg.distractors.enabled:
@@ -170,11 +194,11 @@ class InfoCurator:
             self._run_retrieval(path, node, obj, tree.seed)
         return node
 
-    def _run_retrieval(self, path: list[TreeNode], node: TreeNode, obj: dict[str, Any], seed: str) -> None:
+    def _run_retrieval(self, path: list[TreeNode], node: TreeNode, obj: CuratorAction, seed: str) -> None:
         c = self.cfg.curator
         # an empty query falls back to the stated intent (or the seed entity on the first step),
         # recorded on the node as a repair
-        query = str(obj.get("query") or "").strip()
+        query = obj.query.strip()
         if not query:
             if node.intent.strip():
                 query = node.intent.strip()
@@ -182,11 +206,7 @@ class InfoCurator:
             elif len(path) == 1:
                 query = seed
                 node.repaired.append("empty query -> seed entity")
-        try:
-            top_k = max(1, min(int(obj.get("top_k") or c.top_k), c.max_top_k))
-        except (TypeError, ValueError):
-            top_k = c.top_k
-            node.repaired.append(f"invalid top_k {obj.get('top_k')!r} -> {c.top_k}")
+        top_k = max(1, min(obj.top_k or c.top_k, c.max_top_k))
         node.action = ToolCall(id=f"call_{node.id}", name=RETRIEVE, arguments={"query": query, "top_k": top_k})
         if not query:
             node.error = "empty query"
@@ -195,31 +215,25 @@ class InfoCurator:
         kwargs: dict[str, Any] = {"threshold": c.threshold}
         if self._search_has_method:
             kwargs["method"] = c.method
-        try:
-            hits = self.retriever.search([query], top_k, **kwargs)[0]
-        except RetrievalError as exc:
-            if exc.is_retryable:
-                raise  # an outage: the tree stays unfinished and is redone on rerun
-            node.error = f"retrieval_error: {exc}"
-            node.observation = f"error: {exc}"
-            return
+        # a retrieval failure propagates: an outage leaves the seed unfinished, a 401 stops the run
+        hits = self.retriever.search([query], top_k, **kwargs)[0]
         node.docs = [DocRef(id=h.id, title=h.title, text=h.text, kb=h.kb, score=h.score) for h in hits]
         node.observation = "\n".join(f"[{h.title}] {h.text}" for h in hits) or "(no document above the threshold)"
 
-    def _run_distractor(self, tree: InfoTree, path: list[TreeNode], node: TreeNode, obj: dict[str, Any],
+    def _run_distractor(self, tree: InfoTree, path: list[TreeNode], node: TreeNode, obj: Any,
                         distractors: list[DistractorDoc]) -> None:
-        dtype = str(obj.get("distractor_type") or "")
+        dtype = obj.distractor_type
         if dtype not in DISTRACTOR_TYPES:
             unused = [t for t in DISTRACTOR_TYPES if t not in {d.distractor_type for d in distractors}]
             new = (unused or list(DISTRACTOR_TYPES))[0]
             node.repaired.append(f"invalid distractor_type {dtype!r} -> {new}")
             dtype = new
         source = next((d for n in reversed(path) for d in n.docs if d.distractor_type is None), None)
-        fact = str(obj.get("original_fact") or "").strip()
+        fact = obj.original_fact.strip()
         if not fact:
             fact = f"{source.title}: {source.text[:400]}" if source else tree.seed
             node.repaired.append("empty original_fact -> " + ("latest document" if source else "seed entity"))
-        guideline = str(obj.get("guideline") or "")
+        guideline = obj.guideline
         node.action = ToolCall(id=f"call_{node.id}", name=DISTRACT,
                                arguments={"original_fact": fact, "distractor_type": dtype, "guideline": guideline})
         tree.distractor_calls += 1
@@ -239,4 +253,4 @@ class InfoCurator:
         node.observation = f"Stored {len(docs)} {dtype} document(s): " + " | ".join(d.title for d in docs)
 
 
-__all__ = ["InfoCurator", "curator_system_prompt", "action_schema", "render_path", "RETRIEVE", "DISTRACT"]
+__all__ = ["InfoCurator", "curator_system_prompt", "CuratorAction", "DistractorAction", "action_model", "render_path", "RETRIEVE", "DISTRACT"]

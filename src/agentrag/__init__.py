@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "RagShaperConfig": "agentrag.synth.ragshaper", "DISTRACTOR_TYPES": "agentrag.synth.ragshaper",
     "InfoCurator": "agentrag.synth.ragshaper", "select_paths": "agentrag.synth.ragshaper",
     "path_score": "agentrag.synth.ragshaper", "RagShaperPipeline": "agentrag.synth.ragshaper",
+    "RagShaperSynth": "agentrag.synth.ragshaper",
     "RagShaperComponents": "agentrag.synth.ragshaper", "RagShaperRunConfig": "agentrag.synth.ragshaper",
     "run_ragshaper": "agentrag.synth.ragshaper",
     # synthesizers: AgenticRAGTracer builder

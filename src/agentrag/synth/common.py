@@ -104,6 +104,9 @@ def call_json(llm: LLM, messages: list[Message], schema: type[M] | dict[str, Any
     try:
         return validate_structured(obj, model), prov, None
     except ParseError as exc:
+        if completion.finish_reason == "length":  # the lenient parser may find an inner object of a cut reply
+            return None, prov, (f"parse_error: output cut off at max_tokens={sampling.get('max_tokens')} "
+                                f"before the JSON object closed ({exc})")
         return None, prov, f"parse_error: {exc}"
 
 

@@ -10,11 +10,9 @@ whose retrieval found no gold evidence fails that gate.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from agentrag.agents.pe_protocol import parse_executor, parse_planner
 from agentrag.agents.planner_executor import PlannerExecutorAgent, passage_text
-from agentrag.errors import ContextLimitError, LLMError
 from agentrag.kb.base import Embedder, Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Provenance, QAItem, Trajectory
@@ -33,46 +31,23 @@ def run_agent(agent: PlannerExecutorAgent, item: EviItem) -> Trajectory:
     return agent.run(QAItem(id=item.id, question=item.question, golden_answers=item.answers, hops=item.hops))
 
 
-class _Watched:
-    """An LLM that remembers the last :class:`LLMError` it raised: the agent loop turns LLM
-    failures into ``finish_reason="llm_error"``; the deductive stage re-raises the original error
-    so the failure policy sees it (outage -> unfinished, 401/404 -> the run stops)."""
-
-    def __init__(self, llm: LLM) -> None:
-        self.llm = llm
-        self.error: LLMError | None = None
-
-    def chat(self, messages: Any, **kw: Any) -> Any:
-        try:
-            return self.llm.chat(messages, **kw)
-        except LLMError as exc:
-            self.error = exc
-            raise
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.llm, name)
-
-
 def agent_path(cfg: EviPathConfig, planner: LLM, executor: LLM, retriever: Retriever, phi: Callable[[], Embedder],
                item: EviItem) -> tuple[PlanRecord, list[IterationRecord], list[SubAnswerRecord], list[SelectionRecord]]:
-    """One deductive path: the agent on the KB, its trajectory split into the stage records. An LLM
-    error the agent swallowed is re-raised, except a request over the context window (data: the
-    path is a flagged record)."""
+    """One deductive path: the agent on the KB, its trajectory split into the stage records. LLM
+    errors propagate out of the agent (the failure policy decides); a request over the context
+    window ends the trajectory with ``finish_reason="context_limit"``: a flagged path."""
     from agentrag.agents.navigation import PlainNavigation
     from agentrag.agents.planner_executor import PlannerExecutorConfig
 
     acfg = PlannerExecutorConfig(top_k=cfg.agent_top_k, max_steps=cfg.agent_max_steps,
                                  max_tokens=cfg.planner.max_tokens, temperature=cfg.planner.temperature,
                                  executor_max_tokens=cfg.executor.max_tokens)
-    p, e = _Watched(planner), (_Watched(executor) if executor is not planner else None)
-    agent = PlannerExecutorAgent(p, PlainNavigation(retriever), acfg, executor_llm=e or p)  # type: ignore[arg-type]
+    agent = PlannerExecutorAgent(planner, PlainNavigation(retriever), acfg, executor_llm=executor)
     traj = run_agent(agent, item)
-    err = next((w.error for w in (p, e) if w is not None and w.error is not None), None)
-    if traj.finish_reason == "llm_error" and not isinstance(err, ContextLimitError):
-        raise err or LLMError(str(traj.metadata.get("error", "LLM error")), is_retryable=True)
     plan, iterations, subs, sels = trajectory_records(item, traj, phi(), cfg, acfg.max_passage_chars)
-    if traj.finish_reason == "llm_error":  # over the context window: a flagged path with that reason
-        iterations[-1] = iterations[-1].model_copy(update={"status": "failed", "reason": f"context_limit: {err}"})
+    if traj.finish_reason == "context_limit":  # over the context window: a flagged path with that reason
+        why = traj.metadata.get("error", "over the model's context window")
+        iterations[-1] = iterations[-1].model_copy(update={"status": "failed", "reason": f"context_limit: {why}"})
     return plan, iterations, subs, sels
 
 

@@ -48,7 +48,7 @@ def default_agent_factory(llm: LLM, policy: Any, cfg: ElicitConfig, seed: int | 
 
 class OutageWatch:
     """Remembers the first LLM or retrieval failure that passed through the teacher's LLM or
-    retrievers. The agent turns such errors into a ``llm_error`` ending or an error observation;
+    retrievers. The agent may turn a retrieval error into an error observation;
     :func:`elicit` re-raises it instead, so the failure policy decides (an outage leaves the
     question unfinished, a 401/404 stops the run). A request over the model's context window is
     data: it is remembered apart (``context``) and the trajectory is flagged ``context_limit``."""
@@ -139,7 +139,7 @@ def elicit(qa: QARecord, teacher: LLM, main: Retriever, distractor: Retriever | 
     """Run the teacher on ``qa``; the returned trajectory carries the K~ documents it met.
     Re-raises an LLM or retrieval failure that hit the teacher (an outage: the question is redone
     on rerun; a 401/404: the run stops) instead of yielding a broken trajectory. A request over the
-    teacher's context window ends the trajectory with ``finish_reason="llm_error"`` flagged
+    teacher's context window ends the trajectory with ``finish_reason="context_limit"`` flagged
     ``metadata["error"] = "context_limit: ..."``."""
     rng = random.Random(f"{seed}:{qa.id}")
     watch = OutageWatch()
@@ -152,8 +152,8 @@ def elicit(qa: QARecord, teacher: LLM, main: Retriever, distractor: Retriever | 
         raise watch.error
     met = distractor_hits(traj, types_by_id)
     meta = dict(traj.metadata)
-    if watch.context is not None and traj.finish_reason == "llm_error":
-        meta["error"] = f"context_limit: {watch.context}"  # a flagged record (data), not an outage
+    if traj.finish_reason == "context_limit":  # a flagged record (data), not an outage
+        meta["error"] = f"context_limit: {watch.context or meta.get('error', 'over the context window')}"
     meta.update({
         "qa_id": qa.id, "seed_id": qa.seed_id, "gold_answer": qa.answer,
         "distractors_met": met,

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from agentrag.errors import ContextLimitError
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import PreferencePair, QAItem, Trajectory
@@ -71,44 +70,20 @@ def _iterate(cfg: ReasonRagConfig, batch: int, c: ReasonRagComponents,
     return QuestionSearch(item, c.llm, c.retriever, cfg, judge=c.judge).iterate(evs, batch)
 
 
-class _Recording:
-    """An LLM that remembers the last exception its ``chat`` raised (the agent loop turns an
-    LLMError into a trajectory with finish_reason ``llm_error``; the stage needs the exception)."""
-
-    def __init__(self, llm: LLM) -> None:
-        self.inner = llm
-        self.error: BaseException | None = None
-
-    def chat(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return self.inner.chat(*args, **kwargs)
-        except BaseException as exc:
-            self.error = exc
-            raise
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def _greedy_one(cfg: ReasonRagConfig, c: ReasonRagComponents, item: QAItem) -> Trajectory:
     """The greedy reason_ground agent (temperature 0, same max rounds and k) on one question. A
-    request over the context window is data (the trajectory is kept, finish_reason ``llm_error``);
-    any other LLM failure is raised for the failure policy (outage -> unfinished, 401 -> stop)."""
+    request over the context window is data (the trajectory is kept, finish_reason
+    ``context_limit``); any other LLM failure propagates out of the agent for the failure policy
+    (outage -> unfinished, 401 -> stop)."""
     from agentrag.agents.config import ReasonGroundConfig
     from agentrag.agents.navigation import PlainNavigation
     from agentrag.agents.reason_ground import ReasonGroundAgent
 
     m = cfg.mcts
-    llm = _Recording(c.llm)
-    agent = ReasonGroundAgent(llm, PlainNavigation(c.retriever),  # type: ignore[arg-type]
+    agent = ReasonGroundAgent(c.llm, PlainNavigation(c.retriever),
                               ReasonGroundConfig(max_steps=max(2, m.max_iter), top_k=m.top_k, temperature=0.0,
                                                  max_tokens=m.max_tokens, seed=cfg.seed))
-    traj = agent.run(item)
-    if traj.finish_reason == "llm_error" and not isinstance(llm.error, ContextLimitError):
-        if llm.error is not None:
-            raise llm.error
-        raise RuntimeError(f"greedy agent ended with llm_error but no LLM failure was seen: {traj.metadata}")
-    return traj
+    return agent.run(item)
 
 
 def search(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, files: RunFiles,

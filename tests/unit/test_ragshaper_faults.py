@@ -109,7 +109,7 @@ def test_context_window_is_a_flagged_record_not_unfinished(world, tmp_path, wher
     else:
         trajs = _lines(out / "trajectories.jsonl")
         assert trajs and len(trajs) == sum(q["status"] == "accepted" for q in qas)
-        assert all(t["finish_reason"] == "llm_error" and t["metadata"]["error"].startswith("context_limit")
+        assert all(t["finish_reason"] == "context_limit" and t["metadata"]["error"].startswith("context_limit")
                    for t in trajs)
         assert next(r for r in m["funnel"] if r["stage"] == "elicit")["rejected"] == {"context_limit": len(trajs)}
 

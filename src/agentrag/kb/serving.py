@@ -71,7 +71,7 @@ def navigation_app(kb: KBRef, distractors: KBRef, *, token: str | None = None, m
     nav = trajectory_navigation(main, tilde, method=method, p_e=p_e, k_distractor=k_distractor, seed=seed)
     log.info("constrained navigation (Eq. 8, p_e=%s) over %s (%d passages) with K~ %s (%d passages)", p_e,
              main.directory, len(main), tilde.directory, len(tilde))
-    return create_app(main, token=token, method=method, default_topk=default_topk, navigation=nav,
+    return create_app(main, token=token, method=probe, default_topk=default_topk, navigation=nav,  # /health tells it
                       max_work=max_work, docs=docs)
 
 

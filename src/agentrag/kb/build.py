@@ -57,7 +57,7 @@ def kb_config(config: KBConfig | PathLike | None = None, *, name: str | None = N
     base = {k: v for k, v in base.items() if v is not None}
     if isinstance(config, KBConfig):
         return load_config(KBConfig, None, list(overrides), base=_merge(base, config.model_dump(exclude_unset=True)))
-    return load_config(KBConfig, config, list(overrides), base=base)
+    return load_config(KBConfig, None if config is None else Path(config), list(overrides), base=base)
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

@@ -38,7 +38,8 @@ def test_app_factory_reads_its_settings_from_the_environment(kb_dir, monkeypatch
     res = client.post("/retrieve", json={"queries": [NAMES[7]]}, headers={"Authorization": "Bearer s3"})
     docs = res.json()["result"][0]
     assert 1 <= len(docs) <= 2 and docs[0]["id"] == "p7"
-    assert client.get("/health").json()["method"] == "bm25"
+    assert client.get("/health").status_code == 401  # the token guards /health too
+    assert client.get("/health", headers={"Authorization": "Bearer s3"}).json()["method"] == "bm25"
 
 
 @pytest.mark.slow
@@ -83,11 +84,13 @@ def test_workers_refused_with_constrained_navigation(kb_dir, tmp_path, monkeypat
     from typer.testing import CliRunner
 
     import agentrag.kb.server as server
+    import agentrag.kb.serving as serving
     from agentrag.cli.main import app
 
     started: list[str] = []
     monkeypatch.setattr(server, "serve", lambda *a, **k: started.append("serve"))
     monkeypatch.setattr(server, "serve_workers", lambda *a, **k: started.append("serve_workers"))
+    monkeypatch.setattr(serving, "serve_navigation", lambda *a, **k: started.append("serve_navigation"))
     res = CliRunner().invoke(app, ["kb", "serve", str(kb_dir), "--method", "bm25", "--workers", "2",
                                    "--navigation", "constrained", "--distractors", str(kb_dir)])
     assert res.exit_code == 2, res.output
@@ -97,4 +100,4 @@ def test_workers_refused_with_constrained_navigation(kb_dir, tmp_path, monkeypat
     res = CliRunner().invoke(app, ["kb", "serve", str(kb_dir), "--method", "bm25", "--workers", "1",
                                    "--navigation", "constrained", "--distractors", str(kb_dir)])
     assert res.exit_code == 0, res.output
-    assert started == ["serve"]
+    assert started == ["serve_navigation"]

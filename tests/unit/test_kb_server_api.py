@@ -294,13 +294,13 @@ def test_constrained_navigation_default_method_is_checked_at_startup(kb, monkeyp
     that fails at startup (exit 2), not on every request."""
     from typer.testing import CliRunner
 
-    import agentrag.kb.server as server
+    import agentrag.kb.serving as serving
     from agentrag.cli.main import app
 
     started: list[str] = []
-    monkeypatch.setattr(server, "serve", lambda *a, **k: started.append("serve"))
+    monkeypatch.setattr(serving, "serve_navigation", lambda *a, **k: started.append(k["method"]))
     args = ["kb", "serve", str(kb.directory), "--navigation", "constrained", "--distractors", str(kb.directory)]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2 and "no dense index" in " ".join(res.output.split()), res.output
     assert started == []
-    assert CliRunner().invoke(app, [*args, "--method", "bm25"]).exit_code == 0 and started == ["serve"]
+    assert CliRunner().invoke(app, [*args, "--method", "bm25"]).exit_code == 0 and started == ["bm25"]

@@ -14,7 +14,7 @@ import threading
 from typing import Any, Protocol
 
 from agentrag.errors import UserError
-from agentrag.kb.base import Retriever
+from agentrag.protocols import Retriever
 from agentrag.records import Hit
 
 #: ``Hit.metadata`` key set on every hit the constrained policy took from the distractor KB.

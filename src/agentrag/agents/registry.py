@@ -18,8 +18,8 @@ from agentrag.agents.reason_ground import ReasonGroundAgent
 from agentrag.agents.search_r1 import SearchR1Agent
 from agentrag.config import load_config
 from agentrag.errors import UserError
-from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
+from agentrag.protocols import Retriever
 from agentrag.records import QAItem, Trajectory
 
 AGENTS: dict[str, type[BaseAgent]] = {

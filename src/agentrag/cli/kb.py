@@ -11,10 +11,9 @@ from typing import Annotated, Any
 
 import typer
 
-from agentrag.cli.common import ConfigOpt, SetOpt, console, err_console, resolve_config, styled, user_errors
+from agentrag.cli.common import ConfigOpt, SetOpt, console, err_console, styled, user_errors
 from agentrag.errors import UserError
 from agentrag.kb.retrieve_api import DEFAULT_MAX_WORK
-from agentrag.paths import check_out_dir
 
 kb_app = typer.Typer(help="Knowledge bases: build from corpus files, search, serve over HTTP "
                      "(Search-R1 API), show stats, evaluate retrieval recall.", no_args_is_help=True)
@@ -55,36 +54,17 @@ def build(
     writes into DIR.partial and renames it when done; rerunning after an interruption resumes
     the ingestion and the embeddings. Passages are streamed to disk, so memory stays bounded.
     """
-    import itertools
-
-    from agentrag.kb.ingest import MULTIHOP_FORMATS, file_format, gold_passages, read_corpus
-    from agentrag.kb.store import KBConfig, KnowledgeBase
+    from agentrag.kb.build import PROGRESS_ENV, build_kb
 
     with user_errors():
-        base: dict[str, Any] = {"name": name}
-        if method:
-            base["method"] = method
-        emb = {k: v for k, v in {"backend": backend, "model": embedder}.items() if v is not None}
-        if emb:
-            base["embedder"] = emb
-        if index_type:
-            base["index"] = {"type": index_type}
-        cfg = resolve_config(KBConfig, config, set_, base=base)
-        check_out_dir(out)
-        if out.exists() and not overwrite:
-            raise UserError(f"{out} already exists; choose another --out or pass --overwrite")
-        gold: dict[str, list[str]] = {}
-        for path in inputs:
-            f = file_format(path) if fmt == "auto" else fmt
-            if f in MULTIHOP_FORMATS:
-                gold.update(gold_passages(path, f))
         t0 = time.perf_counter()
-        stream = itertools.chain.from_iterable(read_corpus(p, fmt) for p in inputs)
-        kb = KnowledgeBase.build(stream, out, cfg, gold=gold or None, overwrite=overwrite, dedupe=True,
-                                 progress=err_console.is_terminal or bool(os.environ.get("AGENTRAG_PROGRESS")))
+        kb = build_kb(inputs, out, config, fmt=fmt, name=name, method=method, embedder=embedder, backend=backend,
+                      index_type=index_type, overrides=set_ or [], overwrite=overwrite,
+                      progress=err_console.is_terminal or bool(os.environ.get(PROGRESS_ENV)))
         total = time.perf_counter() - t0
+        n_gold = len(kb.gold())
     secs = kb.params["build_seconds"]
-    console.print(styled("built ", (str(out), "bold"), f": {len(kb)} passages, {len(gold)} questions with gold ids"))
+    console.print(styled("built ", (str(out), "bold"), f": {len(kb)} passages, {n_gold} questions with gold ids"))
     console.print("  " + ", ".join(f"{k} {v:.1f}s" for k, v in secs.items()) + f", total {total:.1f}s")
     e = kb.params["embedder"]
     dense = f"embedder {e['name']} ({e['backend']}), index {kb.params['index_type']}" if e else "no dense index"
@@ -180,7 +160,8 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to bind (127.0.0.1 = this machine only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     token: Annotated[str | None, typer.Option(envvar="AGENTRAG_KB_TOKEN",
-                                              help="Require 'Authorization: Bearer TOKEN' on /retrieve.")] = None,
+                                              help="Require 'Authorization: Bearer TOKEN' on every route "
+                                              "(/retrieve, /health, ...).")] = None,
     method: MethodOpt = None,
     topk: Annotated[int, typer.Option(help="Hits per query when a request gives no topk.")] = 3,
     navigation: Annotated[str, typer.Option(help="plain (every query reads KB) or constrained (RAGShaper Eq. 8: "
@@ -213,11 +194,9 @@ def serve(
     """
     from agentrag.kb.server import serve as run_server
     from agentrag.kb.server import serve_workers
-    from agentrag.kb.store import KnowledgeBase
+    from agentrag.kb.serving import NAVIGATION_METHOD, open_kb, serve_navigation
 
     with user_errors():
-        from agentrag.errors import UserError
-
         if navigation not in ("plain", "constrained"):
             raise UserError(f"--navigation {navigation!r}: use 'plain' or 'constrained'")
         if (navigation == "constrained") != (distractors is not None):
@@ -225,14 +204,9 @@ def serve(
         if workers > 1 and navigation == "constrained":
             raise UserError(f"--workers {workers} with --navigation constrained: the per-trajectory state "
                             "lives in one process; serve constrained navigation with --workers 1")
-        from agentrag.kb.config import METHODS
-
-        if method is not None and method not in METHODS:
-            raise UserError(f"--method {method!r}: choose one of {', '.join(METHODS)}")
-        store = KnowledgeBase.load(kb, overrides=set_ or [])  # validates the directory and overrides
         # one search now: a method the KB cannot serve (dense on a BM25-only KB) fails here, not per request
-        probe = method or ("dense" if navigation == "constrained" else None)  # constrained navigation's default
-        store.search(["startup check"], 1, method=probe)
+        probe = method or (NAVIGATION_METHOD if distractors is not None else None)
+        store = open_kb(kb, method=probe, overrides=set_ or [])
         if workers > 1:
             err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port} "
                               f"with {workers} worker processes")
@@ -240,19 +214,15 @@ def serve(
             serve_workers(str(kb), workers, host=host, port=port, token=token, method=method, default_topk=topk,
                           overrides=set_, max_work=max_work, docs=docs)
             return
-        nav = None
         if distractors is not None:
-            from agentrag.kb.nav_state import TrajectoryNavigation
-            from agentrag.synth.ragshaper.elicit import MethodRetriever
-
-            tilde = KnowledgeBase.load(distractors)
-            tilde.search(["startup check"], 1, method=probe)
-            nav = TrajectoryNavigation(MethodRetriever(store, method or "dense"),
-                                       MethodRetriever(tilde, method or "dense"),
-                                       k_distractor=k_distractor, p_e=p_e, seed=seed)
+            tilde = open_kb(distractors, method=probe)
             err_console.print(f"constrained navigation (Eq. 8, p_e={p_e}) with K~ {distractors} ({len(tilde)} passages)")
+            err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port}")
+            serve_navigation(store, tilde, host=host, port=port, token=token, method=method, default_topk=topk,
+                             p_e=p_e, k_distractor=k_distractor, seed=seed, max_work=max_work, docs=docs)
+            return
         err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port}")
-        run_server(store, host=host, port=port, token=token, method=method, default_topk=topk, navigation=nav,
+        run_server(store, host=host, port=port, token=token, method=method, default_topk=topk,
                    max_work=max_work, docs=docs)
 
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agentrag.errors import RetrievalError, UserError
+from agentrag.errors import EndpointError, RetrievalError, UserError
 from agentrag.kb.base import Retriever, apply_threshold
 from agentrag.records import Hit
+
+#: the environment variable holding the retrieval server's bearer token (client and server)
+TOKEN_ENV = "AGENTRAG_KB_TOKEN"
 
 
 class MultiRetriever:
@@ -68,7 +71,9 @@ class RemoteRetriever:
     wrong shape) are retried with exponential backoff and jitter (tenacity, as the LLM client
     does): ``max_retries`` retries after the first attempt. When they are spent the
     :class:`RetrievalError` keeps ``is_retryable=True``: it is an outage, and the eval runner
-    leaves the item unfinished. ``health()`` checks ``GET /health`` before a run.
+    leaves the item unfinished. A 401/403 (token) or 404 (URL) is an :class:`EndpointError`: no
+    retry can fix it, so the run stops. ``health()`` checks ``GET /health``, token included,
+    before a run.
     """
 
     def __init__(self, url: str, token: str | None = None, *, kb: str = "remote", timeout: float = 60.0,
@@ -89,17 +94,32 @@ class RemoteRetriever:
         self.attempts = 0
 
     def health(self) -> dict[str, Any]:
-        """``GET /health`` of the server; a :class:`UserError` saying how to fix it when it does not answer."""
+        """``GET /health`` of the server, with the token: an :class:`EndpointError` when the
+        server rejects the token (401/403), a :class:`UserError` saying how to fix it when it
+        does not answer."""
         import httpx
 
         try:
             resp = self.client.get(self.base + "/health", headers=self._headers)
+            if resp.status_code in (401, 403):
+                raise self._rejected(resp, "/health")
             resp.raise_for_status()
             info = resp.json()
         except (httpx.HTTPError, ValueError) as exc:
             raise UserError(f"--kb {self.url!r}: the retrieval server does not answer GET /health ({exc}); start "
                             "it (agentrag kb serve KB_DIR) or pass a KB directory") from exc
         return info if isinstance(info, dict) else {"status": info}
+
+    def _rejected(self, resp: Any, path: str) -> EndpointError:
+        """The error of a 401/403 (token) or 404 (URL) reply: no retry can fix it, the run stops."""
+        if resp.status_code == 404:
+            fix = (f"the retrieval server at {self.base} has no {path} (404): check the --kb URL "
+                   "(a Search-R1-style server answering POST /retrieve)")
+        else:
+            given = "the token given" if self._headers else "no token"
+            fix = (f"the retrieval server at {self.base} rejected {given} ({resp.status_code}): pass its token "
+                   f"(set {TOKEN_ENV}, or RemoteRetriever(url, token=...)) as given to `agentrag kb serve --token`")
+        return EndpointError(f"{fix}; it answered: {resp.text[:200]}", endpoint=self.base, status=resp.status_code)
 
     def search(self, queries: list[str], k: int, threshold: float | None = None) -> list[list[Hit]]:
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
@@ -130,6 +150,8 @@ class RemoteRetriever:
             resp = self.client.post(self.endpoint, json=payload, headers=self._headers)
         except httpx.HTTPError as exc:
             raise RetrievalError(f"retrieval server {self.endpoint} unreachable: {exc}", is_retryable=True) from exc
+        if resp.status_code in (401, 403, 404):
+            raise self._rejected(resp, "/retrieve")
         if resp.status_code >= 400:
             raise RetrievalError(f"retrieval server {self.endpoint} answered {resp.status_code}: {resp.text[:300]}",
                                  is_retryable=resp.status_code >= 500 or resp.status_code == 429)
@@ -169,7 +191,7 @@ def resolve_retriever(ref: str) -> Retriever:
     """A KB directory, or ``http(s)://host:port`` of a Search-R1-style server (token from
     ``AGENTRAG_KB_TOKEN``)."""
     if ref.startswith(("http://", "https://")):
-        return RemoteRetriever(ref, token=os.environ.get("AGENTRAG_KB_TOKEN") or None)
+        return RemoteRetriever(ref, token=os.environ.get(TOKEN_ENV) or None)
     from agentrag.kb.store import KnowledgeBase
 
     return KnowledgeBase.load(ref)

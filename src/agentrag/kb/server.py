@@ -6,7 +6,8 @@ and answers ``{"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]
 (the shapes and their rule: :mod:`agentrag.kb.retrieve_api`). ``GET /health`` reports the KB.
 
 The token (``Authorization: Bearer TOKEN``, scheme in any case, compared in constant time) is
-checked before the body is read. A request may ask at most ``max_work`` hits
+required on every route when the server has one, ``/health`` included (so a client's pre-check
+fails on a wrong token before its first item); on ``/retrieve`` it is checked before the body is read. A request may ask at most ``max_work`` hits
 (``len(queries) * topk``); beyond that it is refused with a 413 saying how to split it. The
 handler is async: the searches run in a bounded thread pool, a large batch in chunks of about
 ``chunk_work`` hits, so small requests interleave with a large one instead of waiting for it.
@@ -158,7 +159,10 @@ def create_app(retriever: Retriever, *, token: str | None = None, default_topk: 
         return None
 
     @app.get("/health")
-    def health() -> dict[str, Any]:
+    def health(request: Request) -> Any:
+        denied = _denied(request)  # a client's pre-check then proves its token, not only that the server is up
+        if denied is not None:
+            return denied
         info: dict[str, Any] = {"status": "ok"}
         for attr in ("name",):
             if hasattr(retriever, attr):

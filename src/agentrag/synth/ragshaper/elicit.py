@@ -7,17 +7,17 @@ records, per step, which hits came from K~ and their distractor type.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import random
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from agentrag.errors import ContextLimitError, LLMError, RetrievalError, RunError
+from agentrag.errors import ContextLimitError, LLMError, RunError
 from agentrag.kb.base import Retriever
+from agentrag.kb.routing import MethodRetriever  # its home is kb; re-exported here for compatibility
 from agentrag.llm.base import LLM, Completion
-from agentrag.records import Hit, Message, QAItem, Trajectory
+from agentrag.records import Message, QAItem, Trajectory
 from agentrag.synth.common import prompt_hash
 from agentrag.synth.ragshaper.config import ElicitConfig
 from agentrag.synth.ragshaper.schema import QARecord
@@ -82,27 +82,6 @@ class _WatchedLLM:
     async def achat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
                     response_format: dict[str, Any] | None = None, n: int = 1, **sampling: Any) -> list[Completion]:
         return self.chat(messages, tools=tools, response_format=response_format, n=n, **sampling)
-
-
-class MethodRetriever:
-    """A retriever whose searches use one method (e.g. ``dense``, as the paper's tool) when the
-    underlying retriever takes a ``method`` argument (a KnowledgeBase); otherwise passes through.
-    With a ``watch``, a RetrievalError is noted there before it propagates."""
-
-    def __init__(self, inner: Retriever, method: str | None, watch: OutageWatch | None = None) -> None:
-        self.inner = inner
-        self.method = method if method and "method" in inspect.signature(inner.search).parameters else None
-        self.watch = watch
-
-    def search(self, queries: list[str], k: int, threshold: float | None = None) -> list[list[Hit]]:
-        try:
-            if self.method is None:
-                return self.inner.search(queries, k, threshold=threshold)
-            return self.inner.search(queries, k, threshold=threshold, method=self.method)  # type: ignore[call-arg]
-        except RetrievalError as exc:
-            if self.watch is not None:
-                self.watch.note(exc)
-            raise
 
 
 def navigation_policy(main: Retriever, distractor: Retriever | None, cfg: ElicitConfig,

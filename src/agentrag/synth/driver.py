@@ -100,7 +100,7 @@ class SynthOutput:
     """What a pipeline hands back to the driver: per declared stage ``(in, out, rejected)``, the
     export summary, and the synthesizer's own statistics."""
 
-    counts: dict[str, tuple[int, int, Mapping[str, int]]] = field(default_factory=dict)
+    counts: Mapping[str, tuple[int, int, Mapping[str, int]]] = field(default_factory=dict)
     export: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
 

@@ -115,7 +115,7 @@ class TracerSynth(Synthesizer[TracerRunConfig, TracerInputs, TracerComponents]):
         if kb is None:
             from agentrag.kb import KnowledgeBase
 
-            kb = KnowledgeBase.load(cfg.kb)
+            kb = KnowledgeBase.load(str(cfg.kb))
         passages = given.get("passages")
         return TracerInputs(kb=kb, passages=list(passages) if passages is not None else _passages(kb),
                             excluded=excluded)

@@ -22,6 +22,12 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.kb.base",
     "agentrag.kb.store",
     "agentrag.kb.multi",
+    "agentrag.kb.build",
+    "agentrag.kb.serving",
+    "agentrag.kb.routing",
+    "agentrag.protocols",
+    "agentrag.exec",
+    "agentrag.synth.driver",
     "agentrag.agents.base",
     "agentrag.agents",
     "agentrag.eval",
@@ -36,6 +42,20 @@ PUBLIC_MODULES: list[str] = [
 
 # name -> module it lives in. Add a line here when a PUBLIC_MODULES module grows its __all__.
 _EXPORTS: dict[str, str] = {
+    # failure policy and executors
+    "Executor": "agentrag.exec", "Outcome": "agentrag.exec", "ThreadExecutor": "agentrag.exec",
+    "WorkerTask": "agentrag.exec", "resolve_executor": "agentrag.exec", "run_stage": "agentrag.exec",
+    "StageResult": "agentrag.exec", "item_key": "agentrag.exec",
+    # the synthesizer driver
+    "Stage": "agentrag.synth.driver", "FunnelRow": "agentrag.synth.driver", "SynthMetrics": "agentrag.synth.driver",
+    "SynthOutput": "agentrag.synth.driver", "SynthRun": "agentrag.synth.driver", "SynthBugs": "agentrag.synth.driver",
+    "Synthesizer": "agentrag.synth.driver", "run_synthesizer": "agentrag.synth.driver",
+    "llm_usage": "agentrag.synth.driver", "funnel_rows": "agentrag.synth.driver", "finish_run": "agentrag.synth.driver",
+    "run_sections": "agentrag.synth.driver",
+    # knowledge-base build and serving
+    "collect_gold": "agentrag.kb.build", "kb_config": "agentrag.kb.build", "PROGRESS_ENV": "agentrag.kb.build",
+    "trajectory_navigation": "agentrag.kb.serving", "open_kb": "agentrag.kb.serving",
+    "NAVIGATION_METHOD": "agentrag.kb.serving", "ErrorWatch": "agentrag.kb.routing",
     # synthesizers: RAGShaper
     "RagShaperConfig": "agentrag.synth.ragshaper", "DISTRACTOR_TYPES": "agentrag.synth.ragshaper",
     "InfoCurator": "agentrag.synth.ragshaper", "select_paths": "agentrag.synth.ragshaper",
@@ -111,6 +131,8 @@ _EXPORTS: dict[str, str] = {
     "IndexConfig": "agentrag.kb.store", "BM25Config": "agentrag.kb.store", "HybridConfig": "agentrag.kb.store",
     "METHODS": "agentrag.kb.store", "MultiRetriever": "agentrag.kb.multi", "RemoteRetriever": "agentrag.kb.multi",
     "resolve_retriever": "agentrag.kb.multi", "split_contents": "agentrag.kb.multi",
+    "build_kb": "agentrag.kb.build", "serve_navigation": "agentrag.kb.serving", "navigation_app": "agentrag.kb.serving",
+    "MethodRetriever": "agentrag.kb.routing",
     # agent seams
     "ToolResult": "agentrag.agents.base", "Tool": "agentrag.agents.base",
     "NavigationPolicy": "agentrag.agents.base", "Agent": "agentrag.agents.base",

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from agentrag.errors import UserError
-from agentrag.exec import Outcome, ThreadExecutor, WorkerTask, resolve_executor, run_items
+from agentrag.exec import Outcome, ThreadExecutor, WorkerTask, resolve_executor, run_stage
 
 
 @pytest.mark.parametrize("workers", [1, 3])
@@ -53,7 +53,7 @@ def test_bounded_in_flight() -> None:
     assert len(rest) + 1 == 100 and isinstance(first, Outcome)
 
 
-def test_run_items_writes_in_driver_and_reports_progress() -> None:
+def test_run_stage_writes_in_driver_and_reports_progress() -> None:
     written: list[tuple[int, int]] = []
     progress: list[tuple[str, int, int]] = []
     driver = threading.get_ident()
@@ -63,9 +63,9 @@ def test_run_items_writes_in_driver_and_reports_progress() -> None:
         threads.add(threading.get_ident())
         written.append((item, res))
 
-    failed = run_items(ThreadExecutor(3), lambda x: 1 // (x - 5), range(10), stage="s",
-                       progress=lambda *a: progress.append(a), on_result=write)
-    assert [o.item for o in failed] == [5]
+    res = run_stage(ThreadExecutor(3), lambda x: 1 // (x - 5), range(10), stage="s",
+                    progress=lambda *a: progress.append(a), on_result=write, key=str)
+    assert list(res.bugs) == ["5"] and "ZeroDivisionError" in res.bugs["5"] and res.done == 9
     assert sorted(i for i, _ in written) == [0, 1, 2, 3, 4, 6, 7, 8, 9]
     assert threads == {driver}
     assert progress[0] == ("s", 0, 10) and progress[-1] == ("s", 10, 10)

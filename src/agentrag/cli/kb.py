@@ -111,7 +111,7 @@ def import_cmd(
                                        "method": "hybrid" if faiss_index else "bm25"})
         t0 = time.perf_counter()
         kb = import_kb(corpus, out, cfg, faiss_index=faiss_index, bm25_dir=bm25, overwrite=overwrite)
-    console.print(f"imported [bold]{out}[/]: {len(kb)} passages in {time.perf_counter() - t0:.1f}s, "
+    console.print(f"imported {out}: {len(kb)} passages in {time.perf_counter() - t0:.1f}s, "
                   f"index {kb.params['index_type'] if faiss_index else 'none (BM25 only)'}; "
                   f"peak memory {_peak_mb():.0f} MiB")
 

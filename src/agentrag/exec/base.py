@@ -131,23 +131,3 @@ class WorkerTask:
     def __setstate__(self, d: dict[str, Any]) -> None:
         self.__dict__.update(d)
         self._state_lock = threading.Lock()
-
-
-def run_items(executor: Executor, fn: Callable[[T], R], items: Iterable[T], *, stage: str = "",
-              progress: Callable[[str, int, int], None] | None = None,
-              on_result: Callable[[T, R], object] | None = None) -> list[Outcome[T, R]]:
-    """Run ``fn`` over ``items`` on ``executor``; ``on_result`` (in the driver's thread) writes each
-    result; ``progress(stage, done, total)`` is called as items finish. Returns the failed outcomes
-    (their items stay unfinished; the caller decides whether an error is fatal)."""
-    todo = list(items)
-    if progress:
-        progress(stage, 0, len(todo))
-    failed: list[Outcome[T, R]] = []
-    for done, out in enumerate(executor.map(fn, todo), start=1):
-        if out.error is not None:
-            failed.append(out)
-        elif on_result is not None:
-            on_result(out.item, out.result)  # type: ignore[arg-type]
-        if progress:
-            progress(stage, done, len(todo))
-    return failed

@@ -211,7 +211,7 @@ def funnel_rows(stages: Sequence[Stage], counts: Mapping[str, tuple[int, int, Ma
     return rows
 
 
-def finish(synth: Synthesizer[Any, Any, Any], cfg: Any, ctx: SynthRun, comps: Any, output: SynthOutput,
+def finish_run(synth: Synthesizer[Any, Any, Any], cfg: Any, ctx: SynthRun, comps: Any, output: SynthOutput,
            elapsed: float) -> dict[str, Any]:
     """Metrics, ``metrics.json`` and the report, written once, after the statistics exist."""
     from agentrag.render import write_report
@@ -259,7 +259,7 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
         ctx = SynthRun(run, executor or ThreadExecutor(synth.concurrency(cfg)), progress)
         start = time.monotonic()
         output = synth.execute(ctx, cfg, comps, inputs)
-        metrics = finish(synth, cfg, ctx, comps, output, time.monotonic() - start)
+        metrics = finish_run(synth, cfg, ctx, comps, output, time.monotonic() - start)
     bugs = {k: v for r in ctx.results.values() for k, v in r.bugs.items()}
     if bugs:
         raise SynthBugs(bugs)
@@ -267,4 +267,4 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
 
 
 __all__ = ["Stage", "FunnelRow", "SynthMetrics", "SynthOutput", "SynthRun", "SynthBugs", "Synthesizer",
-           "run_synthesizer", "llm_usage", "funnel_rows", "finish", "run_sections"]
+           "run_synthesizer", "llm_usage", "funnel_rows", "finish_run", "run_sections"]

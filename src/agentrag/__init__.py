@@ -50,7 +50,7 @@ _EXPORTS: dict[str, str] = {
     "Stage": "agentrag.synth.driver", "FunnelRow": "agentrag.synth.driver", "SynthMetrics": "agentrag.synth.driver",
     "SynthOutput": "agentrag.synth.driver", "SynthRun": "agentrag.synth.driver", "SynthBugs": "agentrag.synth.driver",
     "Synthesizer": "agentrag.synth.driver", "run_synthesizer": "agentrag.synth.driver",
-    "llm_usage": "agentrag.synth.driver", "funnel_rows": "agentrag.synth.driver", "finish_run": "agentrag.synth.driver",
+    "funnel_rows": "agentrag.synth.driver", "finish_run": "agentrag.synth.driver",
     "run_sections": "agentrag.synth.driver",
     # knowledge-base build and serving
     "collect_gold": "agentrag.kb.build", "kb_config": "agentrag.kb.build", "PROGRESS_ENV": "agentrag.kb.build",
@@ -120,7 +120,7 @@ _EXPORTS: dict[str, str] = {
     "JsonlStore": "agentrag.runs", "RunDir": "agentrag.runs", "LOCK_NAME": "agentrag.runs",
     # llm protocol
     "LLM": "agentrag.llm.base", "Completion": "agentrag.llm.base",
-    "resolve_llm": "agentrag.llm", "OpenAIBackend": "agentrag.llm", "EmbeddedLLM": "agentrag.llm",
+    "resolve_llm": "agentrag.llm", "llm_usage": "agentrag.llm", "OpenAIBackend": "agentrag.llm", "EmbeddedLLM": "agentrag.llm",
     "CachedLLM": "agentrag.llm", "ResponseCache": "agentrag.llm", "LLMConfig": "agentrag.llm",
     "UsageMeter": "agentrag.llm", "parse_json_output": "agentrag.llm", "parse_text_tool_calls": "agentrag.llm",
     # retrieval protocol

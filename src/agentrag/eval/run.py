@@ -29,6 +29,7 @@ from agentrag.eval.report import write_eval_report
 from agentrag.eval.result import EvalResult
 from agentrag.eval.runner import EvalConfig, evaluate_stage, summarize
 from agentrag.exec import Executor, ThreadExecutor
+from agentrag.llm.usage import llm_usage
 from agentrag.records import QAItem
 from agentrag.runs import RunDir
 
@@ -44,25 +45,6 @@ class EvalBugs(AgentRagError):
         super().__init__(f"{len(bugs)} item(s) failed with an unexpected error (a bug; tracebacks in the log), "
                          f"e.g. {key}: {why}")
         self.bugs, self.metrics = dict(bugs), metrics
-
-
-def llm_usage(roles: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """One LLM-usage block, the shape of the synthesizers' ``llm``: ``{"role+role": stats}`` for
-    each distinct LLM object (cache hits and misses, backend calls, tokens), keyed by its roles."""
-    by_obj: dict[int, tuple[list[str], Any]] = {}
-    for role, obj in roles.items():
-        if obj is not None:
-            by_obj.setdefault(id(obj), ([], obj))[0].append(role)
-    out: dict[str, dict[str, Any]] = {}
-    for names, obj in by_obj.values():
-        stats = getattr(obj, "stats", None)
-        if callable(stats):
-            out["+".join(names)] = dict(stats())
-        else:
-            meter = getattr(obj, "meter", None)
-            snap = meter.snapshot() if meter is not None and hasattr(meter, "snapshot") else {}
-            out["+".join(names)] = {"calls": getattr(obj, "calls", None), **snap}
-    return out
 
 
 def _config(cfg: EvalConfig | None, overrides: Mapping[str, Any]) -> EvalConfig:
@@ -176,4 +158,4 @@ def _name(obj: Any, ref: str | None) -> str | None:
     return ref if obj is None else type(obj).__name__
 
 
-__all__ = ["run_eval", "check_inputs", "EvalBugs", "llm_usage"]
+__all__ = ["run_eval", "check_inputs", "EvalBugs"]

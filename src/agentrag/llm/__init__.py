@@ -14,6 +14,7 @@ from agentrag.llm.cache import CachedLLM, ResponseCache
 from agentrag.llm.config import LLMConfig, UsageMeter
 from agentrag.llm.parsing import parse_json_output, parse_text_tool_calls
 from agentrag.llm.resolve import resolve_llm
+from agentrag.llm.usage import llm_usage
 
 _LAZY = {"OpenAIBackend": "agentrag.llm.openai_backend", "EmbeddedLLM": "agentrag.llm.embedded"}
 
@@ -25,5 +26,5 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["LLM", "Completion", "resolve_llm", "OpenAIBackend", "EmbeddedLLM", "CachedLLM", "ResponseCache",
+__all__ = ["LLM", "Completion", "resolve_llm", "llm_usage", "OpenAIBackend", "EmbeddedLLM", "CachedLLM", "ResponseCache",
            "LLMConfig", "UsageMeter", "parse_json_output", "parse_text_tool_calls"]

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentrag.errors import AgentRagError
 from agentrag.exec import Executor, StageResult, ThreadExecutor, run_stage
+from agentrag.llm.usage import llm_usage
 from agentrag.runs import RunDir
 from agentrag.synth.common import Progress
 from agentrag.threads import passive_openmp
@@ -144,25 +145,6 @@ class SynthRun:
         return {k: len(v.unfinished) + len(v.bugs) for k, v in self.results.items() if v.unfinished or v.bugs}
 
 
-def llm_usage(roles: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """One LLM-usage block: ``{"role+role": stats}`` for each distinct LLM object of the run (cache
-    hits and misses, backend calls, tokens), keyed by the roles it plays."""
-    by_obj: dict[int, tuple[list[str], Any]] = {}
-    for role, obj in roles.items():
-        if obj is not None:
-            by_obj.setdefault(id(obj), ([], obj))[0].append(role)
-    out: dict[str, dict[str, Any]] = {}
-    for names, obj in by_obj.values():
-        stats = getattr(obj, "stats", None)
-        if callable(stats):
-            out["+".join(names)] = dict(stats())
-        else:
-            meter = getattr(obj, "meter", None)
-            snap = meter.snapshot() if meter is not None and hasattr(meter, "snapshot") else {}
-            out["+".join(names)] = {"calls": getattr(obj, "calls", None), **snap}
-    return out
-
-
 class Synthesizer(Generic[Cfg, Inputs, Comps]):
     """A synthesizer's declaration (see the module docstring); subclasses fill in the hooks."""
 
@@ -267,4 +249,4 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
 
 
 __all__ = ["Stage", "FunnelRow", "SynthMetrics", "SynthOutput", "SynthRun", "SynthBugs", "Synthesizer",
-           "run_synthesizer", "llm_usage", "funnel_rows", "finish_run", "run_sections"]
+           "run_synthesizer", "funnel_rows", "finish_run", "run_sections"]

@@ -104,7 +104,7 @@ def test_react_no_answer_and_max_steps(retriever):
 def test_react_forced_answer_turn(retriever):
     llm = ScriptedLLM([search(), search("Paris"), "It must be Paris."])
     traj = build_agent("react", llm, retriever, max_steps=3).run(ITEM)
-    assert (traj.finish_reason, traj.answer) == ("answered", "It must be Paris.")
+    assert (traj.finish_reason, traj.answer) == ("max_steps", None)  # untagged text is never the answer
     assert llm.requests[2]["tools"] is None and llm.requests[1]["tools"] is not None
     assert llm.requests[2]["messages"][-1].content == REACT_FORCE_ANSWER
     traj = build_agent("react", ScriptedLLM([search(), "<answer>Paris</answer>"]), retriever, max_steps=2).run(ITEM)
@@ -126,7 +126,8 @@ def test_react_backend_parse_error_is_a_malformed_turn(retriever):
 
 def test_react_untagged_answer_policy(retriever):
     traj = build_agent("react", ScriptedLLM(["Paris"]), retriever).run(ITEM)
-    assert (traj.answer, traj.metadata["answer_tagged"]) == ("Paris", False)
+    assert (traj.finish_reason, traj.answer) == ("no_answer", None) and len(traj.steps) == 1
+    assert traj.steps[0].error == "no tool call and no <answer> tags" and "answer_tagged" not in traj.metadata
     llm = ScriptedLLM(["Paris", "<answer>Paris</answer>"])
     traj = build_agent("react", llm, retriever, untagged_answer="reject").run(ITEM)
     assert traj.finish_reason == "answered" and len(traj.steps) == 2

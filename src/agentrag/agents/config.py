@@ -32,10 +32,11 @@ class ReactConfig(AgentConfig):
     system_prompt: str | None = Field(
         default=None, description="replaces the default system prompt; '{tool}' in it becomes the tool name "
         "(e.g. RAGShaper's rollout prompt, agentrag.agents.rollout)")
-    untagged_answer: Literal["accept", "reject"] = Field(
-        "accept", description="a text reply with no tool call and no <answer> tags: 'accept' takes the "
-        "text as the final answer (OpenAI convention: a turn without tool calls ends the run); 'reject' "
-        "tells the model to use the tags and goes on")
+    untagged_answer: Literal["no_answer", "reject"] = Field(
+        "no_answer", description="a text reply with no tool call and no <answer> tags: 'no_answer' ends "
+        "the run with finish_reason 'no_answer' (a turn without tool calls ends the run, but its text is "
+        "never the prediction: it may be a copied document); 'reject' tells the model to use the tags "
+        "and goes on")
     force_answer: bool = Field(
         default=True, description="make the last of max_steps turns (when max_steps >= 2) an answer turn: "
         "no tools offered and the model told to answer now; False leaves every turn free to search")

@@ -11,6 +11,9 @@ Tracer's evaluation does, with ``max_steps``; ``max_turns_without_tool`` (5) con
 without a valid tool call end it with ``parse_error``. Several tool calls in one reply are all
 recorded and run in order (each search is a step). Bad arguments and unknown tools come back as
 a tool error observation. ``traj.metadata["topk_per_step"]`` lists the top-k of each search.
+Documents reach the model with ``<tool_call>`` tags and the ``Final_Answer:`` marker escaped
+(:func:`~agentrag.agents.tools.neutralize_tags`), so a model that copies a document back neither
+answers nor calls a tool with the document's words.
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ class PlanStepAgent(BaseAgent):
 
     def _run(self, item: QAItem, traj: Trajectory) -> None:
         cfg = self.config
-        tool = self.new_tool(RAG_SEARCH, k_arg="topk", traj=traj)
+        tool = self.new_tool(RAG_SEARCH, k_arg="topk", traj=traj, neutralize=True)
         tools = plan_step_tools(cfg.max_top_k)
         messages = [Message(role="system", content=PLAN_SYSTEM),
                     Message(role="user", content=PLAN_USER.format(question=item.question))]

@@ -5,9 +5,13 @@ dropped and noted in ``Step.error``) or answers. Malformed turns (unparseable ou
 call with bad JSON or bad arguments, an unknown tool, an empty reply, and, with
 ``untagged_answer="reject"``, text without answer tags) are fed back to the model as an error
 observation and count toward ``max_steps``; ``max_format_errors`` of them in a row end the run
-with ``parse_error``. ``<answer></answer>`` with nothing inside ends it with ``no_answer``.
-With ``force_answer`` (the default) the last of the ``max_steps`` turns offers no tools and asks
-for the answer; no answer there ends the run with ``max_steps``.
+with ``parse_error``. ``<answer></answer>`` with nothing inside ends it with ``no_answer``, and so
+does (by default, ``untagged_answer="no_answer"``) a text reply with neither a tool call nor
+answer tags: the prediction only ever comes from the answer tags (or a JSON ``{"answer": ...}``
+reply), never from free text, which may be a document the model copied back (documents reach
+the model with protocol tags escaped). With ``force_answer`` (the default) the last of the
+``max_steps`` turns offers no tools and asks for the answer; no answer there ends the run with
+``max_steps``.
 """
 
 from __future__ import annotations
@@ -91,11 +95,11 @@ class ReactAgent(BaseAgent):
                                  observation=f"Error: {text_error}. Call the tool with valid JSON arguments.")
             else:
                 answer = _explicit_answer(text)
-                if answer is None and text.strip() and cfg.untagged_answer == "accept":
-                    answer = text.strip()
-                    traj.metadata["answer_tagged"] = False
                 if answer is not None:
                     self._finish(traj, messages, self.step(turn), answer)
+                    return
+                if text.strip() and cfg.untagged_answer == "no_answer":
+                    self._finish(traj, messages, self.step(turn, error="no tool call and no <answer> tags"), "")
                     return
                 error = "no tool call and no <answer> tags" if text.strip() else "empty reply"
                 feedback = REACT_NO_TAGS.format(tool=tool.name) if text.strip() else EMPTY_REPLY
@@ -124,13 +128,6 @@ class ReactAgent(BaseAgent):
             answer, invalid = _json_answer(text)
         else:
             answer = _explicit_answer(text)
-        calls, call_error = tool_calls_from_text(text) if turn.error is None else ([], None)
-        is_call = bool(calls) or call_error is not None or bool(turn.completion and turn.completion.tool_calls)
-        bad_json = invalid is not None and text.strip().startswith("{")  # JSON that fails FinalAnswer
-        if answer is None and text.strip() and self.config.untagged_answer == "accept" and not is_call \
-                and not bad_json:
-            answer = text.strip()
-            traj.metadata["answer_tagged"] = False
         if answer is not None:
             self._finish(traj, messages, self.step(turn), answer)
             return

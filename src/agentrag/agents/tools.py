@@ -9,7 +9,9 @@ with ``is_retryable`` (the server is down, 5xx after the client's retries) and a
 401/403/404 from the retrieval server) propagate out of the tool, so the item stays unfinished or
 the run stops; any other retrieval error goes back to the model as an error observation.
 Documents cannot speak the protocol: :func:`neutralize_tags` escapes the protocol tags of the
-tag-based agents inside retrieved text (the rest of the text reaches the model verbatim).
+tag-based agents and the text-answer marker ``Final_Answer:`` (plan_step) inside retrieved text,
+so a model that copies a document back cannot end a run or call a tool with the document's
+words (the rest of the text reaches the model verbatim).
 """
 
 from __future__ import annotations
@@ -31,13 +33,17 @@ QUERY_MAX_CHARS = 200
 PROTOCOL_TAGS = ("answer", "search", "information", "think", "query", "evidence", "tool_call", "tool_response",
                  "action", "select")
 _PROTOCOL_TAG_RE = re.compile(r"<\s*(/?)\s*(" + "|".join(PROTOCOL_TAGS) + r")\s*>", re.IGNORECASE)
+#: the text-answer marker plan_step parses (``Final_Answer: X``, ``Final Answer: X``)
+_ANSWER_MARKER_RE = re.compile(r"(Final[_ ]Answer\**\s*)([:：])", re.IGNORECASE)
 
 
 def neutralize_tags(text: str) -> str:
     """``text`` with every protocol tag (``<answer>``, ``</information>``, ``<query>`` ...) written
-    as ``&lt;answer&gt;`` etc., so a retrieved document cannot open or close a protocol segment.
+    as ``&lt;answer&gt;`` etc., and the colon of a ``Final_Answer:`` marker as ``&#58;``, so a
+    retrieved document cannot open or close a protocol segment or state a final answer.
     Everything else is left verbatim."""
-    return _PROTOCOL_TAG_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}&gt;", text)
+    text = _PROTOCOL_TAG_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}&gt;", text)
+    return _ANSWER_MARKER_RE.sub(lambda m: f"{m.group(1)}&#58;", text)
 
 
 def search_tool_schema(name: str = SEARCH_TOOL, default_k: int = 5, max_k: int | None = 20) -> dict[str, Any]:

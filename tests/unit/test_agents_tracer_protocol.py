@@ -51,16 +51,41 @@ def test_text_final_answer_is_a_turn_without_tool_call_and_not_a_step(retriever)
 
 @pytest.mark.parametrize("text, answer", [
     ("Final_Answer: John F. Kelly", "John F. Kelly"),
-    ("Final Answer: Paris.\nExplanation: the documents agree.", "Paris."),
+    ("Final Answer: Paris.\nExplanation: the documents agree.", "Paris"),
     ("**Final_Answer:** Rome", "Rome"),
     ("Final_Answer:\n  Berlin\n(see doc 2)", "Berlin"),
-    ("Final_Answer: Paris. The documents agree on it.", "Paris."),
+    ("Final_Answer: Paris. The documents agree on it.", "Paris"),
     ("Final_Answer: St. Louis (Missouri)", "St. Louis (Missouri)"),
-    ("Final_Answer: Washington D.C. It is the capital.", "Washington D.C. It is the capital."),
+    ("Final_Answer: Washington D.C. It is the capital.", "Washington D.C."),
+    ("Final_Answer: Washington, D.C.", "Washington, D.C."),
+    ("Final Answer: the U.S. Army", "the U.S. Army"),
+    ("Final Answer: U.S.", "U.S."),
+    ("Final Answer: Austin, Texas", "Austin, Texas"),
+    ("Final Answer: 1,200 people", "1,200 people"),
+    ("Final Answer: Jean-Paul Sartre", "Jean-Paul Sartre"),
+    ("Final Answer: Smith & Sons Inc.", "Smith & Sons Inc."),
+    ("Final Answer: Paris, as the documents show", "Paris"),
+    ("Final Answer: Paris - the documents say so", "Paris"),
+    ("Final Answer: Paris — According to Doc 2", "Paris"),
+    ("Final Answer: yes, because both are American", "yes"),
+    ("Final Answer: Paris because Doc 1 says so", "Paris"),
+    ('Final Answer: "Tottenham Hotspur".', "Tottenham Hotspur"),
+    ("The Final Answer: is not known yet. I will search more.", None),
+    ("Final Answer:", None),
+    ("Final Answer: ...", None),
+    ("Final_Answer: Paris.\nThe Final Answer: will follow after one more check.", "Paris"),
     ("no marker here", None),
 ])
 def test_text_final_answer_takes_the_answer_line_only(text, answer):
     assert text_final_answer(text) == answer
+
+
+def test_a_marker_without_an_answer_does_not_end_the_run(retriever):
+    llm = ScriptedLLM(["plan", rag(), "The Final Answer: is not known yet, I need another search.", rag(),
+                       "Final_Answer: Romulus, according to Doc 1."])
+    traj = build_agent("plan_step", llm, retriever).run(TWO_HOP)
+    assert (traj.finish_reason, traj.answer) == ("answered", "Romulus") and retriever.calls == 2
+    assert traj.steps[2].error == "no tool call" and traj.steps[2].action is None
 
 
 def test_run_ends_right_after_the_tenth_search(retriever):

@@ -3,8 +3,8 @@
 Turn 0 writes a plan with no tools offered. Every later turn gets the step prompt and takes one
 step: ``RAG_search(query, topk)`` or ``Final_Answer(answer)``. A reply without a tool call is a
 turn without a tool call: if its text says ``Final_Answer: X`` (as in the paper's transcripts)
-the run ends with answer ``X`` (the rest of that line up to the end of its first sentence;
-explanations after it, on that line or later ones, are not part of it), otherwise the next turn
+the run ends with answer ``X`` (exactly the answer: see :func:`text_final_answer`; a marker not
+followed by an answer, as in "Final Answer: is not known yet", is ignored), otherwise the next turn
 re-asks with the step prompt alone (no extra instructions).
 Only retrieval calls are steps: the run ends right after the ``max_steps``-th (10th) search, as
 Tracer's evaluation does, with ``max_steps``; ``max_turns_without_tool`` (5) consecutive turns
@@ -33,20 +33,76 @@ from agentrag.records import Message, QAItem, Step, ToolCall, Trajectory, Usage
 RAG_SEARCH = "RAG_search"
 FINAL_ANSWER = "Final_Answer"
 _TEXT_ANSWER = re.compile(r"Final[_ ]Answer\**\s*[:：]", re.IGNORECASE)
-# a sentence end after a lower-case word (not an initial like "F." or "St.") followed by a new sentence
-_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\"'][a-z0-9)\"'][.!?])\s+(?=[A-Z(])")
+#: abbreviations whose period ends no sentence ("St. Louis", "Jr.", "Inc.")
+_ABBREVIATIONS = frozenset("st mt ft dr mr mrs ms jr sr inc ltd co corp bros no vol vs etc gen col lt sgt capt "
+                           "prof rev sen gov pres".split())
+#: a word that opens an explanation after a comma, semicolon or spaced dash ("Paris, as Doc 2 says")
+_EXPLANATION_WORDS = frozenset("according because as since this that it the based which from per see source "
+                               "sources explanation reason note i we these those both".split())
+#: lower-case words that show the text after a marker is not an answer ("Final Answer: is not known yet")
+_NOT_AN_ANSWER = frozenset("is are was were will would should shall can could may might must has have had be "
+                           "been being not pending once when after until to requires remains depends cannot "
+                           "can't tbd follows goes".split())
+_SEPARATOR = re.compile(r"\s*(?:[,;]|\s[-–—]|--)\s+(?=(\S+))")
+_CONJUNCTION = re.compile(r"\s+(?:because|since|as per|according to|based on|as stated|as shown)\b.*$",
+                          re.IGNORECASE)
+_SENTENCE_PUNCT = re.compile(r"(\S+)([.!?])\s+(?=([A-Z(\"']\S*))")
+
+
+def _is_abbreviation(token: str) -> bool:
+    """``token`` (ending in a period) is an initial ("F."), a dotted abbreviation ("D.C.",
+    "U.S.") or a listed one ("St.", "Jr.")."""
+    word = token.rstrip(".").lstrip("(\"'")
+    return (len(word) == 1 and word.isalpha()) or "." in word or word.lower() in _ABBREVIATIONS
+
+
+def _first_sentence(line: str) -> str:
+    for m in _SENTENCE_PUNCT.finditer(line):
+        nxt = m.group(3).strip("(\"'.,").lower()
+        if m.group(2) != "." or not _is_abbreviation(m.group(1) + ".") or nxt in _EXPLANATION_WORDS:
+            return line[:m.end(2)]  # "D.C. It is ..." ends a sentence, "U.S. Army" does not
+    return line
+
+
+def _answer_after(rest: str) -> str | None:
+    """The answer written right after one marker; ``None`` when the marker is not followed by one."""
+    line = next((ln for ln in rest.splitlines() if ln.strip()), "")
+    line = _clean(line)
+    first = line.split(maxsplit=1)[0] if line else ""
+    if not re.search(r"\w", line) or first.rstrip(".,:;") in _NOT_AN_ANSWER:
+        return None
+    line = _first_sentence(line)
+    for m in _SEPARATOR.finditer(line):  # "Paris, as the documents say" / "Paris - see Doc 2"
+        nxt = m.group(1).strip("(\"'")
+        if nxt[:1].islower() or nxt.lower() in _EXPLANATION_WORDS:
+            line = line[:m.start()]
+            break
+    line = _clean(_CONJUNCTION.sub("", line))
+    last = line.split()[-1] if line.split() else ""
+    if line.endswith(".") and not _is_abbreviation(last):
+        line = _clean(line[:-1])
+    return line or None
+
+
+def _clean(text: str) -> str:
+    """``text`` without surrounding blanks, markdown emphasis and quotes."""
+    return text.strip().strip("*`").strip().strip('"').strip()
 
 
 def text_final_answer(text: str) -> str | None:
-    """The answer of a text reply ``... Final_Answer: X``: the first non-empty line after the
-    last marker, without surrounding markdown emphasis or quotes; ``None`` without a marker."""
-    matches = list(_TEXT_ANSWER.finditer(text))
-    if not matches:
-        return None
-    rest = text[matches[-1].end():]
-    line = next((ln for ln in rest.splitlines() if ln.strip()), "")
-    line = _SENTENCE_END.split(line, maxsplit=1)[0]  # "X. The documents say ..." -> "X."
-    return line.strip().strip("*").strip().strip('"').strip()
+    """The answer of a text reply ``... Final_Answer: X``: X exactly, from the last marker that is
+    followed by an answer (``None`` without one). X is the rest of that line (or the next
+    non-empty line when the marker ends its line) up to the end of its first sentence, without
+    an explanation after a comma, semicolon or spaced dash ("Paris, as Doc 2 says" -> "Paris";
+    "Washington, D.C." and "Austin, Texas" stay whole), without "because ..." / "according to
+    ...", without markdown emphasis, quotes or a final period (abbreviations such as "D.C.",
+    "U.S." and "St." keep theirs). A marker followed by nothing, by punctuation only, or by a
+    verb phrase ("Final Answer: is not known yet", "... will follow") is not an answer."""
+    for m in reversed(list(_TEXT_ANSWER.finditer(text))):
+        answer = _answer_after(text[m.end():])
+        if answer is not None:
+            return answer
+    return None
 
 
 def plan_step_tools(max_k: int | None = None) -> list[dict[str, Any]]:

@@ -143,3 +143,45 @@ def test_presets() -> None:
     with pytest.raises(Exception, match="unknown preset"):
         load_preset("huge")
     assert RagShaperRunConfig.model_validate({**load_preset("paper"), "preset": "paper"}).preset == "paper"
+
+
+@pytest.mark.parametrize("policy", ["reject", "keep"])
+def test_a_final_answer_outside_the_answer_tags_is_flagged_and_never_exported(tmp_path: Path, policy: str) -> None:
+    """The teacher answers correctly but as a JSON reply, not in <answer> tags (issue 24 item 5)."""
+    def json_teacher(messages: list[Message], **kw: Any) -> Any:
+        if any(m.role == "tool" for m in messages):
+            return json.dumps({"answer": ANSWER})
+        return teacher_reply(messages, **kw)
+
+    cfg = _cfg()
+    cfg.malformed_turns = policy  # type: ignore[assignment]
+    run = tmp_path / "r"
+    metrics = ShaperRun(RunDir(run), cfg, _components(teacher=ScriptedLLM(default=json_teacher))).run(["Ada Varn"])
+    trajs = _lines(run / "trajectories.jsonl")
+    assert trajs and all(t["answer"] == ANSWER for t in trajs)  # F1 = 1 ...
+    assert all(t["metadata"]["flagged"] == "answer_not_in_format" for t in trajs)
+    funnel = {r["stage"]: r for r in metrics["funnel"]}
+    assert funnel["filter"]["out"] == 0 and funnel["filter"]["rejected"] == {"answer_not_in_format": len(trajs)}
+    assert not (run / "sft" / "trl_sft.jsonl").exists()  # ... yet never SFT data
+
+
+def test_answer_format_error_both_ways() -> None:
+    from agentrag.records import Step, Trajectory
+    from agentrag.synth.ragshaper.filter import answer_format_error, filter_trajectory, malformed_turns
+
+    def traj(last: Step, answer: str | None) -> Trajectory:
+        return Trajectory(id="t", question="q", steps=[last], answer=answer,
+                          finish_reason="answered" if answer else "no_answer")
+
+    tagged = traj(Step(thought="It is <answer>1901</answer>"), "1901")
+    call = traj(Step(thought="", action=ToolCall(name="Final_Answer", arguments={"answer": "1901"})), "1901")
+    assert answer_format_error(tagged) is None and answer_format_error(call) is None
+    assert malformed_turns(tagged) == 0 and filter_trajectory(tagged, "1901").kept
+    for bad in (traj(Step(thought="1901"), "1901"), traj(Step(thought='{"answer": "1901"}'), "1901"),
+                traj(Step(thought="<answer>1902</answer>"), "1901")):
+        assert answer_format_error(bad) and malformed_turns(bad) == 1
+        rec = filter_trajectory(bad, "1901")
+        assert not rec.kept and (rec.reason or "").startswith("answer_not_in_format: ")
+    low = filter_trajectory(traj(Step(thought="<answer>1800</answer>"), "1800"), "1901")
+    assert not low.kept and (low.reason or "").startswith("f1_below_threshold: ")
+    assert answer_format_error(traj(Step(thought="no idea"), None)) is None  # no answer: the F1 filter's case

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from agentrag.records import Trajectory
+from agentrag.records import Step, Trajectory
 from agentrag.synth.ragshaper.config import QAConfig
 from agentrag.synth.ragshaper.filter import filter_trajectory
 from agentrag.synth.ragshaper.qa import answer_in_question, check_qa, sentence_count, synthesize_qa
@@ -99,12 +99,18 @@ def test_synthesize_qa_accepts_and_keeps_provenance() -> None:
     assert rec.id == "s-n1-qa" and rec.provenance.model == "m" and len(rec.provenance.prompt_hash) == 16
 
 
+def _answered(pred: str | None, **kw: Any) -> Trajectory:
+    """A trajectory whose last turn gives ``pred`` inside answer tags."""
+    steps = [Step(thought=f"<answer>{pred}</answer>")] if pred is not None else []
+    return Trajectory(id="t", question="q", answer=pred, steps=steps, **kw)
+
+
 @pytest.mark.parametrize("pred,kept", [
     ("1901", True), ("the 1901", True), ("In 1901", False), ("1900", False), (None, False),
     ("Orn river bridge", False),
 ])
 def test_f1_filter_keeps_only_above_0_9(pred: str | None, kept: bool) -> None:
-    traj = Trajectory(id="t", question="q", answer=pred, metadata={"qa_id": "q1"})
+    traj = _answered(pred, metadata={"qa_id": "q1"})
     gold = "1901" if pred != "Orn river bridge" else "The Orn bridge"
     rec = filter_trajectory(traj, gold, 0.9)
     assert rec.kept is kept
@@ -113,9 +119,9 @@ def test_f1_filter_keeps_only_above_0_9(pred: str | None, kept: bool) -> None:
 
 def test_f1_filter_threshold_is_strict() -> None:
     # F1 of "a b c d e f g h i" vs "a b c d e f g h i j" = 2*1*0.9/1.9 = 0.947 > 0.9; 9 of 11 = 0.9 exactly
-    traj = Trajectory(id="t", question="q", answer="w1 w2 w3 w4 w5 w6 w7 w8 w9")
+    traj = _answered("w1 w2 w3 w4 w5 w6 w7 w8 w9")
     assert filter_trajectory(traj, "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10", 0.9).kept
-    traj2 = Trajectory(id="t", question="q", answer="w1 w2 w3 w4 w5 w6 w7 w8 w9 x")
+    traj2 = _answered("w1 w2 w3 w4 w5 w6 w7 w8 w9 x")
     assert filter_trajectory(traj2, "w1 w2 w3 w4 w5 w6 w7 w8 w9 y", 0.9).f1 == 0.9
     assert not filter_trajectory(traj2, "w1 w2 w3 w4 w5 w6 w7 w8 w9 y", 0.9).kept
 

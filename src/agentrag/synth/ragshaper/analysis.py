@@ -77,8 +77,8 @@ def stage_counts(r: RunRecords, export: dict[str, Any] | None = None) -> tuple[C
         "qa": (len(r.paths), len(accepted), reason_counts(q.reason for q in r.qas if q.status != "accepted")),
         "elicit": (len(accepted), len(r.trajs) - len(flagged),
                    reason_counts(str(t.metadata["error"]) for t in flagged)),
-        "filter": (len(r.filters), kept,
-                   {"f1_below_threshold": len(r.filters) - kept} if len(r.filters) > kept else {}),
+        "filter": (len(r.filters), kept, reason_counts(f.reason or "f1_below_threshold" for f in r.filters
+                                                      if not f.kept)),
         "export": (kept, int(exp["exported"]) if "exported" in exp else (kept - malformed if reject else kept),
                    {"malformed_turns": malformed} if malformed and reject else {}),
     }

@@ -20,6 +20,7 @@ from agentrag.llm.base import LLM, Completion
 from agentrag.records import Message, QAItem, Trajectory
 from agentrag.synth.common import prompt_hash
 from agentrag.synth.ragshaper.config import ElicitConfig
+from agentrag.synth.ragshaper.filter import answer_format_error
 from agentrag.synth.ragshaper.schema import QARecord
 
 log = logging.getLogger(__name__)
@@ -133,6 +134,10 @@ def elicit(qa: QARecord, teacher: LLM, main: Retriever, distractor: Retriever | 
     meta = dict(traj.metadata)
     if traj.finish_reason == "context_limit":  # a flagged record (data), not an outage
         meta["error"] = f"context_limit: {watch.context or meta.get('error', 'over the context window')}"
+    form = answer_format_error(traj)
+    if form is not None:  # flagged: the filter drops it, it is never exported as SFT data
+        meta["flagged"] = "answer_not_in_format"
+        meta["answer_format_error"] = form
     meta.update({
         "qa_id": qa.id, "seed_id": qa.seed_id, "gold_answer": qa.answer,
         "distractors_met": met,

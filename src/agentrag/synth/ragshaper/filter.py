@@ -1,5 +1,6 @@
 """Filtering (§3.4): keep trajectories whose predicted answer has F1 > 0.9 against the synthesized
-answer, and export the kept ones as SFT data (TRL conversational + LLaMA-Factory sharegpt)."""
+answer and whose final answer is in the answer format, and export the kept ones as SFT data
+(TRL conversational + LLaMA-Factory sharegpt)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from agentrag.agents.messages import answer_of
 from agentrag.eval.metrics import f1
 from agentrag.records import Trajectory
 from agentrag.synth.ragshaper.schema import FilterRecord
@@ -14,11 +16,35 @@ from agentrag.synth.ragshaper.schema import FilterRecord
 log = logging.getLogger(__name__)
 
 
+def answer_format_error(traj: Trajectory) -> str | None:
+    """Why an answered trajectory's final answer is not in the answer format the SFT data teaches
+    (``<answer>`` tags in the last assistant message, or a ``Final_Answer`` call), else ``None``.
+    An untagged text, a JSON ``{"answer": ...}`` reply or an answer that differs from what the
+    last message says would teach the student a wrong final turn."""
+    if not traj.answer:
+        return None
+    if not traj.steps:
+        return "an answer without a final assistant turn"
+    said = answer_of(traj.steps[-1])
+    if said is None:
+        return "the final answer is not inside <answer></answer> tags (nor a Final_Answer call)"
+    if said.strip() != traj.answer.strip():
+        return f"the answer {traj.answer!r} is not what the final turn's answer tags say ({said!r})"
+    return None
+
+
 def filter_trajectory(traj: Trajectory, answer: str, threshold: float = 0.9) -> FilterRecord:
-    """The keep/drop decision for one trajectory (strictly above ``threshold``)."""
+    """The keep/drop decision for one trajectory: kept when its final answer is in the answer
+    format (:func:`answer_format_error`) and its F1 is strictly above ``threshold``. The reason
+    of a drop is named ``answer_not_in_format: ...`` or ``f1_below_threshold: ...``."""
     score = f1(traj.answer, [answer]) if traj.answer else 0.0
-    kept = score > threshold
-    reason = None if kept else f"f1={score:.3f} <= {threshold} (finish_reason={traj.finish_reason})"
+    form = answer_format_error(traj)
+    kept = score > threshold and form is None
+    reason = None
+    if form is not None:
+        reason = f"answer_not_in_format: {form}"
+    elif not kept:
+        reason = f"f1_below_threshold: f1={score:.3f} <= {threshold} (finish_reason={traj.finish_reason})"
     return FilterRecord(id=traj.id, qa_id=str(traj.metadata.get("qa_id", "")), prediction=traj.answer,
                         answer=answer, f1=round(score, 4), kept=kept, reason=reason)
 
@@ -26,8 +52,10 @@ def filter_trajectory(traj: Trajectory, answer: str, threshold: float = 0.9) -> 
 def malformed_turns(traj: Trajectory) -> int:
     """Assistant turns the agent flagged as malformed: an error on the step that is not a failed
     search (bad tool JSON or arguments, an unknown tool, extra parallel calls, an empty reply,
-    text without answer tags). Such turns would teach the student the wrong format."""
-    return sum(1 for s in traj.steps if s.error and not s.error.startswith("the search failed"))
+    text without answer tags), plus the final turn when the answer is not in the answer format.
+    Such turns would teach the student the wrong format."""
+    bad = sum(1 for s in traj.steps if s.error and not s.error.startswith("the search failed"))
+    return bad + (1 if answer_format_error(traj) else 0)
 
 
 def export_sft(trajs: list[Trajectory], out_dir: Path, tools: list[dict[str, Any]],
@@ -39,4 +67,4 @@ def export_sft(trajs: list[Trajectory], out_dir: Path, tools: list[dict[str, Any
     return write_sft_export(out_dir, trajs, system_prompt, tools)
 
 
-__all__ = ["filter_trajectory", "malformed_turns", "export_sft"]
+__all__ = ["filter_trajectory", "malformed_turns", "answer_format_error", "export_sft"]

@@ -160,8 +160,11 @@ def test_no_documents_grounds_nothing() -> None:
     ("Which firm, later Brem & Sons Holdings, built the bridge?", "Brem & Sons Holdings Ltd", "answer_in_question"),
     ("Who, according to the Orn river survey, founded Lysa?", "the Orn river survey team", "answer_in_question"),
     # why / how explanations
-    ("Why was the Orn bridge finished late?", "floods", "explanation_answer"),
-    ("How did Ott Brem found Lysa?", "by trading furs", "explanation_answer"),
+    ("Why was the Orn bridge finished late?", "floods", "explanation_question"),
+    ("How did Ott Brem found Lysa?", "by trading furs", "explanation_question"),
+    ("What is the reason the Orn bridge was finished late?", "floods", "explanation_question"),
+    ("What was the main cause of the delay of the founder's company bridge?", "floods", "explanation_question"),
+    ("For what reason did Ott Brem leave Lysa?", "a fire", "explanation_question"),
     ("In which year was the Orn bridge finished?", "because the floods delayed it", "explanation_answer"),
     # more than one sentence
     ("In which year was the Orn bridge finished?", "1901. It opened in 1902.", "answer_too_long"),
@@ -169,6 +172,59 @@ def test_no_documents_grounds_nothing() -> None:
 def test_answer_rules(question: str, answer: str, reason: str) -> None:
     got = check(_qa(question=question, answer=answer))
     assert got is not None and got.startswith(reason), got
+
+
+# ---------------------------------------------------------------- issue 24 item 4: both ways
+GENERIC = [*STEPS[:2], {**STEPS[2], "evidence": "town founded in"}]  # a phrase found in p2, no content
+
+
+def test_a_generic_phrase_grounds_no_hop() -> None:
+    reason, grounding = check_qa(_qa(reasoning_steps=GENERIC), QAConfig(), DOCS)
+    assert reason is not None and reason.startswith("too_few_hops") and "generic phrase" in reason
+    assert grounding[2]["doc_id"] is None and grounding[2]["generic"] and grounding[2]["containment"] == 1.0
+    # the same hop quoted with its facts grounds it (3+ content words: founded, 1820, ott, brem)
+    real = [*STEPS[:2], {**STEPS[2], "evidence": "town founded in 1820 by the merchant Ott Brem"}]
+    docs = [*DOCS, DocRef(id="p5", title="Orn", text="The Orn bridge was finished in 1901.")]
+    steps = [STEPS[1], STEPS[2], {**real[2], "hop": 3}]
+    assert check_qa(_qa(reasoning_steps=steps), QAConfig(), docs)[0] is None
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("Which firm, Brem & Sons or its rival, built the Orn bridge for the founder?", "Brem and Sons Ltd"),
+    ("Which firm, founded by Brem and Sons' owner, built the bridge?", "Brem & Sons"),
+    ("In which country, once a US colony, was the founder's firm based?", "U.S."),
+    ("Which U.S. Army unit repaired the bridge of the founder's firm?", "US Army"),
+    ("Which city, later renamed Saint Lysa, did Ott Brem found?", "St. Lysa"),
+    ("How many people, 1,200 of them merchants, lived in the founder's town?", "1200"),
+])
+def test_leakage_is_seen_on_normalized_forms(question: str, answer: str) -> None:
+    got = check(_qa(question=question, answer=answer))
+    assert got is not None and got.startswith("answer_in_question"), got
+
+
+@pytest.mark.parametrize("answer,kept", [
+    ("The U.S. Army Corps of Engineers", True),  # 6 words
+    ("Brem & Sons Bridge and Tunnel Holdings Ltd", True),  # 8 words: the limit
+    ("the company that the merchant Ott Brem had founded in Lysa", False),  # 11 words, one sentence
+    ("it was finished in the year nineteen hundred and one after long delays", False),  # 14 words
+])
+def test_answers_are_short_phrases(answer: str, kept: bool) -> None:
+    got = check(_qa(answer=answer))
+    assert (got is None) is kept, got
+    assert kept or (got or "").startswith("answer_too_long: ")
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("Was the bridge of the founder's company finished before 1905?", "yes"),  # yes/no
+    ("Which opened first, the founder's company or his town?", "his town"),  # comparison: a choice
+    ("Was the bridge finished in 1899, 1901 or 1905?", "1901"),
+    ("How many years after the founder's town was his company's bridge finished?", "81"),  # computed
+    ("How long after the company opened was the bridge finished?", "56 years"),  # computed
+    ("What is the name of the firm whose founder also founded Lysa?", "Brem & Sons"),  # "what is" a name
+    ("In which country is the town whose founder's firm built the bridge?", "the United States"),
+])
+def test_valid_yes_no_comparison_and_computed_answers_are_kept(question: str, answer: str) -> None:
+    assert check(_qa(question=question, answer=answer)) is None
 
 
 def test_value_questions_with_how_are_fine() -> None:

@@ -53,7 +53,8 @@ class QAConfig(Config):
     evidence_match: float = Field(default=0.8, ge=0.0, le=1.0,
                                   description="a reasoning step's evidence is grounded when this share of its "
                                   "tokens is found, in order, in one document of the path (token containment)")
-    max_answer_words: int = Field(default=20, ge=1)
+    max_answer_words: int = Field(default=8, ge=1, description="longer answers are rejected (answer_too_long); "
+                                  "Fig. 12 asks for '<= one sentence, one entity, ideally a short phrase'")
     max_tokens: int = 512
     temperature: float = 0.7
 

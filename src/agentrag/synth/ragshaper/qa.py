@@ -2,16 +2,19 @@
 
 The generator sees the path's observations, actions and intents (negative documents marked as
 such) and reverse-engineers a question that needs the whole chain. A result is rejected, with
-the reason recorded, for: schema failure, the answer (or any 3-word span of it) inside the
-question, a why/how explanation as the answer, an answer longer than one sentence, or fewer
-than ``min_hops`` hops grounded in the path's documents (see :mod:`.grounding`).
+the reason recorded, for: ``schema_failure``; ``answer_in_question`` (the answer, or any 3-word
+span of it, inside the question, on normalized forms, unless the question offers it as one of
+its alternatives: "X or Y?"); ``explanation_question`` (it asks why,
+how, for a reason or a cause); ``explanation_answer`` ("because ..."); ``answer_too_long``
+(more than one sentence or more than ``qa.max_answer_words``, 8, words); ``too_few_hops``
+(fewer than ``min_hops`` hops grounded in the path's documents by a quotation with at least
+three content words, see :mod:`.grounding`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import string
 import time
 from typing import Any, Literal
 
@@ -24,10 +27,13 @@ from agentrag.records import Message
 from agentrag.synth.common import call_json
 from agentrag.synth.ragshaper.config import QAConfig
 from agentrag.synth.ragshaper.grounding import (
+    MIN_CONTENT_WORDS,
     answer_span_in_question,
+    explanation_answer,
+    explanation_question,
     ground_steps,
     grounded_hops,
-    is_explanation,
+    tokens,
 )
 from agentrag.synth.ragshaper.schema import DocRef, PathRecord, QARecord, TreeNode
 
@@ -97,17 +103,18 @@ def render_for_qa(seed: str, nodes: list[TreeNode], max_chars: int = 500) -> str
     return "\n".join(lines)
 
 
-_PUNCT = str.maketrans({c: " " for c in string.punctuation})
-
-
-def _norm(s: str) -> str:
-    words = s.lower().translate(_PUNCT).split()
-    return " ".join(w for w in words if w not in {"a", "an", "the"})
-
-
 def answer_in_question(question: str, answer: str) -> bool:
-    a = _norm(answer)
-    return bool(a) and f" {a} " in f" {_norm(question)} "
+    """The whole answer occurs in the question, compared on normalized forms
+    (:func:`~agentrag.synth.ragshaper.grounding.tokens`: "&"/"and", "U.S."/"US", punctuation)."""
+    a = " ".join(tokens(answer))
+    return bool(a) and f" {a} " in f" {' '.join(tokens(question))} "
+
+
+def answer_is_a_choice(question: str, answer: str) -> bool:
+    """The question offers alternatives and the answer is one of them ("Which opened first, X or
+    Y?" -> "Y"): a comparison question, where the answer is in the question by design."""
+    a, q = " ".join(tokens(answer)), f" {' '.join(tokens(question))} "
+    return bool(a) and " or " in q and (f" {a} or " in q or f" or {a} " in q)
 
 
 _SENTENCE_END = re.compile(r"(?<![A-Z])[.!?]\s+(?=[A-Z0-9])")
@@ -135,20 +142,28 @@ def check_qa(obj: QAPair | dict[str, Any] | None, cfg: QAConfig,
     if not a.strip():
         return "schema_failure: 'answer' missing or empty", []
     steps = [s.model_dump() for s in obj.reasoning_steps]
-    if answer_in_question(q, a):
+    choice = answer_is_a_choice(q, a)
+    if answer_in_question(q, a) and not choice:
         return "answer_in_question", []
-    span = answer_span_in_question(q, a)
+    span = None if choice else answer_span_in_question(q, a)
     if span is not None:
         return f"answer_in_question: the span {span!r} of the answer is in the question", []
-    if is_explanation(q, a):
-        return "explanation_answer: a why/how question or an explanation as the answer", []
-    if sentence_count(a) > 1 or len(a.split()) > cfg.max_answer_words:
-        return "answer_too_long", []
+    if explanation_question(q):
+        return "explanation_question: the question asks for a reason or an explanation", []
+    if explanation_answer(a):
+        return "explanation_answer: the answer explains instead of naming an entity or value", []
+    if sentence_count(a) > 1:
+        return "answer_too_long: more than one sentence", []
+    if len(a.split()) > cfg.max_answer_words:
+        return f"answer_too_long: {len(a.split())} words > {cfg.max_answer_words}", []
     grounding = ground_steps(steps, docs or [], cfg.evidence_match)
     hops = grounded_hops(grounding)
     if hops < cfg.min_hops:
+        generic = sum(1 for g in grounding if g.get("generic"))
+        note = f"; {generic} step(s) quoted only a generic phrase" if generic else ""
         return (f"too_few_hops: {hops} grounded hop(s) (distinct path documents quoted with containment "
-                f">= {cfg.evidence_match}) < {cfg.min_hops}; the model claimed {len(steps)}"), grounding
+                f">= {cfg.evidence_match} and >= {MIN_CONTENT_WORDS} content words) < {cfg.min_hops}; "
+                f"the model claimed {len(steps)}{note}"), grounding
     return None, grounding
 
 
@@ -195,4 +210,4 @@ def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConf
         elapsed=time.monotonic() - start, provenance=prov)
 
 
-__all__ = ["QAPair", "ReasoningStep", "NegativeAspect", "render_for_qa", "check_qa", "answer_in_question", "sentence_count", "synthesize_qa"]
+__all__ = ["QAPair", "ReasoningStep", "NegativeAspect", "render_for_qa", "check_qa", "answer_in_question", "answer_is_a_choice", "sentence_count", "synthesize_qa"]

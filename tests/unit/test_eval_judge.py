@@ -31,7 +31,8 @@ def test_parse_verdict_tolerant(text, score):
     assert parse_verdict(text)[0] == score
 
 
-@pytest.mark.parametrize("text", ['{"score": 5}', "no score here", '{"score": null}'])
+@pytest.mark.parametrize("text", ['{"score": 5}', "no score here", '{"score": null}', '{"score": 1.5}',
+                                  '{"reason": "x", "score": 2.0}', '{"score": true}', '"score": 1.5 cut'])
 def test_parse_verdict_rejects(text):
     with pytest.raises(ParseError):
         parse_verdict(text)

@@ -11,8 +11,9 @@ The judge sees the question, the gold answer(s) and the prediction and returns J
 - 0: anything else: a different or contradicting answer, a key fact missing or stated less
   precisely than the gold (e.g. a year for a full date, a country for a city), a refusal, no answer.
 
-The reply is declared as the pydantic model :class:`JudgeReply` (a bounded reason, a score in
-0/1/2): it gives the JSON schema sent to the backend and validates the reply.
+The reply is declared as the pydantic model :class:`JudgeReply` (a bounded reason, a strict
+integer score in 0/1/2): it gives the JSON schema sent to the backend and validates the reply. A
+score that is not an integer in 0/1/2 (``1.5``, ``1.0``, ``true``, ``3``) is a judge error.
 
 An empty prediction scores 0 without calling the model. Failures follow the failure policy:
 an outage of the judge (or an :class:`~agentrag.errors.EndpointError`) propagates, so the item
@@ -29,7 +30,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentrag.errors import ContextLimitError, ParseError
 from agentrag.llm.base import LLM
@@ -64,12 +65,29 @@ class JudgeReply(BaseModel):
     reason: str = Field(max_length=REASON_MAX_CHARS)
     score: Literal[0, 1, 2]
 
+    @field_validator("score", mode="before")
+    @classmethod
+    def _integer(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"score must be the integer 0, 1 or 2, got {value!r}")
+        return value
+
 
 JUDGE_FORMAT: dict[str, Any] = response_format(JudgeReply, "judge_verdict")
 #: the JSON schema of :class:`JudgeReply` (kept for callers that build their own response_format)
 JUDGE_SCHEMA: dict[str, Any] = JUDGE_FORMAT["json_schema"]["schema"]
 
-_SCORE_RE = re.compile(r'"score"\s*:\s*"?([012])\b')
+_SCORE_RE = re.compile(r'"score"\s*:\s*"?([012])(?![\d.eE])"?')
+
+
+def _score_value(value: Any) -> int | None:
+    """An integer score in 0/1/2 (the JSON integer or the one-digit string); ``None`` for any
+    other value: ``1.5``, ``1.0``, ``true``, ``3``, ``-1``, ``null`` are not scores."""
+    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1, 2):
+        return value
+    if isinstance(value, str) and value.strip() in ("0", "1", "2"):
+        return int(value.strip())
+    return None
 
 
 class JudgeVerdict(BaseModel):
@@ -87,8 +105,9 @@ class JudgeVerdict(BaseModel):
 
 def parse_verdict(text: str) -> tuple[int, str]:
     """``(score, reason)`` of the judge's output: a :class:`JudgeReply`, else (a server without
-    schema support) the first JSON object with a 0/1/2 ``score``, else a ``"score": N`` pair;
-    raises ParseError when there is none."""
+    schema support) the JSON object with an integer 0/1/2 ``score``, else a ``"score": N`` pair;
+    raises ParseError when there is none, and when the score is not an integer in 0/1/2
+    (``1.5``, ``1.0``, ``true``, ``3``: a judge error, never truncated or rounded)."""
     try:
         reply = parse_structured(text, JudgeReply)
         return reply.score, reply.reason
@@ -105,12 +124,10 @@ def parse_verdict(text: str) -> tuple[int, str]:
             except json.JSONDecodeError:
                 obj = None
     if isinstance(obj, dict) and "score" in obj:
-        try:
-            score = int(obj["score"])
-        except (TypeError, ValueError):
-            score = -1
-        if score in (0, 1, 2):
-            return score, str(obj.get("reason", ""))
+        score = _score_value(obj["score"])
+        if score is None:
+            raise ParseError(f"judge score {obj['score']!r} is not an integer in 0/1/2: {text[:200]!r}")
+        return score, str(obj.get("reason", ""))
     m = _SCORE_RE.search(text)
     if m:
         return int(m.group(1)), ""

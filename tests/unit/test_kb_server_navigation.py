@@ -98,3 +98,38 @@ def test_trajectory_id_is_required_and_state_is_per_trajectory(tmp_path: Path) -
     assert client.delete("/trajectories/a").json()["forgotten"] is True
     r = client.post("/retrieve", json={"queries": ["town 3"], "topk": 5, "trajectory_id": "a"})
     assert sum(d["id"].startswith("x") for d in r.json()["result"][0]) == 2  # forgotten: step 1 again
+
+
+def test_navigation_app_applies_tau_to_k_and_k_tilde(tmp_path: Path) -> None:
+    """Eq. 4's tau reaches the served navigation (issue 24 item 6): hits at or below it are dropped."""
+    from agentrag.kb.serving import navigation_app
+
+    main, tilde = _kbs(tmp_path)
+    body = {"queries": ["Town 3 was founded in 1803 by merchant 3."], "topk": 5, "return_scores": True,
+            "trajectory_id": "t"}
+    plain = TestClient(navigation_app(main, tilde, p_e=0.0)).post("/retrieve", json=body).json()["result"][0]
+    scores = sorted(d["score"] for d in plain)
+    assert len(plain) == 5 and scores[0] < scores[-1]
+    tau = (scores[-1] + scores[-2]) / 2 if scores[-1] > scores[-2] else scores[-1] - 1e-6
+    cut = TestClient(navigation_app(main, tilde, p_e=0.0, threshold=tau)).post("/retrieve", json=body)
+    kept = cut.json()["result"][0]
+    assert 1 <= len(kept) < 5 and all(d["score"] > tau for d in kept)
+
+
+def test_kb_serve_takes_tau_for_constrained_navigation_only(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from agentrag.cli.main import app
+    from agentrag.kb import serving
+
+    main, tilde = _kbs(tmp_path)
+    started: list[float | None] = []
+    monkeypatch.setattr(serving, "serve_navigation", lambda *a, **k: started.append(k["threshold"]))
+    args = ["kb", "serve", str(main.directory), "--navigation", "constrained", "--distractors", str(tilde.directory),
+            "--method", "bm25"]  # the KB's hash embedder is not loadable from its directory
+    res = CliRunner().invoke(app, [*args, "--tau", "0.8"])
+    assert res.exit_code == 0, res.output
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert started == [0.8, None]
+    res = CliRunner().invoke(app, ["kb", "serve", str(main.directory), "--method", "bm25", "--tau", "0.8"])
+    assert res.exit_code == 2 and "--tau" in res.output and started == [0.8, None]

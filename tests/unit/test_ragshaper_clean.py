@@ -185,3 +185,19 @@ def test_answer_format_error_both_ways() -> None:
     low = filter_trajectory(traj(Step(thought="<answer>1800</answer>"), "1800"), "1901")
     assert not low.kept and (low.reason or "").startswith("f1_below_threshold: ")
     assert answer_format_error(traj(Step(thought="no idea"), None)) is None  # no answer: the F1 filter's case
+
+
+def test_the_teacher_tool_schema_is_the_papers(tmp_path: Path) -> None:
+    """Fig. 10: query (string, minLength 1, required) and top_k (integer, minimum 1, no maximum)."""
+    teacher = ScriptedLLM(default=teacher_reply)
+    run = tmp_path / "r"
+    ShaperRun(RunDir(run), _cfg(), _components(teacher=teacher)).run(["Ada Varn"])
+    offered = [r["tools"] for r in teacher.requests if r.get("tools")]
+    assert offered
+    for tools in offered + [json.loads(line)["tools"] for line in (run / "sft" / "trl_sft.jsonl").read_text()
+                            .splitlines()[:1]]:
+        (tool,) = tools
+        params = tool["function"]["parameters"]
+        assert tool["function"]["name"] == "query_knowledge_base_dense" and params["required"] == ["query"]
+        assert params["properties"]["top_k"] == {**params["properties"]["top_k"], "type": "integer", "minimum": 1}
+        assert "maximum" not in params["properties"]["top_k"] and params["properties"]["query"]["minLength"] == 1

@@ -172,6 +172,9 @@ def serve(
     p_e: Annotated[float, typer.Option("--p-e", help="Eq. 8 probability of mixing in K~ documents.")] = 0.5,
     k_distractor: Annotated[int, typer.Option(help="K~ documents per mixed step (Eq. 8: 2).")] = 2,
     seed: Annotated[int, typer.Option(help="Seed of the Eq. 8 draws.")] = 0,
+    tau: Annotated[float | None, typer.Option("--tau", help="Eq. 4 threshold of constrained navigation: "
+                                              "hits of K and K~ scoring at or below tau are dropped (the "
+                                              "paper: 0.8 with its dense retriever; default: keep all).")] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Server processes on the port, each "
                                          "loading the KB directory read-only (one server per node at RL "
                                          "scale: docs/scale.md). Plain navigation only.")] = 1,
@@ -201,6 +204,9 @@ def serve(
             raise UserError(f"--navigation {navigation!r}: use 'plain' or 'constrained'")
         if (navigation == "constrained") != (distractors is not None):
             raise UserError("--navigation constrained and --distractors K~_DIR go together")
+        if tau is not None and navigation != "constrained":
+            raise UserError("--tau is the threshold of --navigation constrained (RAGShaper Eq. 4); plain "
+                            "navigation serves every hit")
         if workers > 1 and navigation == "constrained":
             raise UserError(f"--workers {workers} with --navigation constrained: the per-trajectory state "
                             "lives in one process; serve constrained navigation with --workers 1")
@@ -216,10 +222,12 @@ def serve(
             return
         if distractors is not None:
             tilde = open_kb(distractors, method=probe)
-            err_console.print(f"constrained navigation (Eq. 8, p_e={p_e}) with K~ {distractors} ({len(tilde)} passages)")
+            err_console.print(f"constrained navigation (Eq. 8, p_e={p_e}, tau={tau}) with K~ {distractors} "
+                              f"({len(tilde)} passages)")
             err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port}")
             serve_navigation(store, tilde, host=host, port=port, token=token, method=method, default_topk=topk,
-                             p_e=p_e, k_distractor=k_distractor, seed=seed, max_work=max_work, docs=docs)
+                             p_e=p_e, k_distractor=k_distractor, seed=seed, max_work=max_work, docs=docs,
+                             threshold=tau)
             return
         err_console.print(f"serving {kb} ({len(store)} passages) on http://{host}:{port}")
         run_server(store, host=host, port=port, token=token, method=method, default_topk=topk,

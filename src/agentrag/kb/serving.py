@@ -7,7 +7,7 @@ or to run it under another server)::
 
     from agentrag.kb.serving import serve_navigation
 
-    serve_navigation("kb/main", "runs/shaper/distractor_kb", port=8000, token="s3cret", p_e=0.5)
+    serve_navigation("kb/main", "runs/shaper/distractor_kb", port=8000, token="s3cret", p_e=0.5, threshold=0.8)
 
 Each KB is a directory or an opened :class:`~agentrag.kb.store.KnowledgeBase`. Both are read
 with one method (``dense`` unless given; :class:`~agentrag.kb.routing.MethodRetriever`), and one
@@ -60,17 +60,21 @@ def trajectory_navigation(main: KnowledgeBase, distractors: KnowledgeBase, *, me
 
 def navigation_app(kb: KBRef, distractors: KBRef, *, token: str | None = None, method: str | None = None,
                    default_topk: int = 3, p_e: float = 0.5, k_distractor: int = 2, seed: int | None = 0,
-                   max_work: int = DEFAULT_MAX_WORK, docs: bool = False, overrides: Sequence[str] = ()) -> Any:
+                   max_work: int = DEFAULT_MAX_WORK, docs: bool = False, overrides: Sequence[str] = (),
+                   threshold: float | None = None) -> Any:
     """The ASGI app serving ``kb`` under constrained navigation with ``distractors`` as K~: each
-    ``POST /retrieve`` names its trajectory (``trajectory_id`` or ``trajectory_ids``); with
+    ``POST /retrieve`` names its trajectory (``trajectory_id`` or ``trajectory_ids``); ``threshold``
+    is Eq. 4's tau (hits of K and K~ scoring at or below it are dropped; the paper uses 0.8 with
+    its dense retriever; None keeps every hit); with
     ``token``, every route (``/health`` included) needs ``Authorization: Bearer TOKEN``.
     ``overrides`` (``key=value``, search-time settings) apply to ``kb`` when it is a directory."""
     probe = method or NAVIGATION_METHOD
     main = open_kb(kb, method=probe, overrides=overrides)
     tilde = open_kb(distractors, method=probe)
-    nav = trajectory_navigation(main, tilde, method=method, p_e=p_e, k_distractor=k_distractor, seed=seed)
-    log.info("constrained navigation (Eq. 8, p_e=%s) over %s (%d passages) with K~ %s (%d passages)", p_e,
-             main.directory, len(main), tilde.directory, len(tilde))
+    nav = trajectory_navigation(main, tilde, method=method, p_e=p_e, k_distractor=k_distractor, seed=seed,
+                                threshold=threshold)
+    log.info("constrained navigation (Eq. 8, p_e=%s, tau=%s) over %s (%d passages) with K~ %s (%d passages)", p_e,
+             threshold, main.directory, len(main), tilde.directory, len(tilde))
     return create_app(main, token=token, method=probe, default_topk=default_topk, navigation=nav,  # /health tells it
                       max_work=max_work, docs=docs)
 
@@ -78,12 +82,13 @@ def navigation_app(kb: KBRef, distractors: KBRef, *, token: str | None = None, m
 def serve_navigation(kb: KBRef, distractors: KBRef, *, host: str = "127.0.0.1", port: int = 8000,
                      token: str | None = None, method: str | None = None, default_topk: int = 3, p_e: float = 0.5,
                      k_distractor: int = 2, seed: int | None = 0, max_work: int = DEFAULT_MAX_WORK,
-                     docs: bool = False, overrides: Sequence[str] = ()) -> None:
+                     docs: bool = False, overrides: Sequence[str] = (), threshold: float | None = None) -> None:
     """Run :func:`navigation_app` with uvicorn on ``host:port`` until interrupted. The state of
     each trajectory lives in this one process (serve constrained navigation from one worker)."""
     uvicorn = require("uvicorn", "kb", purpose="the retrieval server")
     app = navigation_app(kb, distractors, token=token, method=method, default_topk=default_topk, p_e=p_e,
-                         k_distractor=k_distractor, seed=seed, max_work=max_work, docs=docs, overrides=overrides)
+                         k_distractor=k_distractor, seed=seed, max_work=max_work, docs=docs, overrides=overrides,
+                         threshold=threshold)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

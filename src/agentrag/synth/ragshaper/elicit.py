@@ -29,10 +29,11 @@ AgentFactory = Callable[[LLM, Any, ElicitConfig], Any]
 
 
 def teacher_settings(cfg: ElicitConfig, seed: int | None = None) -> dict[str, Any]:
-    """The agent settings of the teacher: budget, sampling and, for ``react``, the rollout
+    """The agent settings of the teacher: budget, sampling, no cap on the top_k it asks for (the
+    paper's tool, Fig. 10, has ``minimum: 1`` and no maximum) and, for ``react``, the rollout
     prompt and the paper's tool name (Figs. 10 and 13) unless ``cfg.prompt`` is 'evaluation'."""
     out: dict[str, Any] = {"max_steps": cfg.max_steps, "top_k": cfg.top_k, "max_tokens": cfg.max_tokens,
-                           "temperature": cfg.temperature, "seed": seed}
+                           "temperature": cfg.temperature, "seed": seed, "max_top_k": None}
     if cfg.agent == "react" and cfg.prompt == "rollout":
         from agentrag.agents.rollout import ROLLOUT_SYSTEM, ROLLOUT_TOOL
 

@@ -140,7 +140,7 @@ class RagShaperPipeline:
 
         settings = teacher_settings(self.cfg.elicit)
         name = settings.get("tool_name", "dense_search")
-        tools = [search_tool_schema(name, self.cfg.elicit.top_k)]
+        tools = [search_tool_schema(name, self.cfg.elicit.top_k, max_k=None)]  # the tool the teacher had
         system = str(settings.get("system_prompt") or REACT_SYSTEM).format(tool=name)
         try:
             return {**summary, **export_sft(kept, self.ctx.run.path / "sft", tools, system)}

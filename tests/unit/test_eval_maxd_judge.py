@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
@@ -12,7 +11,7 @@ from agentrag.eval.hops import diagnose, lower_hop_items
 from agentrag.eval.judge import JUDGE_SYSTEM, LLMJudge
 from agentrag.eval.result import EvalResult
 from agentrag.eval.runner import evaluate, expand_items, score_item, summarize
-from agentrag.records import Message, Passage, QAItem, ToolCall
+from agentrag.records import Passage, QAItem, ToolCall
 from agentrag.testing import FakeRetriever, ScriptedLLM
 
 
@@ -98,28 +97,7 @@ def test_tracer_exported_lower_hop_questions_and_type_are_used(tmp_path):
 
 
 # ------------------------------------------------------------------------------ judge rubric
-#: hand-labelled (question, gold, prediction, score) pairs, one or more per score of the rubric
-LABELLED = [
-    ("Who founded Rome?", "Romulus", "Romulus", 2),
-    ("When was X born?", "4 July 1901", "July 4, 1901", 2),
-    ("Who founded Rome?", "Romulus", "Romulus, with his twin brother Remus", 1),
-    ("What is the capital of Australia?", "Canberra", "Canberra, in the Australian Capital Territory", 1),
-    ("When was X born?", "4 July 1901", "1901", 0),  # less precise key fact
-    ("Where was X born?", "Lyon", "France", 0),  # less precise
-    ("Who founded Rome?", "Romulus", "Remus", 0),  # different
-    ("Who founded Rome?", "Romulus", "Romulus, but it was founded by Remus", 0),  # contradicting extra
-]
-
-
-def rubric_grader(messages: list[Message], **kwargs: Any) -> str:
-    """Stands in for the judge model: answers with the hand label of the pair in the prompt, after
-    checking that the prompt carries the rubric and the pair."""
-    assert messages[0].content == JUDGE_SYSTEM and kwargs["temperature"] == 0.0
-    user = messages[1].content
-    for q, gold, pred, score in LABELLED:
-        if f"Question: {q}\n" in user and f"- {gold}\n" in user and user.endswith(f"Predicted answer: {pred}"):
-            return json.dumps({"reason": "labelled", "score": score})
-    raise AssertionError(f"unlabelled pair: {user!r}")
+# (graded pairs that can fail when the rubric changes: tests/unit/test_eval_judge_rubric.py)
 
 
 def test_rubric_text_states_each_score():
@@ -127,16 +105,6 @@ def test_rubric_text_states_each_score():
     assert "2 - equivalent" in text
     assert "1 - the prediction contains all the key information" in text and "does not contradict" in text
     assert "missing or less precise" in text and "0 - otherwise" in text
-
-
-@pytest.mark.parametrize("q, gold, pred, score", LABELLED)
-def test_hand_labelled_pairs_score_and_verdict(q, gold, pred, score):
-    judge = LLMJudge(ScriptedLLM(default=rubric_grader))
-    item = QAItem(id="j", question=q, golden_answers=[gold])
-    agent = build_agent("plan_step", ScriptedLLM(["p", ToolCall(name="Final_Answer", arguments={"answer": pred})]),
-                        FakeRetriever([Passage(id="a", text="x")]))
-    res = score_item(item, agent.run(item), judge)
-    assert res.judge == score and res.correct is (score >= 1) and res.judge_error is None
 
 
 def test_judge_failure_is_judge_error_never_em(tmp_path):

@@ -40,6 +40,9 @@ def build(
                                                      "annotated domain.")] = None,
     exclude: Annotated[list[Path] | None, typer.Option("--exclude", help="Benchmark file whose titles are removed "
                                                        "from sampling and retrieval (repeatable).")] = None,
+    preset: Annotated[str, typer.Option("--preset", help="Starting settings: 'default' (small sizes) or 'paper' "
+                                        "(the released code's retrieval settings: k=10, 5 QA pairs per "
+                                        "document, 15 compositions tried per hop, 4 hops).")] = "default",
     executor: ExecutorOpt = None,
     ray_address: RayAddressOpt = None,
     workers: WorkersOpt = None,
@@ -69,14 +72,14 @@ def build(
         raise typer.Exit(0)
     with user_errors():
         from agentrag.errors import UserError
-        from agentrag.synth.tracer.config import TracerRunConfig
+        from agentrag.synth.tracer.config import TracerRunConfig, preset_base
         from agentrag.synth.tracer.run import run_tracer
 
         base: dict[str, Any] = {"kb": kb, "llm": llm, "judge": judge, "docs": docs, "max_hops": max_hops,
                                 "exclude": [str(e) for e in exclude] if exclude else None}
         if max_per_type is not None:
             base["sampling"] = {"max_per_type": max_per_type}
-        cfg = resolve_config(TracerRunConfig, config, sets, base=base)
+        cfg = resolve_config(TracerRunConfig, config, sets, base=preset_base(preset, base))
         if out is None:
             raise UserError("no run directory: pass --out DIR")
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \

@@ -34,7 +34,7 @@ from agentrag.synth.tracer.prompts import AUDIT_SYSTEM
 from agentrag.synth.tracer.schema import Check, Hop
 
 STAGES = ("structural", "semantic", "solvability", "necessity", "irreducibility")
-_WH = r"(what|who|whom|whose|which|where|when|how|why|is|was|are|were|did|does|do|in|on|at|with|for|from|to|by)"
+_WH = r"(what|who|whom|whose|which|where|when|how|why|is|was|are|were|did|does|do)"
 _CONCAT = re.compile(rf"(\b(and|also|as well as)\b,?\s+(\w+\s+){{0,1}}{_WH}\b)|;", re.IGNORECASE)
 _STOP = frozenset("a an the of in on at to for by with from and or is was are were did does do what who whom "
                   "which where when how why that this its his her their as be been".split())

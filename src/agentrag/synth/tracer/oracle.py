@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -85,7 +85,7 @@ class Oracle:
         """One structured call: ``(instance or None, provenance, error)`` (see :func:`call_json`)."""
         msgs = [Message(role="system", content=system), Message(role="user", content=user)]
         self.calls += 1
-        extra = {"seed": self.seed_for(f"{stage}.{name}")} if temperature > 0 else {}
+        extra: dict[str, Any] = {"seed": self.seed_for(f"{stage}.{name}")} if temperature > 0 else {}
         obj, prov, err = call_json(self.llm, msgs, model, name=name, stage=stage, max_tokens=max_tokens,
                                    temperature=temperature, **extra)
         return obj, prov, err

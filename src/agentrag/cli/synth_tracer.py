@@ -97,12 +97,15 @@ def build(
 @tracer_app.command("review")
 def review(
     run: Annotated[Path, typer.Option("--run", "-r", help="The run directory of a tracer build.")],
-    labels: Annotated[list[Path] | None, typer.Option("--labels", "-l", help="An annotator's filled sheet.csv "
-                                                      "(repeat for up to three annotators).")] = None,
+    labels: Annotated[list[Path] | None, typer.Option("--labels", "-l", help="An annotator's file: the "
+                                                      "labels-<name>.csv the sheet's Save button downloads, or a "
+                                                      "filled sheet.csv (repeat for up to three).")] = None,
 ) -> None:
-    """Human review (§3.4). Without --labels: write RUN/review/sheet.csv and sheet.html (each chain hop by
-    hop with a Retain/Discard field). With --labels: majority decision per item, the disagreements and
-    Fleiss' kappa into RUN/review/decisions.json, and RUN/benchmark_reviewed.jsonl with the retained items.
+    """Human review (§3.4). Without --labels: write RUN/review/sheet.csv and sheet.html. Each rater opens
+    sheet.html in a browser (each item: the chain hop by hop, every verdict, the full documents), picks
+    Retain/Discard, may comment, and presses Save, which downloads labels-<name>.csv. With --labels:
+    majority decision per item, the disagreements, Fleiss' kappa and every vote and comment into
+    RUN/review/decisions.json, and RUN/benchmark_reviewed.jsonl with the retained items.
 
     Example: agentrag synth tracer review --run runs/tracer --labels a.csv --labels b.csv --labels c.csv
     """
@@ -115,7 +118,8 @@ def review(
             return
         result = apply_review(run, labels)
         console.print(f"items: {result['items']}  retained: {len(result['retained'])}  "
-                      f"disagreements: {len(result['disagreements'])}  Fleiss' kappa: {result['fleiss_kappa']}")
+                      f"disagreements: {len(result['disagreements'])}  Fleiss' kappa: {result['fleiss_kappa']}  "
+                      f"comments: {result['comments']}", markup=False)
         for d in result["disagreements"]:
             err_console.print(f"  disagreement {d['id']}: {d['votes']} -> {d['decision']}")
 

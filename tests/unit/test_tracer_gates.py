@@ -188,3 +188,13 @@ def test_necessity_and_solvability() -> None:
     o, llm, _ = _oracle([audit_ok, _ans("Arminianism"), _ans("unknown"), _ans("unknown"), _ans("unknown")])
     hop = verify(o, [_hop1()], _hop2())
     assert hop.verified and llm.calls == 5 and all(c.passed for c in hop.checks)
+
+
+def test_structural_keeps_a_yes_no_comparison_of_equal_values() -> None:
+    q1 = "What is the nationality of the composer Ada Varn?"
+    h1 = Hop(level=1, template="atomic", atomic_question=q1, atomic_answer="American", doc_id="d1",
+             doc_title="Ada Varn", question=q1, answer="American", verified=True)
+    same = Hop(level=2, template="comparison", atomic_question="What is the nationality of the composer Ott Brem?",
+               atomic_answer="American", doc_id="d2", doc_title="Ott Brem",
+               question="Are the composers Ada Varn and Ott Brem of the same nationality?", answer="yes")
+    assert structural([h1], same).passed  # equal values are the point of the comparison, not a repeat

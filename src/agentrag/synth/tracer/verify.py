@@ -1,8 +1,8 @@
 """§3.3: the three-stage verification of a composed question, every stage kept as a :class:`Check`.
 
 1. ``structural`` (rules, no LLM): a question; a non-empty answer (``empty_answer``); the released
-   code's heuristics (``and_or_answer``, ``document_reference``, ``repeated_answer``: the new atomic
-   answer already answers an earlier hop, ``year_dropped``: a year of the sub-questions is lost); no
+   code's heuristics (``and_or_answer``, ``document_reference``, ``repeated_answer``: an inference
+   step's new atomic answer already answers an earlier hop, ``year_dropped``: a year of the sub-questions is lost); no
    *leakage* (an earlier hop's atomic answer, any of its aliases or a partial name of it, or for an
    inference step the previous hop's answer or the final answer, written into the question); an
    inference step's composed answer is the new atomic answer or one of its aliases
@@ -85,7 +85,7 @@ def structural(prev: Sequence[Hop], cand: Hop) -> Check:
     if bad:
         return fail(bad)
     earlier = {normalize_answer(g) for h in prev for g in h.atomic_golds}
-    if normalize_answer(cand.atomic_answer) in earlier:
+    if cand.template == "inference" and normalize_answer(cand.atomic_answer) in earlier:
         return fail(f"repeated_answer: {cand.atomic_answer!r} already answers an earlier hop")
     years = set(_YEAR.findall(last.question)) | set(_YEAR.findall(cand.atomic_question))
     years -= set(_YEAR.findall(" ".join([cand.atomic_answer, *[h.atomic_answer for h in prev]])))

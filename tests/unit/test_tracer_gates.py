@@ -36,7 +36,7 @@ def test_malformed_pairs_are_rejected_without_llm_calls() -> None:
     o, llm, _ = _oracle([])
     for q, a, why in [("Amherst?", "x", "not a question"), (Q1, "", "empty"),
                       ("Which Wesleyan church was in Amherst in 1857?", "Wesleyan church", "answer appears"),
-                      (Q1, "a very long answer that goes on and on for many words", "longer than")]:
+                      (Q1, "a very long answer that goes on for very many words", "longer than")]:
         out = filter_pair(o, _pair(q, a), DOC)
         assert out.status == "rejected" and out.reason and out.reason.startswith("malformed") and why in out.reason
     assert llm.calls == 0
@@ -106,7 +106,7 @@ def test_structural_rejects_leakage_concatenation_and_missing_bridge() -> None:
     assert not concat.passed and "structural: trivial_concatenation" in concat.reason
     unbridged = structural([_hop1()], _hop2(atomic_q="Which theological perspective did John Smith hold?"))
     assert not unbridged.passed and "structural: not_bridged" in unbridged.reason
-    drops = structural([_hop1()], _hop2("Which theological perspective is associated with a famous chapel?"))
+    drops = structural([_hop1()], _hop2("Which theological perspective is associated with a famous chapel of 1857?"))
     assert not drops.passed and "drops the content" in drops.reason
     final = structural([_hop1()], _hop2("Is Arminianism the perspective of the type of church established in "
                                         "Amherst, Victoria by 1857?"))
@@ -131,9 +131,17 @@ def test_structural_comparison_answer_must_be_a_named_option() -> None:
 
 
 def test_semantic_auditor_rejection_and_parse_failure() -> None:
-    o, _, _ = _oracle([json.dumps({"reason": "conflates two churches named Wesleyan", "valid": False})])
+    o, llm, _ = _oracle([json.dumps({"reason": "conflates two churches named Wesleyan", "failure": "false_entity_link",
+                                     "valid": False})])
     c = semantic(o, [_hop1()], _hop2())
-    assert c.passed is False and "auditor rejected: conflates two churches" in c.reason
+    assert c.passed is False and c.reason == "semantic: false_entity_link: conflates two churches named Wesleyan"
+    prompt = llm.requests[0]["messages"][-1].content or ""
+    assert DOC[1] in prompt and "The Wesleyan church is associated with Arminianism." in prompt  # the documents
+    o, _, _ = _oracle([json.dumps({"reason": "vague", "valid": False})])  # no rubric item named: "other"
+    assert semantic(o, [_hop1()], _hop2()).reason == "semantic: other: vague"
+    o, _, _ = _oracle([json.dumps({"reason": "ok", "failure": "trivial_concatenation", "valid": True})])
+    c = semantic(o, [_hop1()], _hop2())  # a named failure is a rejection even when "valid" says true
+    assert c.passed is False and c.reason.startswith("semantic: trivial_concatenation")
     o, _, _ = _oracle(["not json at all"])
     c = semantic(o, [_hop1()], _hop2())
     assert c.passed is False and "parse_error" in c.reason and c.raw == ["not json at all"]
@@ -180,3 +188,13 @@ def test_necessity_and_solvability() -> None:
     o, llm, _ = _oracle([audit_ok, _ans("Arminianism"), _ans("unknown"), _ans("unknown"), _ans("unknown")])
     hop = verify(o, [_hop1()], _hop2())
     assert hop.verified and llm.calls == 5 and all(c.passed for c in hop.checks)
+
+
+def test_structural_keeps_a_yes_no_comparison_of_equal_values() -> None:
+    q1 = "What is the nationality of the composer Ada Varn?"
+    h1 = Hop(level=1, template="atomic", atomic_question=q1, atomic_answer="American", doc_id="d1",
+             doc_title="Ada Varn", question=q1, answer="American", verified=True)
+    same = Hop(level=2, template="comparison", atomic_question="What is the nationality of the composer Ott Brem?",
+               atomic_answer="American", doc_id="d2", doc_title="Ott Brem",
+               question="Are the composers Ada Varn and Ott Brem of the same nationality?", answer="yes")
+    assert structural([h1], same).passed  # equal values are the point of the comparison, not a repeat

@@ -178,3 +178,23 @@ def test_every_call_sends_a_bounded_schema_and_invalid_replies_are_flagged(tmp_p
     assert docs and all(d.status == "failed" and "parse_error" in (d.reason or "") and "entity_type" in (d.reason or "")
                         for d in docs)
     assert all(d.provenance.raw_output and "xxx" in d.provenance.raw_output for d in docs)
+
+
+def test_export_drops_every_level_at_or_above_an_unverified_or_empty_hop(tmp_path: Path) -> None:
+    from agentrag.records import read_jsonl
+    from agentrag.synth.tracer.export import export_benchmark
+    from agentrag.synth.tracer.schema import Chain
+
+    run_world(tmp_path / "run")
+    (chain,) = [c for c in read_jsonl(tmp_path / "run" / "chains.jsonl", Chain) if c.depth == 4]
+    unverified = chain.model_copy(deep=True)
+    unverified.hops[2].verified = False  # hop 3 failed a gate: the 3- and 4-hop items must not be written
+    empty = chain.model_copy(deep=True)
+    empty.hops[3].answer, empty.hops[3].aliases = "unknown", []  # a no-answer top hop
+    for c, want in [(chain, [2, 3, 4]), (unverified, [2]), (empty, [2, 3])]:
+        out = tmp_path / f"x{len(want)}"
+        out.mkdir()
+        got = export_benchmark([c], out)
+        assert got["items"] == len(want)
+        levels = [json.loads(x)["metadata"]["hops"] for x in (out / "benchmark.jsonl").read_text().splitlines()]
+        assert levels == want

@@ -1,4 +1,6 @@
-"""Tracer builder: SIGKILL mid-run, rerun -> nothing lost, nothing duplicated, no LLM call paid twice."""
+"""Tracer builder: SIGKILL mid-run, rerun -> nothing lost, nothing duplicated, no LLM call paid twice,
+and the resumed run equal to an uninterrupted one although its backend samples (every sampled call
+carries a seed from the run seed and the item; an unseeded call would draw from the global RNG)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ SCRIPT = textwrap.dedent('''
     import sys, threading, time
     from pathlib import Path
     from agentrag.llm.cache import CachedLLM
-    from tracer_support import judge_llm, run_config, run_world, world_llm
+    from agentrag.testing import ScriptedLLM
+    from tracer_support import judge_llm, run_config, run_world, seeded_world
 
     out, delay = Path(sys.argv[1]), float(sys.argv[2])
     lock = threading.Lock()
@@ -38,7 +41,7 @@ SCRIPT = textwrap.dedent('''
     cache = out / "llm_cache.sqlite"
     cfg = run_config(out)
     cfg.concurrency = 2
-    run_world(out, cfg, llm=CachedLLM(Counting(world_llm()), cache), judge=CachedLLM(Counting(judge_llm()), cache))
+    run_world(out, cfg, llm=CachedLLM(Counting(ScriptedLLM(default=seeded_world, model='world')), cache), judge=CachedLLM(Counting(judge_llm()), cache))
 ''')
 
 STAGES = ["docs", "atomic", "hop2", "hop3", "hop4"]
@@ -93,4 +96,5 @@ def test_sigkill_then_rerun_loses_nothing_duplicates_nothing_pays_nothing_twice(
         assert sorted(ids) == sorted(_ids(ref, stage)), f"{stage}: lost or extra records"
     assert _paid(out) == total + unsaved, f"paid {_paid(out)} calls in all; uninterrupted: {total}, unsaved: {unsaved}"
     assert (out / "benchmark.jsonl").read_text() == (ref / "benchmark.jsonl").read_text()
+    assert "variant " in (ref / "benchmark.jsonl").read_text()  # the sampled aliases are in the export
     assert json.loads((out / "metrics.json").read_text())["funnel"] == json.loads((ref / "metrics.json").read_text())["funnel"]

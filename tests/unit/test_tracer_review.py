@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import csv
+import html as _html
 import json
+import re
 from pathlib import Path
 
 import pytest
-from tracer_support import run_world
+from tracer_support import PASSAGES, run_world
 from typer.testing import CliRunner
 
 from agentrag.cli.main import app
@@ -50,11 +52,20 @@ def test_review_cli_sheet_and_labels(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["synth", "tracer", "review", "--run", str(run)])
     assert r.exit_code == 0, r.output
     html = (run / "review" / "sheet.html").read_text()
-    assert "Retain" in html and "Discard" in html and "hop 4" not in html  # hop table rows are per level
-    assert html.count("<tr><td>4 inference") == 1 and html.count("<tr><td>1 atomic") == 3
+    # one section per item (2-, 3- and 4-hop), one hop row per level, a Retain and a Discard radio each
+    assert len(re.findall(r"<section class='item'", html)) == 3
+    assert [html.count(f"class='hop' data-level='{lv}'") for lv in (1, 2, 3, 4)] == [3, 3, 2, 1]
+    assert len(re.findall(r"<input type='radio' class='decision' name='decision-\d' value='Retain'>", html)) == 3
+    assert len(re.findall(r"<input type='radio' class='decision' name='decision-\d' value='Discard'>", html)) == 3
+    assert html.count("<textarea class='comment'") == 3 and "id='save'" in html
+    for p in PASSAGES[:4]:  # every document in full, escaped, in the page
+        assert _html.escape(p.text) in html
+    assert html.count("data-check='irreducibility'") == 2 + 3 + 4 - 3  # verdicts of hops 2.. of each item
     rows = list(csv.DictReader((run / "review" / "sheet.csv").open()))
     assert len(rows) == 3 and all(r["decision"] == "" for r in rows)
-    assert rows[0]["chain"].count("hop ") == int(rows[0]["hops"])
+    assert [r["chain"].count("hop ") for r in rows] == [int(r["hops"]) for r in rows] == [2, 3, 4]
+    assert all(PASSAGES[0].text in r["documents"] for r in rows)
+    assert PASSAGES[3].text in rows[2]["documents"] and PASSAGES[3].text not in rows[1]["documents"]
     votes = {"a": ["Retain", "Retain", "Discard"], "b": ["Retain", "Discard", "Discard"], "c": ["Retain", "Retain",
                                                                                               "Retain"]}
     files = []
@@ -64,7 +75,7 @@ def test_review_cli_sheet_and_labels(tmp_path: Path) -> None:
             w = csv.DictWriter(fh, fieldnames=list(rows[0]))
             w.writeheader()
             for row, v in zip(rows, vs, strict=True):
-                w.writerow({**row, "decision": v})
+                w.writerow({**row, "decision": v, "comment": f"{name} on {row['hops']} hops" if v == "Discard" else ""})
         files += ["--labels", str(path)]
     r = CliRunner().invoke(app, ["synth", "tracer", "review", "--run", str(run), *files])
     assert r.exit_code == 0, r.output
@@ -72,5 +83,8 @@ def test_review_cli_sheet_and_labels(tmp_path: Path) -> None:
     assert len(dec["retained"]) == 2 and len(dec["disagreements"]) == 2
     # counts (R, D): [3,0], [2,1], [1,2] -> P_bar = 5/9, p = (2/3, 1/3), Pe = 5/9 -> kappa = 0
     assert dec["fleiss_kappa"] == pytest.approx(0.0)
+    assert dec["per_item"][rows[2]["id"]]["comments"] == {"a": "a on 4 hops", "b": "b on 4 hops"}
+    assert dec["per_item"][rows[1]["id"]]["votes"] == {"a": "Retain", "b": "Discard", "c": "Retain"}
+    assert dec["comments"] == 3
     kept = [json.loads(x)["id"] for x in (run / "benchmark_reviewed.jsonl").read_text().splitlines()]
     assert kept == [rows[0]["id"], rows[1]["id"]]

@@ -141,3 +141,38 @@ def stub_llm_yaml(path: Path, base_url: str) -> str:
     path.write_text(f"backend: openai\nmodel: stub\nbase_url: {base_url}\nmax_retries: 0\nbackoff_initial: 0\n"
                     "timeout: 5\n", encoding="utf-8")
     return str(path)
+
+
+def patched_llm(override: Any) -> ScriptedLLM:
+    """The scripted world with some replies replaced: ``override(system, user, **kw)`` returns a
+    reply, or None to keep the world's."""
+    def reply(messages: list[Message], **kw: Any) -> str:
+        got = override(messages[0].content or "", messages[-1].content or "", **kw)
+        return world_reply(messages, **kw) if got is None else got
+    return ScriptedLLM(default=reply, model="world")
+
+
+def field(text: str, name: str) -> str:
+    """The value of a ``Name: value`` line of a prompt."""
+    return _field(text, name)
+
+
+def titles_in(user: str) -> set[str]:
+    """The titles of the documents an answer prompt shows."""
+    return set(re.findall(r"^\[\d+\] (.*)$", user, re.MULTILINE))
+
+
+def seeded_world(messages: list[Message], **kw: Any) -> str:
+    """The world, with sampled calls (temperature > 0) varying with their seed the way a sampling
+    backend does: an extra alias drawn from the seed (from the global RNG when unseeded)."""
+    import random
+
+    out = world_reply(messages, **kw)
+    if not kw.get("temperature"):
+        return out
+    seed = kw.get("seed")
+    draw = random.Random(seed).randrange(10**6) if seed is not None else random.randrange(10**6)
+    obj = json.loads(out)
+    for pair in obj.get("pairs", [obj]):
+        pair["aliases"] = [*pair.get("aliases", []), f"variant {draw}"]
+    return json.dumps(obj)

@@ -40,6 +40,9 @@ def build(
                                                      "annotated domain.")] = None,
     exclude: Annotated[list[Path] | None, typer.Option("--exclude", help="Benchmark file whose titles are removed "
                                                        "from sampling and retrieval (repeatable).")] = None,
+    preset: Annotated[str, typer.Option("--preset", help="Starting settings: 'default' (small sizes) or 'paper' "
+                                        "(the released code's retrieval settings: k=10, 5 QA pairs per "
+                                        "document, 15 compositions tried per hop, 4 hops).")] = "default",
     executor: ExecutorOpt = None,
     ray_address: RayAddressOpt = None,
     workers: WorkersOpt = None,
@@ -69,14 +72,14 @@ def build(
         raise typer.Exit(0)
     with user_errors():
         from agentrag.errors import UserError
-        from agentrag.synth.tracer.config import TracerRunConfig
+        from agentrag.synth.tracer.config import TracerRunConfig, preset_base
         from agentrag.synth.tracer.run import run_tracer
 
         base: dict[str, Any] = {"kb": kb, "llm": llm, "judge": judge, "docs": docs, "max_hops": max_hops,
                                 "exclude": [str(e) for e in exclude] if exclude else None}
         if max_per_type is not None:
             base["sampling"] = {"max_per_type": max_per_type}
-        cfg = resolve_config(TracerRunConfig, config, sets, base=base)
+        cfg = resolve_config(TracerRunConfig, config, sets, base=preset_base(preset, base))
         if out is None:
             raise UserError("no run directory: pass --out DIR")
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
@@ -94,12 +97,15 @@ def build(
 @tracer_app.command("review")
 def review(
     run: Annotated[Path, typer.Option("--run", "-r", help="The run directory of a tracer build.")],
-    labels: Annotated[list[Path] | None, typer.Option("--labels", "-l", help="An annotator's filled sheet.csv "
-                                                      "(repeat for up to three annotators).")] = None,
+    labels: Annotated[list[Path] | None, typer.Option("--labels", "-l", help="An annotator's file: the "
+                                                      "labels-<name>.csv the sheet's Save button downloads, or a "
+                                                      "filled sheet.csv (repeat for up to three).")] = None,
 ) -> None:
-    """Human review (§3.4). Without --labels: write RUN/review/sheet.csv and sheet.html (each chain hop by
-    hop with a Retain/Discard field). With --labels: majority decision per item, the disagreements and
-    Fleiss' kappa into RUN/review/decisions.json, and RUN/benchmark_reviewed.jsonl with the retained items.
+    """Human review (§3.4). Without --labels: write RUN/review/sheet.csv and sheet.html. Each rater opens
+    sheet.html in a browser (each item: the chain hop by hop, every verdict, the full documents), picks
+    Retain/Discard, may comment, and presses Save, which downloads labels-<name>.csv. With --labels:
+    majority decision per item, the disagreements, Fleiss' kappa and every vote and comment into
+    RUN/review/decisions.json, and RUN/benchmark_reviewed.jsonl with the retained items.
 
     Example: agentrag synth tracer review --run runs/tracer --labels a.csv --labels b.csv --labels c.csv
     """
@@ -112,7 +118,8 @@ def review(
             return
         result = apply_review(run, labels)
         console.print(f"items: {result['items']}  retained: {len(result['retained'])}  "
-                      f"disagreements: {len(result['disagreements'])}  Fleiss' kappa: {result['fleiss_kappa']}")
+                      f"disagreements: {len(result['disagreements'])}  Fleiss' kappa: {result['fleiss_kappa']}  "
+                      f"comments: {result['comments']}", markup=False)
         for d in result["disagreements"]:
             err_console.print(f"  disagreement {d['id']}: {d['votes']} -> {d['decision']}")
 

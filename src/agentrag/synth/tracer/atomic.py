@@ -1,7 +1,9 @@
 """§3.2: atomic QA pairs per document and their filters, each rejection recorded with its reason.
 
 Filters, cheapest first: ``malformed`` (empty or non-question text, an over-long answer, the answer
-written inside the question), ``numeric_answer`` (an answer of digits and punctuation only, which
+written inside the question; and the released code's ``empty_answer`` (no answer or "unknown"),
+``and_or_answer`` (an answer naming two things) and ``document_reference`` ("according to the
+passage") rejections), ``numeric_answer`` (an answer of digits and punctuation only, which
 would make the next hop's retrieval drift), ``parametric`` (answered correctly closed-book, so
 retrieval is not needed) and ``not_grounded`` (not answered correctly *with* the document).
 """
@@ -12,12 +14,25 @@ import re
 import time
 
 from agentrag.eval.metrics import normalize_answer
-from agentrag.synth.tracer.oracle import Oracle
+from agentrag.synth.tracer.oracle import Oracle, is_no_answer
 from agentrag.synth.tracer.outputs import AtomicPairs
 from agentrag.synth.tracer.prompts import ATOMIC_SYSTEM
 from agentrag.synth.tracer.schema import AtomicPair, AtomicRecord, Check, DocRecord
 
 _NUMERIC = re.compile(r"^[\d\s.,:;/%+\-–()]+$")
+_DOC_REF = re.compile(r"\b(according to|in|from|mentioned in|described in|given in)\s+the\s+"
+                      r"(document|passage|text|article|paragraph)s?\b|\b(this|the given) "
+                      r"(document|passage|text|article)\b", re.IGNORECASE)
+_AND_OR = re.compile(r"\s(and|or)\s|/|&", re.IGNORECASE)
+
+
+def answer_heuristic(question: str, answer: str) -> str | None:
+    """The released code's wording and answer checks: no and/or answers, no document-referring wording."""
+    if _AND_OR.search(f" {answer.strip()} "):
+        return f"and_or_answer: {answer!r} names two things"
+    if _DOC_REF.search(question):
+        return "document_reference: the question refers to a document or passage"
+    return None
 
 
 def is_numeric_only(answer: str) -> bool:
@@ -29,8 +44,13 @@ def malformed_reason(question: str, answer: str, max_answer_words: int) -> str |
     q, a = question.strip(), answer.strip()
     if not q or not a:
         return "malformed: empty question or answer"
+    if is_no_answer(a):
+        return f"empty_answer: {a!r} is no answer"
     if not q.endswith("?") or len(q.split()) < 4:
         return "malformed: not a question"
+    bad = answer_heuristic(q, a)
+    if bad:
+        return bad
     if len(a.split()) > max_answer_words:
         return f"malformed: answer longer than {max_answer_words} words"
     na = normalize_answer(a)
@@ -95,4 +115,4 @@ def atomic_qa(oracle: Oracle, doc: DocRecord) -> AtomicRecord:
                         elapsed=time.monotonic() - start)
 
 
-__all__ = ["atomic_qa", "filter_pair", "malformed_reason", "is_numeric_only"]
+__all__ = ["answer_heuristic", "atomic_qa", "filter_pair", "malformed_reason", "is_numeric_only"]

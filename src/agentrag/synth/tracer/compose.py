@@ -23,7 +23,7 @@ from agentrag.synth.tracer.atomic import filter_pair
 from agentrag.synth.tracer.oracle import Oracle
 from agentrag.synth.tracer.outputs import LinkPair, QAPair
 from agentrag.synth.tracer.prompts import COMPOSE_SYSTEM, LINK_SYSTEM
-from agentrag.synth.tracer.sampling import norm_title
+from agentrag.synth.tracer.sampling import is_number_page, norm_title
 from agentrag.synth.tracer.schema import AtomicPair, Check, Hop, HopRecord
 from agentrag.synth.tracer.verify import verify
 
@@ -45,7 +45,7 @@ def related_docs(kb: Retriever, chain: Sequence[Hop], excluded: set[str], k: int
                 continue
             h = hits[rank]
             t = norm_title(h.title)
-            if h.id in in_chain or h.id in seen or t in titles or t in excluded:
+            if h.id in in_chain or h.id in seen or t in titles or t in excluded or is_number_page(h.title):
                 continue
             seen.add(h.id)
             out.append(h)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from agentrag.config import Config
+from agentrag.errors import UserError
 
 TEMPLATES = ("inference", "comparison")
 
@@ -50,8 +51,6 @@ class ComposeConfig(Config):
 class VerifyConfig(Config):
     """§3.3 three-stage verification and the answer checks of §3.2."""
 
-    f1_pass: float = Field(default=0.8, ge=0.0, le=1.0, description="F1 at which an answer counts correct "
-                           "without calling the judge (EM always does)")
     max_answer_tokens: int = 48
     audit_max_tokens: int = 160
 
@@ -69,8 +68,31 @@ class TracerConfig(Config):
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
 
 
+#: starting settings: ``default`` (today's small sizes) and ``paper`` (the released code's
+#: retrieval settings: ``topk=10``, ``gen_qa_num=5`` pairs per document, ``every_hop_qa_num=15``
+#: compositions tried per hop, ``num_hop=4``)
+PRESETS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "paper": {"max_hops": 4, "atomic": {"pairs_per_doc": 5},
+              "compose": {"retrieve_k": 10, "candidates_per_hop": 15}},
+}
+
+
+def preset_base(name: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The preset ``name`` with the command line's ``values`` (None = not given) on top and the
+    preset's name recorded; ``--config`` and ``--set`` then apply over this."""
+    from agentrag.config import _deep_merge
+
+    if name not in PRESETS:
+        raise UserError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
+    given = {k: v for k, v in values.items() if v is not None}
+    return _deep_merge(PRESETS[name], {**given, "preset": name})
+
+
 class TracerRunConfig(TracerConfig):
     """The builder settings plus what the command line names: KB, LLMs and excluded benchmarks."""
+
+    preset: str = Field(default="default", description="the preset the settings started from (recorded)")
 
     kb: str | None = Field(default=None, description="knowledge-base directory to sample documents from")
     llm: str = Field(default="embedded", description="generator / answerer / auditor LLM reference")
@@ -78,5 +100,5 @@ class TracerRunConfig(TracerConfig):
     exclude: list[str] = Field(default_factory=list, description="benchmark files whose titles are removed")
 
 
-__all__ = ["TEMPLATES", "DOMAINS", "SamplingConfig", "AtomicConfig", "ComposeConfig", "VerifyConfig",
+__all__ = ["PRESETS", "preset_base", "TEMPLATES", "DOMAINS", "SamplingConfig", "AtomicConfig", "ComposeConfig", "VerifyConfig",
            "TracerConfig", "TracerRunConfig"]

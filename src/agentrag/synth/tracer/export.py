@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from agentrag.records import QAItem, read_jsonl, write_jsonl
-from agentrag.synth.tracer.schema import Chain, HopRecord
+from agentrag.synth.tracer.oracle import is_no_answer, real_golds
+from agentrag.synth.tracer.schema import AtomicPair, AtomicRecord, Chain, Check, HopRecord
 
 
 def benchmark_item(chain: Chain, level: int) -> QAItem:
@@ -50,7 +51,7 @@ def export_benchmark(chains: Sequence[Chain], out_dir: str | Path) -> dict[str, 
     out = Path(out_dir)
     write_jsonl(out / "chains.jsonl", chains)
     items = [benchmark_item(c, level) for c in chains for level in range(2, c.depth + 1)
-             if all(h.verified for h in c.hops[:level])]
+             if all(h.verified and not is_no_answer(h.answer) for h in c.hops[:level])]
     files: dict[str, int] = {}
     for name, subset in [("benchmark.jsonl", items)] + [
             (f"benchmark_{h}hop.jsonl", [i for i in items if i.metadata["hops"] == h]) for h in (2, 3, 4)]:
@@ -65,11 +66,29 @@ def export_benchmark(chains: Sequence[Chain], out_dir: str | Path) -> dict[str, 
             "by_hops_type": {f"{h}hop/{t}": n for (h, t), n in sorted(by.items())}}
 
 
+def _atomic_seeds(run: Path) -> dict[str, AtomicPair]:
+    path = run / "atomic.jsonl"
+    if not path.is_file():
+        return {}
+    return {p.id: p for rec in read_jsonl(path, AtomicRecord) for p in rec.pairs}
+
+
+def _level_problems(checks: Sequence[Check], answer: str, passed: bool) -> list[str]:
+    out = [c.name for c in checks if c.passed is not True]
+    if not passed and not out:
+        out.append("not verified")
+    if is_no_answer(answer):
+        out.append(f"empty answer {answer!r}")
+    return out
+
+
 def audit_exports(run_dir: str | Path) -> list[str]:
     """Every exported item against the stage records: a list of violations (empty when clean).
 
-    An item violates when its chain's hop at some level <= its hop count has no ``verified`` hop
-    record, or that hop has a failed check, or its question/answer differ from the record.
+    Every level 1..L of the item's chain is re-checked: level 1 must be an accepted atomic pair of
+    ``atomic.jsonl`` whose every filter passed, each level >= 2 a ``verified`` hop record whose every
+    check passed; no level's answer, and none of the item's golds, may be empty or a no-answer
+    phrase; the item's question/answer must equal the top hop's.
     """
     run = Path(run_dir)
     verified: dict[tuple[str, int], Any] = {}
@@ -77,21 +96,31 @@ def audit_exports(run_dir: str | Path) -> list[str]:
         for rec in read_jsonl(path, HopRecord):
             if rec.status == "verified" and rec.hop is not None:
                 verified[(rec.chain_id, rec.level)] = rec.hop
+    seeds = _atomic_seeds(run)
     problems: list[str] = []
     for path in sorted(run.glob("benchmark*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
             item = json.loads(line)
-            meta = item["metadata"]
+            meta, where = item["metadata"], f"{path.name}: {item['id']}"
+            if not real_golds(list(item["golden_answers"])):
+                problems.append(f"{where}: golden answers {item['golden_answers']!r} are empty or no answer")
+            seed = seeds.get(meta["chain_id"])
+            if seed is None or seed.status != "accepted":
+                problems.append(f"{where}: hop 1 has no accepted atomic pair")
+            else:
+                bad = _level_problems(seed.checks, seed.answer, True)
+                if bad:
+                    problems.append(f"{where}: hop 1 failed {bad}")
             for level in range(2, int(meta["hops"]) + 1):
                 hop = verified.get((meta["chain_id"], level))
                 if hop is None:
-                    problems.append(f"{path.name}: {item['id']}: hop {level} has no verified record")
+                    problems.append(f"{where}: hop {level} has no verified record")
                     continue
-                failed = [c.name for c in hop.checks if c.passed is not True]
-                if failed or not hop.verified:
-                    problems.append(f"{path.name}: {item['id']}: hop {level} failed {failed}")
+                bad = _level_problems(hop.checks, hop.answer, hop.verified)
+                if bad:
+                    problems.append(f"{where}: hop {level} failed {bad}")
                 if level == meta["hops"] and (hop.question != item["question"] or hop.answer != item["golden_answers"][0]):
-                    problems.append(f"{path.name}: {item['id']}: question/answer differ from the hop record")
+                    problems.append(f"{where}: question/answer differ from the hop record")
     return problems
 
 

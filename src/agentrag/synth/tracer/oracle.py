@@ -1,9 +1,13 @@
 """The builder's LLM calls: JSON generation, short answers with / without documents, and grading.
 
 One :class:`Oracle` is made per work item and counts the calls it makes (generator and judge), so
-every stage record carries its cost. Grading follows §3.2/§3.3: exact match, or token F1 at or above
-``verify.f1_pass``, counts as correct without a judge call; "unknown" or an empty answer is wrong;
-anything else goes to the 0/1/2 judge (score >= 1 passes). Every call declares its reply as a
+every stage record carries its cost. Grading follows §3.2/§3.3: only an exact match (against a
+non-empty gold) counts as correct without a judge call; "unknown" or an empty answer is wrong; golds
+that are empty or a no-answer phrase never match (an item whose golds are all such is never
+correct); anything else goes to the 0/1/2 judge (score >= 1 passes). Sampled calls (temperature >
+0) carry a seed derived from the run seed, the work item's id, the call's name and its number
+within the item (:func:`call_seed`), so a run is reproducible and a resumed item makes the same
+requests as an uninterrupted one. Every call declares its reply as a
 pydantic model (:mod:`agentrag.synth.tracer.outputs`). Model output that fails parsing or
 validation, or a request over the context window, comes back as an error string: the gate that
 asked fails with that reason (a flagged record). Every other LLM failure propagates (the failure
@@ -12,8 +16,9 @@ policy): an outage leaves the item unfinished, a 401/404 stops the run.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -29,7 +34,24 @@ from agentrag.synth.tracer.schema import Check
 
 M = TypeVar("M", bound=BaseModel)
 
-NO_ANSWER = frozenset({"", "unknown", "none", "not mentioned", "no answer"})
+NO_ANSWER = frozenset({"", "unknown", "none", "not mentioned", "no answer", "n a", "not available",
+                       "not known", "cannot be determined", "not specified"})
+
+
+def is_no_answer(text: str) -> bool:
+    """An empty answer or a no-answer phrase ("unknown", "none" ...), after normalisation."""
+    return normalize_answer(text) in NO_ANSWER
+
+
+def real_golds(golds: list[str]) -> list[str]:
+    """The golds that can be matched: empty and no-answer golds dropped."""
+    return [g for g in golds if not is_no_answer(g)]
+
+
+def call_seed(run_seed: int, item: str, name: str, index: int) -> int:
+    """The seed of the ``index``-th sampled ``name`` call of work item ``item`` (31-bit, stable)."""
+    digest = hashlib.sha256(f"{run_seed}\x1f{item}\x1f{name}\x1f{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 @dataclass
@@ -47,17 +69,25 @@ class Grade:
 class Oracle:
     """LLM calls of one work item (see the module docstring); ``calls`` counts what it paid for."""
 
-    def __init__(self, llm: LLM, judge: LLM | None, cfg: TracerConfig):
-        self.llm, self.judge_llm, self.cfg = llm, judge or llm, cfg
+    def __init__(self, llm: LLM, judge: LLM | None, cfg: TracerConfig, item: str = ""):
+        self.llm, self.judge_llm, self.cfg, self.item = llm, judge or llm, cfg, item
         self.calls = 0
+        self._sampled: dict[str, int] = {}
+
+    def seed_for(self, name: str) -> int:
+        """The next sampled ``name`` call's seed (see :func:`call_seed`)."""
+        index = self._sampled.get(name, 0)
+        self._sampled[name] = index + 1
+        return call_seed(self.cfg.seed, self.item, name, index)
 
     def json(self, system: str, user: str, model: type[M], *, name: str, stage: str, max_tokens: int,
              temperature: float = 0.0) -> tuple[M | None, Provenance, str | None]:
         """One structured call: ``(instance or None, provenance, error)`` (see :func:`call_json`)."""
         msgs = [Message(role="system", content=system), Message(role="user", content=user)]
         self.calls += 1
+        extra: dict[str, Any] = {"seed": self.seed_for(f"{stage}.{name}")} if temperature > 0 else {}
         obj, prov, err = call_json(self.llm, msgs, model, name=name, stage=stage, max_tokens=max_tokens,
-                                   temperature=temperature)
+                                   temperature=temperature, **extra)
         return obj, prov, err
 
     def answer(self, question: str, docs: list[tuple[str, str]] | None) -> tuple[str | None, str, str | None]:
@@ -75,10 +105,13 @@ class Oracle:
         return obj.answer, raw, None
 
     def grade(self, question: str, pred: str, golds: list[str]) -> Grade:
+        golds = real_golds(golds)
+        if not golds:  # an empty or no-answer gold is never matched
+            return Grade(False)
         e, f = em(pred, golds), f1(pred, golds)
-        if e == 1.0 or f >= self.cfg.verify.f1_pass:
+        if e == 1.0:
             return Grade(True, e, f)
-        if normalize_answer(pred) in NO_ANSWER:
+        if is_no_answer(pred):
             return Grade(False, e, f)
         self.calls += 1
         verdict, prov, err = call_json(self.judge_llm, LLMJudge(self.judge_llm).messages(question, pred, golds),
@@ -104,4 +137,4 @@ class Oracle:
                      judge_score=g.judge_score, raw=[raw, *g.raw])
 
 
-__all__ = ["Oracle", "Grade", "NO_ANSWER"]
+__all__ = ["Oracle", "Grade", "NO_ANSWER", "is_no_answer", "real_golds", "call_seed"]

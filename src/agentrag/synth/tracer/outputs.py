@@ -78,10 +78,16 @@ class LinkPair(QAPair):
     template: Literal["inference", "comparison"]
 
 
+AuditFailure = Literal["none", "false_entity_link", "trivial_concatenation", "no_common_basis",
+                       "answer_not_supported", "other"]
+
+
 class AuditVerdict(_Out):
-    """§3.3 stage 2: the auditor's verdict on a composed question."""
+    """§3.3 stage 2: the auditor's verdict on a composed question (``failure``: which rubric item
+    it breaks; "none" when valid)."""
 
     reason: str = Field(default="", max_length=1000)
+    failure: AuditFailure = "none"
     valid: bool
 
 
@@ -98,4 +104,4 @@ class JudgeScore(_Out):
     score: int = Field(ge=0, le=2)
 
 
-__all__ = ["DocAnnotation", "QAPair", "AtomicPairs", "LinkPair", "AuditVerdict", "ShortAnswer", "JudgeScore"]
+__all__ = ["AuditFailure", "DocAnnotation", "QAPair", "AtomicPairs", "LinkPair", "AuditVerdict", "ShortAnswer", "JudgeScore"]

@@ -49,15 +49,16 @@ class TracerComponents:
 
 
 def _annotate(cfg: TracerConfig, c: TracerComponents, doc: DocRecord) -> DocRecord:
-    return sampling.annotate(Oracle(c.llm, c.judge, cfg), doc)
+    return sampling.annotate(Oracle(c.llm, c.judge, cfg, doc.id), doc)
 
 
 def _atomic(cfg: TracerConfig, c: TracerComponents, doc: DocRecord) -> AtomicRecord:
-    return atomic_qa(Oracle(c.llm, c.judge, cfg), doc)
+    return atomic_qa(Oracle(c.llm, c.judge, cfg, f"{doc.id}-atomic"), doc)
 
 
 def _extend(cfg: TracerConfig, c: TracerComponents, chain: Chain) -> HopRecord:
-    return extend(Oracle(c.llm, c.judge, cfg), c.kb, chain.id, chain.hops, set(c.excluded_titles))
+    oracle = Oracle(c.llm, c.judge, cfg, f"{chain.id}-h{chain.depth + 1}")
+    return extend(oracle, c.kb, chain.id, chain.hops, set(c.excluded_titles))
 
 
 def seed_hop(doc: DocRecord, pair: AtomicPair) -> Hop:
@@ -111,6 +112,7 @@ class TracerStages:
         cands = sampling.candidates(c.passages, self.cfg, set(c.excluded_titles))
         self.sampling_stats = {"kb_passages": len(c.passages), "candidates": len(cands),
                                "excluded_titles": len(c.excluded_titles),
+                               "number_title_pages": sum(sampling.is_number_page(p.title) for p in c.passages),
                                "kb_passages_excluded": sum(sampling.norm_title(p.title) in c.excluded_titles
                                                            for p in c.passages)}
         self._stage("sample", _annotate, [d for d in cands if d.id not in self.docs], self.docs)

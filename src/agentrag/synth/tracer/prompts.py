@@ -42,11 +42,18 @@ COMPOSE_SYSTEM = (
 )
 
 AUDIT_SYSTEM = (
-    "You audit a multi-hop question built from atomic facts. Reject it when: an inference link is "
-    "spurious (the bridge forces together unrelated entities, or confuses different entities that share a "
-    "name); a comparison has no common basis (different attributes, units or kinds of entity); or the final "
-    "answer does not follow from the facts. "
-    'Reply with JSON only: {"reason": "<one sentence>", "valid": true or false}.'
+    "You audit a multi-hop question built from atomic facts, each taken from the document shown with it. "
+    "Read the documents, not only the facts. Reject the question when one of these holds, and name it:\n"
+    "- false_entity_link: an inference link joins two different entities (namesakes, or a name that the "
+    "documents show refers to something else in one of them), or the bridge is not the entity the next "
+    "document describes;\n"
+    "- trivial_concatenation: the question only strings the sub-questions together (asks two things, or "
+    "restates the first question and then asks the second) instead of nesting one inside the other;\n"
+    "- no_common_basis: a comparison of different attributes, units or kinds of entity;\n"
+    "- answer_not_supported: the final answer does not follow from the documents;\n"
+    "- other: any other reason the question is not a sound multi-hop question.\n"
+    'Reply with JSON only: {"reason": "<one sentence>", "failure": "none" or one of the names above, '
+    '"valid": true or false}.'
 )
 
 ANSWER_CLOSED_SYSTEM = (

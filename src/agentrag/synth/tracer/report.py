@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentrag.synth.tracer.schema import AtomicRecord, Chain, DocRecord, Hop, HopRecord
+from agentrag.synth.tracer.schema import AtomicRecord, Chain, DocRecord, HopRecord
 
 Counts = dict[str, tuple[int, int, dict[str, int]]]
 
@@ -29,13 +29,6 @@ def reason_key(reason: str | None) -> str:
     if len(parts) > 1 and parts[1].split(" ")[0] in ("parse_error", "context_limit", "judge"):
         return f"{head}: {parts[1]}"
     return head
-
-
-def _failed_stage(hop: Hop) -> str:
-    for c in hop.checks:
-        if c.passed is False:
-            return c.name
-    return "unknown"
 
 
 def _rejected(reasons: Sequence[str | None]) -> dict[str, int]:
@@ -67,7 +60,7 @@ def tracer_counts(annotated: Sequence[DocRecord], selected: Sequence[DocRecord],
             "no related document" if not r.attempts else reason_key(r.attempts[-1].reason)
             for r in recs if r.status != "verified")))
         counts[f"hop{level}.candidates"] = (len(attempts) + verified, verified,
-                                            dict(Counter(_failed_stage(a) for a in attempts)))
+                                            dict(Counter(reason_key(a.reason) for a in attempts)))
         spent = sum(r.calls for r in recs)
         cumulative += spent
         tried = len(attempts) + verified

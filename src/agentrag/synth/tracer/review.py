@@ -1,25 +1,31 @@
-"""§3.4 human review: a review sheet (CSV + static HTML, each chain hop by hop with a Retain/Discard
-field) and the read-back of up to three annotators' labels: majority decision, disagreements,
-Fleiss' kappa.
+"""§3.4 human review: a review sheet (CSV + a static HTML page a rater fills in with a browser
+only) and the read-back of up to three annotators' files: majority decision, disagreements, Fleiss'
+kappa, comments.
 
-An annotator file is the CSV sheet with its ``decision`` column filled (``Retain`` / ``Discard``,
-case-insensitive; ``r`` / ``d`` / ``keep`` accepted). Fleiss' kappa is computed over the items
-every annotator labelled (it needs the same number of ratings per item).
+The HTML page (:mod:`agentrag.synth.tracer.review_sheet`) shows each item with its chain, every
+hop's full document and every gate's verdict, a Retain/Discard choice and a comment box; its Save
+button downloads the rater's decisions as ``labels-<rater>.csv`` (``id,decision,comment,rater``).
+An annotator file is that download, or ``sheet.csv`` with its ``decision`` column filled
+(``Retain`` / ``Discard``, case-insensitive; ``r`` / ``d`` / ``keep`` accepted). Fleiss' kappa is
+computed over the items every annotator labelled (it needs the same number of ratings per item).
 """
 
 from __future__ import annotations
 
 import csv
-import html
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentrag.errors import UserError
+from agentrag.synth.tracer.review_sheet import sheet_html
 
-COLUMNS = ["id", "hops", "type", "question", "answer", "chain", "decision", "comment"]
+COLUMNS = ["id", "hops", "type", "question", "answer", "chain", "documents", "decision", "comment"]
+#: what the sheet's Save button writes (and ``--labels`` reads back; extra columns are ignored)
+LABEL_COLUMNS = ["id", "decision", "comment", "rater"]
 _DECISIONS = {"retain": "Retain", "r": "Retain", "keep": "Retain", "discard": "Discard", "d": "Discard",
               "drop": "Discard"}
 
@@ -37,14 +43,19 @@ def _chains(run: Path) -> dict[str, dict[str, Any]]:
     return {c["id"]: c for c in (json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip())}
 
 
-def _hop_lines(chain: dict[str, Any] | None, level: int) -> list[str]:
-    if chain is None:
-        return []
-    out = []
-    for h in chain["hops"][:level]:
-        out.append(f"hop {h['level']} [{h['template']}] atomic Q: {h['atomic_question']} | atomic A: "
-                   f"{h['atomic_answer']} | doc: {h['doc_title']} ({h['doc_id']}) | Q: {h['question']} | A: {h['answer']}")
-    return out
+def _hops(chains: Mapping[str, dict[str, Any]], item: dict[str, Any]) -> list[dict[str, Any]]:
+    chain = chains.get(item["metadata"]["chain_id"])
+    return list(chain["hops"][:item["metadata"]["hops"]]) if chain else []
+
+
+def _hop_line(h: dict[str, Any]) -> str:
+    return (f"hop {h['level']} [{h['template']}] atomic Q: {h['atomic_question']} | atomic A: {h['atomic_answer']} | "
+            f"doc: {h['doc_title']} ({h['doc_id']}) | Q: {h['question']} | A: {h['answer']}")
+
+
+def _verdicts(h: dict[str, Any]) -> str:
+    return "; ".join(f"{c['name']}: {'pass' if c['passed'] else 'not run' if c['passed'] is None else 'FAIL'}"
+                     + (f" ({c['reason']})" if c.get("reason") else "") for c in h.get("checks", []))
 
 
 def write_review_sheet(run_dir: str | Path, out_dir: str | Path | None = None) -> tuple[Path, Path]:
@@ -58,53 +69,55 @@ def write_review_sheet(run_dir: str | Path, out_dir: str | Path | None = None) -
         w = csv.writer(fh)
         w.writerow(COLUMNS)
         for it in items:
-            m = it["metadata"]
+            m, hops = it["metadata"], _hops(chains, it)
             w.writerow([it["id"], m["hops"], m["type"], it["question"], " | ".join(it["golden_answers"]),
-                        "\n".join(_hop_lines(chains.get(m["chain_id"]), m["hops"])), "", ""])
-    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>Tracer review sheet</title><style>"
-             "body{font-family:sans-serif;max-width:60em;margin:auto}.item{border:1px solid #ccc;margin:1em 0;"
-             "padding:.5em}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px;vertical-align:top}"
-             "</style></head><body><h1>Tracer review sheet</h1><p>For each item choose Retain or Discard "
-             "(factual, faithful to the documents, fluent; every intermediate step valid; comparisons on one "
-             "dimension). Copy your decisions into the <code>decision</code> column of sheet.csv.</p>"]
-    for it in items:
-        m = it["metadata"]
-        chain = chains.get(m["chain_id"])
-        e = html.escape
-        parts.append(f"<div class='item'><h3>{e(it['id'])} — {m['hops']}-hop {e(m['type'])}</h3>"
-                     f"<p><b>Question:</b> {e(it['question'])}<br><b>Answer:</b> {e(' | '.join(it['golden_answers']))}</p>"
-                     "<table><tr><th>hop</th><th>atomic question / answer</th><th>document</th>"
-                     "<th>question at this hop / answer</th></tr>")
-        for h in (chain["hops"][:m["hops"]] if chain else []):
-            parts.append(f"<tr><td>{h['level']} {e(h['template'])}</td><td>{e(h['atomic_question'])}<br>"
-                         f"<i>{e(h['atomic_answer'])}</i></td><td><b>{e(h['doc_title'])}</b><br>"
-                         f"{e(h['doc_text'][:400])}</td><td>{e(h['question'])}<br><i>{e(h['answer'])}</i></td></tr>")
-        parts.append(f"</table><p><label><input type='radio' name='{e(it['id'])}' value='Retain'> Retain</label> "
-                     f"<label><input type='radio' name='{e(it['id'])}' value='Discard'> Discard</label></p></div>")
-    parts.append("</body></html>")
-    html_path.write_text("\n".join(parts), encoding="utf-8")
+                        "\n".join(_hop_line(h) for h in hops),
+                        "\n\n".join(f"[{h['level']}] {h['doc_title']}\n{h['doc_text']}" for h in hops), "", ""])
+    html_path.write_text(sheet_html([(it, _hops(chains, it)) for it in items]), encoding="utf-8")
     return csv_path, html_path
 
 
-def read_labels(path: str | Path) -> dict[str, str]:
-    """One annotator's labels: item id -> Retain/Discard (blank decisions are skipped)."""
+@dataclass
+class RaterLabels:
+    """One rater's file read back: decisions (item id -> Retain/Discard), comments, the rater's name."""
+
+    decisions: dict[str, str] = field(default_factory=dict)
+    comments: dict[str, str] = field(default_factory=dict)
+    rater: str | None = None
+
+
+def read_label_file(path: str | Path) -> RaterLabels:
+    """A rater's file: the sheet's download (``id,decision,comment,rater``) or a filled ``sheet.csv``.
+    Blank decisions are skipped; comments are kept (also on undecided items)."""
     p = Path(path)
     if not p.is_file():
         raise UserError(f"labels file {str(p)!r} not found")
-    out: dict[str, str] = {}
-    with p.open(encoding="utf-8", newline="") as fh:
+    out = RaterLabels()
+    raters: set[str] = set()
+    with p.open(encoding="utf-8-sig", newline="") as fh:
         reader = csv.DictReader(fh)
         if not reader.fieldnames or not {"id", "decision"} <= set(reader.fieldnames):
             raise UserError(f"{p}:1: header needs the fields 'id' and 'decision' (got {reader.fieldnames})")
         for row in reader:
+            comment = (row.get("comment") or "").strip()
+            if comment:
+                out.comments[row["id"]] = comment
+            if (row.get("rater") or "").strip():
+                raters.add((row.get("rater") or "").strip())
             raw = (row.get("decision") or "").strip()
             if not raw:
                 continue
             d = _DECISIONS.get(raw.lower())
             if d is None:
                 raise UserError(f"{p}:{reader.line_num}: field 'decision': {raw!r} is not Retain or Discard")
-            out[row["id"]] = d
+            out.decisions[row["id"]] = d
+    out.rater = raters.pop() if len(raters) == 1 else None
     return out
+
+
+def read_labels(path: str | Path) -> dict[str, str]:
+    """One annotator's decisions: item id -> Retain/Discard (blank decisions are skipped)."""
+    return read_label_file(path).decisions
 
 
 def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float | None:
@@ -148,13 +161,33 @@ def decide(labels: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
             "disagreements": disagreements, "fleiss_kappa": None if kappa is None else round(kappa, 4)}
 
 
+def _names(files: Sequence[Path], read: Sequence[RaterLabels]) -> list[str]:
+    """Each file's annotator: the rater named in it, else the file's stem, else its path; unique."""
+    names: list[str] = []
+    for f, lab in zip(files, read, strict=True):
+        name = lab.rater or f.stem
+        names.append(name if name not in names else str(f))
+    if len(set(names)) != len(names):
+        raise UserError(f"two label files name the same annotator: {names}")
+    return names
+
+
 def apply_review(run_dir: str | Path, label_files: Sequence[str | Path]) -> dict[str, Any]:
-    """Read the annotators' files, write ``review/decisions.json`` and ``benchmark_reviewed.jsonl``
-    (the items whose majority decision is Retain)."""
+    """Read the annotators' files, write ``review/decisions.json`` (majority, disagreements, Fleiss'
+    kappa, every vote and comment per item) and ``benchmark_reviewed.jsonl`` (the items whose
+    majority decision is Retain)."""
     run = Path(run_dir)
-    labels = {Path(f).stem if Path(f).stem not in {Path(g).stem for g in label_files if g != f} else str(f):
-              read_labels(f) for f in label_files}
-    result = decide(labels)
+    files = [Path(f) for f in label_files]
+    read = [read_label_file(f) for f in files]
+    names = _names(files, read)
+    result = decide({n: lab.decisions for n, lab in zip(names, read, strict=True)})
+    ids = sorted({i for lab in read for i in (*lab.decisions, *lab.comments)})
+    result["per_item"] = {i: {"decision": result["decisions"].get(i, "Undecided"),
+                              "votes": {n: lab.decisions[i] for n, lab in zip(names, read, strict=True)
+                                        if i in lab.decisions},
+                              "comments": {n: lab.comments[i] for n, lab in zip(names, read, strict=True)
+                                           if i in lab.comments}} for i in ids}
+    result["comments"] = sum(len(v["comments"]) for v in result["per_item"].values())
     keep = set(result["retained"])
     items = _items(run / "benchmark.jsonl")
     (run / "review").mkdir(exist_ok=True)
@@ -166,4 +199,4 @@ def apply_review(run_dir: str | Path, label_files: Sequence[str | Path]) -> dict
     return result
 
 
-__all__ = ["write_review_sheet", "read_labels", "fleiss_kappa", "decide", "apply_review", "COLUMNS"]
+__all__ = ["write_review_sheet", "read_labels", "read_label_file", "RaterLabels", "LABEL_COLUMNS", "fleiss_kappa", "decide", "apply_review", "COLUMNS"]

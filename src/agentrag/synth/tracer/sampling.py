@@ -2,7 +2,8 @@
 
 Passages are shuffled with a seeded RNG; passages whose title occurs in an excluded benchmark file
 (raw HotpotQA / 2WikiMultihopQA / MuSiQue contexts, FlashRAG ``metadata.supporting_titles``, or a
-plain list of titles) or that are shorter than ``sampling.min_chars`` are skipped. The first
+plain list of titles), that are shorter than ``sampling.min_chars`` or whose title is a number or a
+year (:func:`is_number_page`) are skipped. The first
 candidates are annotated with an entity type and a domain by the LLM; the selection then walks
 them in shuffled order, keeping at most ``max_per_type`` per domain, until N documents are kept.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -24,9 +26,17 @@ from agentrag.synth.tracer.outputs import DocAnnotation
 from agentrag.synth.tracer.prompts import ANNOTATE_SYSTEM
 from agentrag.synth.tracer.schema import DocRecord
 
+_NUMBER_TITLE = re.compile(r"^[\d\s.,\-–]+s?( (bc|bce|ad|ce))?( in .+)?$", re.IGNORECASE)
+
 
 def norm_title(title: str) -> str:
     return " ".join(title.lower().split())
+
+
+def is_number_page(title: str) -> bool:
+    """A page about a number or a year ("1857", "1990s", "1857 in music"): dropped, as the released
+    code does (its facts are lists of unrelated events, a poor seed and a poor bridge)."""
+    return bool(_NUMBER_TITLE.match(title.strip()))
 
 
 def _titles_of(obj: dict[str, Any], path: Path, lineno: int) -> list[str]:
@@ -79,7 +89,7 @@ def candidates(passages: Sequence[Passage], cfg: TracerConfig, excluded: set[str
     out: list[DocRecord] = []
     for i in order:
         p = passages[i]
-        if norm_title(p.title) in excluded or len(p.text) < cfg.sampling.min_chars:
+        if norm_title(p.title) in excluded or len(p.text) < cfg.sampling.min_chars or is_number_page(p.title):
             continue
         out.append(DocRecord(id=doc_id(p.id), passage_id=p.id, title=p.title, text=p.text, rank=len(out)))
         if len(out) >= want:
@@ -115,4 +125,4 @@ def select(docs: Sequence[DocRecord], n: int, max_per_type: int | None) -> list[
     return kept
 
 
-__all__ = ["excluded_titles", "candidates", "annotate", "select", "doc_id", "norm_title"]
+__all__ = ["is_number_page", "excluded_titles", "candidates", "annotate", "select", "doc_id", "norm_title"]

@@ -95,6 +95,10 @@ class Hop(Record):
     def golds(self) -> list[str]:
         return list(dict.fromkeys([self.answer, *self.aliases]))
 
+    @property
+    def atomic_golds(self) -> list[str]:
+        return [g for g in dict.fromkeys([self.atomic_answer, *self.atomic_aliases]) if g.strip()]
+
 
 class HopRecord(Record):
     """The extension of chain ``chain_id`` to ``level`` hops: the verified hop, or the failed tries."""

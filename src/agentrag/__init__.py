@@ -65,6 +65,7 @@ _EXPORTS: dict[str, str] = {
     "run_ragshaper": "agentrag.synth.ragshaper",
     # synthesizers: AgenticRAGTracer builder
     "TracerConfig": "agentrag.synth.tracer", "TracerRunConfig": "agentrag.synth.tracer",
+    "read_label_file": "agentrag.synth.tracer", "apply_review": "agentrag.synth.tracer",
     "TracerSynth": "agentrag.synth.tracer", "TracerComponents": "agentrag.synth.tracer",
     "export_benchmark": "agentrag.synth.tracer", "audit_exports": "agentrag.synth.tracer",
     "fleiss_kappa": "agentrag.synth.tracer", "read_labels": "agentrag.synth.tracer",

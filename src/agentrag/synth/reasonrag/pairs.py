@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from itertools import combinations
 
-from agentrag.agents.reason_ground import stage_messages
+from agentrag.agents.reason_ground import forced_round, stage_messages
 from agentrag.agents.tools import NO_DOCUMENTS
 from agentrag.records import Message, PreferencePair
 from agentrag.synth.reasonrag.tree import ACTION_LETTER, SearchTree, TreeNode, pruned
@@ -27,7 +27,7 @@ def prefix_messages(tree: SearchTree, parent: TreeNode, max_iter: int) -> list[M
     """The prompt the children of ``parent`` were sampled from (the agent's round at that state)."""
     y = [n.response for n in tree.path(parent.id)[1:]]
     return stage_messages(tree.question, y, parent.stage, parent.query, parent.documents or NO_DOCUMENTS,
-                          forced=parent.depth == max_iter - 1)
+                          forced=forced_round(parent.depth, parent.stage, max_iter))
 
 
 #: the gates of the pairs stage, in the order they are applied to two siblings

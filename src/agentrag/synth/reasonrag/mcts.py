@@ -60,7 +60,7 @@ class QuestionSearch:
         if tree.iterations >= self.cfg.mcts.iterations:
             return "done"
         m = self.cfg.mcts
-        if select(tree, m.max_children, m.c_uct, self.cfg.value.alpha_search) is None:
+        if select(tree, m.max_children, m.c_uct, self.cfg.value.search_alpha) is None:
             return "exhausted"
         return None
 
@@ -73,7 +73,7 @@ class QuestionSearch:
             status = self.finished(tree)
             if status is not None:
                 return SearchBatch(new, status)
-            parent = select(tree, m.max_children, m.c_uct, self.cfg.value.alpha_search)
+            parent = select(tree, m.max_children, m.c_uct, self.cfg.value.search_alpha)
             if parent is None:  # not reached: finished() said the tree is open
                 return SearchBatch(new, "exhausted")
             try:

@@ -20,6 +20,7 @@ they run in worker processes that rebuild the components with ``ReasonRagCompone
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -34,7 +35,7 @@ from agentrag.runs import JsonlStore, RunDir
 from agentrag.synth.driver import SynthRun
 from agentrag.synth.reasonrag.config import ReasonRagConfig
 from agentrag.synth.reasonrag.mcts import QuestionSearch, SearchBatch
-from agentrag.synth.reasonrag.pairs import extract_pairs
+from agentrag.synth.reasonrag.pairs import PAIR_GATES, extract_pairs
 from agentrag.synth.reasonrag.tree import IterationEvent, SearchTree
 from agentrag.synth.worker import ComponentsTask
 
@@ -136,15 +137,45 @@ def run_greedy(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, 
     ctx.stage("greedy", task, todo, on_result=lambda _item, traj: files.greedy.append(traj))
 
 
+#: the file holding the settings the stored pairs were built with
+PAIR_SETTINGS = "pairs.settings.json"
+
+
+def pair_settings(cfg: ReasonRagConfig) -> dict[str, Any]:
+    """Every setting the pairs depend on (the trees aside): a change means the stored pairs are stale."""
+    v = cfg.value
+    return {"gates": list(PAIR_GATES), "value": v.kind, "alpha_label": v.label_alpha, "min_gap": cfg.pairs.min_gap,
+            "include_untagged": cfg.pairs.include_untagged, "max_iter": cfg.mcts.max_iter}
+
+
+def refresh_pairs(cfg: ReasonRagConfig, files: RunFiles) -> bool:
+    """Drop the stored pairs when they were built with other pair or value settings (they are
+    derived data: :func:`build_pairs` rebuilds them from the stored trees, no LLM call). Returns
+    whether they were dropped."""
+    want = pair_settings(cfg)
+    path = files.run.file(PAIR_SETTINGS)
+    have = json.loads(path.read_text()) if path.exists() else None
+    stale = have != want and (have is not None or len(files.pairs) > 0)
+    if stale:
+        log.info("pair settings changed (%s -> %s): rebuilding pairs.jsonl from the stored trees", have, want)
+        files.pairs.path.unlink(missing_ok=True)
+        files.pairs = files.run.stage("pairs", PreferencePair)
+    if have != want:
+        files.run.write_json(PAIR_SETTINGS, want)
+    return stale
+
+
 def build_pairs(cfg: ReasonRagConfig, files: RunFiles, trees: list[SearchTree]) -> tuple[int, Counter[str]]:
-    """The preference pairs of every finished tree (appended once by id); returns the number of
-    sibling pairs considered and the rejections by gate."""
-    v, m = cfg.value, cfg.mcts
+    """The preference pairs of every finished tree (appended once by id; all rebuilt when the pair
+    settings changed, :func:`refresh_pairs`); returns the number of sibling pairs considered and
+    the rejections by gate."""
+    refresh_pairs(cfg, files)
     rejected: Counter[str] = Counter()
     kept = 0
     for tree in trees:
-        for p in extract_pairs(tree, alpha_label=v.alpha_label, min_gap=cfg.pairs.min_gap, max_iter=m.max_iter,
-                               include_untagged=cfg.pairs.include_untagged, rejected=rejected):
+        for p in extract_pairs(tree, alpha_label=cfg.value.label_alpha, min_gap=cfg.pairs.min_gap,
+                               max_iter=cfg.mcts.max_iter, include_untagged=cfg.pairs.include_untagged,
+                               rejected=rejected, labels=cfg.value.kind):
             files.pairs.append(p)
             kept += 1
     return kept + sum(rejected.values()), rejected
@@ -155,10 +186,13 @@ def export(cfg: ReasonRagConfig, files: RunFiles, pairs: list[PreferencePair]) -
     if not cfg.export:
         return {"skipped": "export disabled in config", "exported": 0}
     if not pairs:
+        for name in ("trl_dpo.jsonl", "dpo_alpaca.jsonl"):  # an export of earlier (stale) pairs goes
+            (files.run.path / "dpo" / name).unlink(missing_ok=True)
         return {"skipped": "no preference pair passed the filters", "exported": 0}
     from agentrag.export.dpo import write_dpo_export
 
     return write_dpo_export(files.run.path / "dpo", pairs)
 
 
-__all__ = ["ReasonRagComponents", "RunFiles", "search", "run_greedy", "build_pairs", "export"]
+__all__ = ["ReasonRagComponents", "RunFiles", "search", "run_greedy", "build_pairs", "export", "pair_settings",
+           "refresh_pairs", "PAIR_SETTINGS"]

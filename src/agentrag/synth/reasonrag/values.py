@@ -101,7 +101,7 @@ def spre_estimates(llm: LLM, retriever: Retriever, cfg: ReasonRagConfig, item: Q
             usage = usage + step.usage
             depth += 1
             if step.context_limited or not step.text:  # a failed call: the rollout ends, its estimate flagged
-                flag = step.error or "empty output"
+                flag = (step.error or "context_limit") if step.context_limited else "empty output"
                 break
             y.append(step.text)  # as the agent does: every output joins y, a malformed one too
             if step.action == "answer":

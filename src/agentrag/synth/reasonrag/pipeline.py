@@ -7,9 +7,10 @@ question: the tree of a question is the replay of its events); ``trees.jsonl`` (
 tree of each question); ``greedy.jsonl`` (the reason_ground agent's trajectory per question);
 ``pairs.jsonl``; ``dpo/`` (TRL + LLaMA-Factory); ``metrics.json``, ``report.md``.
 
-The search runs in rounds: each round maps one task per pending question through the executor
-seam (``SynthRun.stage``, the one failure policy); a task replays the question's events, runs
-``batch`` iterations (default 1) and returns the new events, which the driver appends. A kill
+The search runs as one chain of tasks per question through the executor seam
+(:func:`.schedule.run_chained`, the one failure policy): a task replays the question's events,
+runs ``batch`` iterations (default 1) and returns the new events, which the driver appends before
+it queues the question's next task — questions never wait for each other's rounds. A kill
 therefore loses at most the iterations in flight — and with the LLM cache and derived seeds,
 their calls are answered from the cache on rerun. An outage or a lost worker leaves the question
 unfinished (its events so far are kept); a rerun continues it. A 401/404 stops the run; nothing
@@ -36,6 +37,7 @@ from agentrag.synth.driver import SynthRun
 from agentrag.synth.reasonrag.config import ReasonRagConfig
 from agentrag.synth.reasonrag.mcts import QuestionSearch, SearchBatch
 from agentrag.synth.reasonrag.pairs import PAIR_GATES, extract_pairs
+from agentrag.synth.reasonrag.schedule import run_chained
 from agentrag.synth.reasonrag.tree import IterationEvent, SearchTree
 from agentrag.synth.worker import ComponentsTask
 
@@ -89,7 +91,8 @@ def _greedy_one(cfg: ReasonRagConfig, c: ReasonRagComponents, item: QAItem) -> T
 
 def search(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, files: RunFiles,
            items: list[QAItem], batch: int = 1) -> None:
-    """MCTS for every question without a finished tree, in rounds (see the module docstring)."""
+    """MCTS for every question without a finished tree, each question advancing on its own (see
+    the module docstring and :mod:`.schedule`)."""
     for it in items:
         files.questions.append(it)
     events: dict[str, list[IterationEvent]] = defaultdict(list)
@@ -101,14 +104,16 @@ def search(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, file
     done = [(len(items) - len(pending)) * budget + sum(min(budget, len(events[q.id])) for q in pending)]
     if ctx.progress:
         ctx.progress("mcts", done[0], total)
-    stopped: set[str] = set()
+    Task = tuple[QAItem, list[IterationEvent]]
 
-    def write(task: tuple[QAItem, list[IterationEvent]], out: SearchBatch) -> None:
+    def write(task: Task, out: SearchBatch) -> Task | None:
+        """Write a task's events; return the question's next task (None: its search ended)."""
         item = task[0]
         for ev in out.events:
             files.events.append(ev)
             events[item.id].append(ev)
         done[0] += len(out.events)
+        nxt: Task | None = None
         if out.status in ("done", "exhausted"):
             tree = SearchTree.replay(item.id, item.question, item.golden_answers, events[item.id])
             tree.status = out.status
@@ -116,15 +121,14 @@ def search(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, file
             done[0] += budget - tree.iterations
         elif out.status == "outage":  # the events so far are kept; a rerun continues the search
             ctx.unfinished("mcts", item.id, out.outage or "outage")
-            stopped.add(item.id)
+        else:
+            nxt = (item, list(events[item.id]))
         if ctx.progress:
             ctx.progress("mcts", done[0], total)
+        return nxt
 
     task = ComponentsTask(partial(_iterate, cfg, batch), comps, comps.rebuild, what="ReasonRAG components")
-    while pending:
-        res = ctx.stage("mcts", task, [(q, list(events[q.id])) for q in pending], on_result=write, progress=False)
-        stopped.update(res.unfinished, res.bugs)
-        pending = [q for q in pending if q.id not in files.trees and q.id not in stopped]
+    run_chained(ctx, "mcts", task, [(q, list(events[q.id])) for q in pending], write)
 
 
 def run_greedy(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, files: RunFiles,

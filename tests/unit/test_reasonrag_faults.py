@@ -198,7 +198,7 @@ def test_metrics_shape_funnel_and_llm_in_metrics_and_report(tmp_path):
     assert rows["questions"]["in"] == rows["mcts"]["in"] == 1 and rows["mcts"]["out"] == 1
     assert rows["pairs"]["out"] == m["pairs"] > 0 and rows["dpo"]["out"] == m["pairs"]
     assert rows["pairs"]["in"] == rows["pairs"]["out"] + sum(rows["pairs"]["rejected"].values())
-    assert set(rows["pairs"]["rejected"]) <= {"answerless", "flagged", "same_response", "min_gap"}
+    assert set(rows["pairs"]["rejected"]) <= {"answerless", "flagged", "same_response", "same_action", "min_gap"}
     assert "llm_cache" not in m and "elapsed" not in m
     assert list(m["llm"]) == ["policy+judge"] and m["llm"]["policy+judge"]["misses"] > 0
     assert m["llm_calls"]["total"] > 0 and m["llm_calls"]["by_question"]["q1"] > 0  # per-question counts

@@ -100,9 +100,12 @@ def test_forced_answer_leaves_are_real_scored_leaves(tmp_path):
     pipe, _ = run(tmp_path, ScriptedLLM(default=policy), cfg)
     tree = pipe.trees.read()[0]
     forced = [n for n in tree.nodes if n.forced]
-    assert forced and all(n.depth == 2 and n.terminal and n.action == "answer" for n in forced)
+    # round 2 is forced, except after a query issued in round 1: the agent grounds it first (round 2)
+    nodes = tree.by_id()
+    assert forced and all(n.terminal and n.action == "answer" for n in forced)
     for n in forced:
-        assert n.score is not None and n.estimates and n.estimates[0].steps == 2
+        assert n.depth == (3 if nodes[n.parent or "r"].action == "evidence" else 2)
+        assert n.score is not None and n.estimates and n.estimates[0].steps == n.depth
         assert n.estimates[0].v == n.score
     assert {n.answer for n in forced} == {"John Smith", "Mary Jones"}
     assert all(not n.terminal or not n.children for n in tree.nodes)  # terminal nodes never re-expanded

@@ -122,3 +122,33 @@ def test_pair_extraction_threshold_dedup_sibling_only():
         assert p.chosen[0].content != p.rejected[0].content
         assert p.metadata["type"] == "Q-Q"
         assert p.prompt[-1].role == "user" and "Who?" in (p.prompt[-1].content or "")
+
+
+def test_pairs_are_siblings_only_with_two_parents_of_several_children():
+    def est(v: float) -> list[Estimate]:
+        return [Estimate(v=v, steps=None, answer="a")]
+
+    p0 = _node("r.0", "r", response="<query>first parent</query>", estimates=est(0.5))
+    p1 = _node("r.1", "r", response="<query>second parent</query>", estimates=est(0.5))
+    values = {"r.0": (0.9, 0.5, 0.1), "r.1": (0.8, 0.4, 0.0)}
+    events = [_ev(0, "r", p0), _ev(1, "r", p1)]
+    for parent, vals in values.items():
+        for j, v in enumerate(vals):
+            kid = _node(f"{parent}.{j}", parent, action="evidence", stage="reasoning",
+                        response=f"<evidence>{parent} fact {j}</evidence>", estimates=est(v))
+            events.append(_ev(len(events), parent, kid))
+    tree = _tree(events)
+    pairs = [p for p in extract_pairs(tree, alpha_label=0.9, min_gap=0.01, max_iter=4) if p.metadata["layer"] == 2]
+    # 3 pairs under each parent; none across parents (r.0.0 vs r.1.2 would have the largest gap)
+    assert len(pairs) == 6
+    for p in pairs:
+        w, lo = p.metadata["chosen_id"], p.metadata["rejected_id"]
+        assert w.rsplit(".", 1)[0] == lo.rsplit(".", 1)[0] == p.metadata["parent_id"]
+        assert int(w[-1]) < int(lo[-1])  # the higher value wins within the family
+        # the prompt is the parent's state: its own query, not the other parent's
+        other = "second parent" if p.metadata["parent_id"] == "r.0" else "first parent"
+        assert other not in (p.prompt[-1].content or "")
+    by_parent = {pid: {(p.metadata["chosen_id"], p.metadata["rejected_id"]) for p in pairs
+                       if p.metadata["parent_id"] == pid} for pid in values}
+    assert by_parent["r.0"] == {("r.0.0", "r.0.1"), ("r.0.0", "r.0.2"), ("r.0.1", "r.0.2")}
+    assert by_parent["r.1"] == {("r.1.0", "r.1.1"), ("r.1.0", "r.1.2"), ("r.1.1", "r.1.2")}

@@ -5,7 +5,7 @@ everything produced so far, y<i (Algorithm 1 line 4); the Grounding stage sees x
 retrieved documents (line 6). Every output y_i is appended to y and then checked in the
 algorithm's order, whatever the stage (lines 9-18): a ``<query>`` (the first one; the output is
 cut after its ``</query>``, and generation stops there) calls the retriever and moves to
-Grounding; else an ``<answer>`` ends the run (Terminal); else an ``<evidence>`` moves back to
+Grounding (an empty ``<query>`` moves to Grounding too, with no documents); else an ``<answer>`` ends the run (Terminal); else an ``<evidence>`` moves back to
 Reasoning; an output with none of them leaves the stage unchanged (the round is spent;
 ``Step.error`` says so). Retrieved documents reach the model verbatim except that protocol tags
 inside them are escaped (a document cannot write ``<answer>`` for the model).
@@ -17,8 +17,9 @@ one extra Reasoning round asks for the answer (finish ``answered``, ``no_answer`
 row without a usable tag.
 
 :meth:`ReasonGroundAgent.round` runs one round on a :class:`GroundingState`; the ReasonRAG MCTS
-(synth/reasonrag) shares the prompts and parsing through :func:`stage_messages` and
-:func:`parse_action`, so the tree's actions are exactly the agent's steps.
+(synth/reasonrag) shares the prompts, the stop sequence, the cut and the parsing through
+:func:`stage_messages`, :data:`QUERY_STOP`, :func:`parse_step` and the round schedule
+(:func:`forced_round`), so the tree's steps are exactly the agent's steps.
 """
 
 from __future__ import annotations
@@ -100,14 +101,15 @@ def stage_messages(question: str, y: list[str], stage: str, query: str = "", doc
 def parse_action(text: str, stage: str, *, forced: bool = False,
                  accept_untagged_answer: bool = False) -> tuple[str | None, str | None]:
     """The action of one round's output, in Algorithm 1's order whatever ``stage`` is (see
-    :func:`detect`): ``("query", q)`` (a non-empty first ``<query>``, not in a forced round),
+    :func:`detect`): ``("query", q)`` (the first ``<query>``, not in a forced round; ``q`` may be
+    empty: the run still moves to Grounding, with no documents),
     ``("answer", a)`` (``a`` may be empty), ``("evidence", e)`` (not in a forced round), or
     ``(None, None)``. ``accept_untagged_answer`` takes a forced round's untagged text as its
     answer (off in the agent; an option of the ReasonRAG tree for models that ignore the tags)."""
     del stage  # kept in the signature: the checks do not depend on it (Algorithm 1 lines 9-18)
     kind, content, _ = detect(text)
-    if kind == "query" and content and not forced:
-        return "query", content
+    if kind == "query" and not forced:
+        return "query", content or ""
     if kind in ("query", "evidence", "none"):
         answer = _FIRST["answer"].search(text)  # a forced round: an answer after a query still counts
         if forced and answer is not None:
@@ -127,6 +129,44 @@ def untagged_answer(text: str) -> str:
     tail = found[-1] if len(found) > 1 else text
     first = re.split(r"(?<!\b[A-Z])\.(?:\s|$)|\n", tail.strip(), maxsplit=1)[0]
     return first.strip(" \"'*:") or text.strip()
+
+
+def apply_stop(text: str) -> str:
+    """``text`` as generation with the stop sequence ``</query>`` returns it: everything up to the
+    first ``</query>`` (kept, so the step is closed); a backend that ignores ``stop`` (or a
+    scripted model) cannot carry text past it into y."""
+    at = text.find(QUERY_STOP)
+    return text if at < 0 else text[:at + len(QUERY_STOP)]
+
+
+@dataclass(frozen=True)
+class ParsedStep:
+    """One round's output as the agent keeps it: what :func:`detect` found, the action and its
+    content (:func:`parse_action`), and ``text``, the step y_i appended to y (cut at the stop)."""
+
+    kind: Detected
+    action: str | None
+    content: str | None
+    text: str
+
+
+def parse_step(raw: str, *, forced: bool = False, accept_untagged_answer: bool = False) -> ParsedStep:
+    """One round's raw output -> the step y_i and its action, the one place the agent and the
+    ReasonRAG tree cut and parse steps (so the tree's steps are exactly the agent's)."""
+    text = apply_stop(raw).strip()
+    kind, _, y_i = detect(text)
+    action, content = parse_action(text, "", forced=forced, accept_untagged_answer=accept_untagged_answer)
+    return ParsedStep(kind, action, content, y_i.strip())
+
+
+def forced_round(rounds_done: int, stage: str, max_rounds: int) -> bool:
+    """Whether the next round of a trajectory capped at ``max_rounds`` rounds is the forced answer
+    round, on the agent's schedule with ``max_steps = max_rounds - 1`` and ``forced_answer``:
+    free rounds up to ``max_rounds - 1``, then a Grounding step for a query still pending, then the
+    forced round (so a query issued in the last free round is grounded before the answer)."""
+    if rounds_done < max_rounds - 1:
+        return False
+    return not (rounds_done == max_rounds - 1 and stage == "grounding")
 
 
 class ReasonGroundAgent(BaseAgent):
@@ -164,9 +204,9 @@ class ReasonGroundAgent(BaseAgent):
             if forced:
                 traj.finish_reason = "no_answer"
             return forced
-        kind, _, y_i = detect(turn.text)
-        action, content = parse_action(turn.text, state.stage, forced=forced)
-        state.y.append(y_i.strip())
+        step = parse_step(turn.text, forced=forced)
+        kind, action, content, y_i = step.kind, step.action, step.content, step.text
+        state.y.append(y_i)
         if action == "query":
             self._retrieve(turn, y_i, content or "", state, traj, tool)
             return False
@@ -181,7 +221,7 @@ class ReasonGroundAgent(BaseAgent):
             state.stage = "reasoning"
             return False
         error = ("the forced final round gave no <answer>" if forced
-                 else "an empty <query>" if kind == "query" else "no <query>, <answer> or <evidence> in the output")
+                 else "no <query>, <answer> or <evidence> in the output")
         traj.steps.append(self.step(turn, thought=y_i, error=error))
         if forced:
             traj.finish_reason = "max_steps" if kind == "query" else "no_answer"
@@ -190,14 +230,18 @@ class ReasonGroundAgent(BaseAgent):
     def _retrieve(self, turn: Turn, y_i: str, query: str, state: GroundingState, traj: Trajectory,
                   tool: RetrievalTool) -> None:
         t0 = time.perf_counter()
+        call = ToolCall(id=f"call_{len(traj.steps)}", name=SEARCH_ACTION, arguments={"query": query})
+        if not query:  # an empty <query>: Algorithm 1 still moves to Grounding; nothing to retrieve
+            state.query, state.documents, state.stage = "", NO_DOCUMENTS, "grounding"
+            traj.steps.append(self.step(turn, thought=y_i, action=call, observation=NO_DOCUMENTS))
+            return
         result = tool.search(query, self.config.top_k)
         state.query, state.documents, state.stage = query, result.observation, "grounding"
-        step = self.step(turn, thought=y_i, action=ToolCall(id=f"call_{len(traj.steps)}", name=SEARCH_ACTION,
-                                                             arguments={"query": query}),
-                         observation=result.observation, hits=result.hits, error=result.error)
+        step = self.step(turn, thought=y_i, action=call, observation=result.observation, hits=result.hits,
+                         error=result.error)
         step.latency += time.perf_counter() - t0
         traj.steps.append(step)
 
 
 __all__ = ["ReasonGroundAgent", "GroundingState", "detect", "SEARCH_ACTION", "stage_messages", "parse_action",
-           "untagged_answer"]
+           "untagged_answer", "apply_stop", "ParsedStep", "parse_step", "QUERY_STOP", "forced_round"]

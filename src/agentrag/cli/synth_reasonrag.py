@@ -55,7 +55,8 @@ def reasonrag(
     OUT/metrics.json and OUT/report.md (funnel, LLM usage, Table 1 / Figure 2 statistics, best leaf
     vs greedy agent).
     Rerunning the same command resumes each search where it stopped; LLM calls are cached in
-    OUT/llm_cache.sqlite. With --executor ray, searches and greedy baselines run on Ray worker
+    OUT/llm_cache.sqlite. Rerunning with other pair or value settings (pairs.min_gap, value.alpha
+    ...) rebuilds the pairs and the export from the stored trees without LLM calls. With --executor ray, searches and greedy baselines run on Ray worker
     processes that rebuild the LLMs and retriever from this config; this process writes every
     record. Train with `agentrag train dpo --data OUT/dpo/trl_dpo.jsonl`.
 

@@ -34,10 +34,8 @@ COLUMNS = [col("id", "question id"), col("question", "question"), col("status", 
 
 
 def _alphas(run_dir: Path) -> tuple[float, float]:
-    value = read_config(run_dir).get("value") or {}
-    default = ValueConfig()
-    return (float(value.get("alpha_search", default.alpha_search)),
-            float(value.get("alpha_label", default.alpha_label)))
+    value = ValueConfig.model_validate(read_config(run_dir).get("value") or {})
+    return value.search_alpha, value.label_alpha
 
 
 def _nodes(tree: SearchTree, alpha: float, limits: Limits) -> list[dict[str, Any]]:

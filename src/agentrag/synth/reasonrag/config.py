@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from agentrag.config import Config
 
@@ -30,10 +30,34 @@ class ValueConfig(Config):
 
     kind: Literal["spre", "judge"] = "spre"
     rollouts: int = Field(default=1, ge=1, description="k of Eq. 1 (released code: 64)")
-    alpha_search: float = Field(default=0.95, gt=0.0, le=1.0, description="alpha of Eq. 1 during search (0.95)")
-    alpha_label: float = Field(default=0.9, gt=0.0, le=1.0, description="alpha of Eq. 1 for pair labels (0.9)")
+    alpha: float = Field(default=0.9, gt=0.0, le=1.0, description="the decay factor alpha of Eq. 1, one for "
+                         "search and pair labels as in the paper (which gives no value; 0.9 is the released "
+                         "code's label value)")
+    alpha_search: float | None = Field(default=None, gt=0.0, le=1.0, description="alpha during search only "
+                                       "(default: alpha; the released code's split uses 0.95)")
+    alpha_label: float | None = Field(default=None, gt=0.0, le=1.0, description="alpha of the pair labels only "
+                                      "(default: alpha; the released code's split uses 0.9)")
     rollout_temperature: float = Field(default=0.8, gt=0.0)
     judge_max_tokens: int = Field(default=192, ge=16)
+
+    @model_validator(mode="after")
+    def _one_alpha(self) -> ValueConfig:
+        """Unset split alphas take ``alpha`` (so the resolved config shows the values used)."""
+        if self.alpha_search is None:
+            self.alpha_search = self.alpha
+        if self.alpha_label is None:
+            self.alpha_label = self.alpha
+        return self
+
+    @property
+    def search_alpha(self) -> float:
+        """alpha of Eq. 1 while searching (Eq. 5's Q)."""
+        return self.alpha if self.alpha_search is None else self.alpha_search
+
+    @property
+    def label_alpha(self) -> float:
+        """alpha of Eq. 1 for the pair labels."""
+        return self.alpha if self.alpha_label is None else self.alpha_label
 
 
 class PairConfig(Config):

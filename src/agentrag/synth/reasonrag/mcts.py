@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal, NamedTuple
 
+from agentrag.agents.reason_ground import forced_round
 from agentrag.agents.tools import NO_DOCUMENTS
 from agentrag.errors import classify
 from agentrag.eval.metrics import f1
@@ -59,7 +60,7 @@ class QuestionSearch:
         if tree.iterations >= self.cfg.mcts.iterations:
             return "done"
         m = self.cfg.mcts
-        if select(tree, m.max_children, m.c_uct, self.cfg.value.alpha_search) is None:
+        if select(tree, m.max_children, m.c_uct, self.cfg.value.search_alpha) is None:
             return "exhausted"
         return None
 
@@ -72,7 +73,7 @@ class QuestionSearch:
             status = self.finished(tree)
             if status is not None:
                 return SearchBatch(new, status)
-            parent = select(tree, m.max_children, m.c_uct, self.cfg.value.alpha_search)
+            parent = select(tree, m.max_children, m.c_uct, self.cfg.value.search_alpha)
             if parent is None:  # not reached: finished() said the tree is open
                 return SearchBatch(new, "exhausted")
             try:
@@ -90,7 +91,7 @@ class QuestionSearch:
         """Expansion: one sampled action from ``parent`` (temperature > 0), valued and returned as
         an event (the caller applies it). Identical responses to a sibling are duplicates."""
         m, j = self.cfg.mcts, parent.samples
-        forced = parent.depth == m.max_iter - 1
+        forced = forced_round(parent.depth, parent.stage, m.max_iter)
         y = [n.response for n in tree.path(parent.id)[1:]]
         sampling = {"temperature": m.temperature, "max_tokens": m.max_tokens,
                     "seed": derive_seed(self.cfg.seed, self.item.id, parent.id, "expand", j)}
@@ -98,7 +99,7 @@ class QuestionSearch:
                         parent.documents or NO_DOCUMENTS, forced=forced, top_k=m.top_k, sampling=sampling,
                         accept_untagged_answer=m.accept_untagged_answer)
         base: dict[str, Any] = {"id": f"{self.item.id}:{tree.iterations}", "question_id": self.item.id,
-                "iteration": tree.iterations, "selected": parent.id, "raw": out.text, "usage": out.usage}
+                "iteration": tree.iterations, "selected": parent.id, "raw": out.raw, "usage": out.usage}
         if not out.text:  # a request over the context window, or an empty output: the sample is spent
             return IterationEvent(outcome="error", reason=out.error or "empty output", **base)
         siblings = {tree.node(c).response for c in parent.children}
@@ -113,6 +114,7 @@ class QuestionSearch:
                         stage="terminal" if forced else out.stage,  # type: ignore[arg-type]
                         response=out.text, content=out.content, query=out.query, documents=out.documents,
                         hits=out.hits, forced=forced, usage=out.usage, flag=out.error,
+                        # the step as the agent keeps it; the uncut output stays in the event's ``raw``
                         provenance=Provenance(stage="reasonrag.expand", model=str(getattr(self.llm, "model", "")),
                                               prompt_hash=out.prompt_hash, raw_output=out.text, usage=out.usage))
         if node.action == "answer":

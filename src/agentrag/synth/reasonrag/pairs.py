@@ -1,7 +1,8 @@
 """Process-level preference pairs from a finished tree (§2.2.3, for the DPO loss of Eq. 3).
 
 For every expanded node, its children share the prefix (x, y_{<t}) and the same prompt; each
-pair of children whose branches reach an answer, whose responses differ, and whose label values
+pair of children whose branches reach an answer, whose responses differ, whose actions differ
+(:func:`action_key`: the action and its normalised query / answer / evidence), and whose label values
 (Eq. 1 at ``alpha_label``) differ by at least ``min_gap`` gives one pair: chosen = the higher.
 The prompt is the exact chat the agent sees at that round; chosen / rejected are one assistant
 turn each (y_t^w, y_t^l).
@@ -12,10 +13,11 @@ from __future__ import annotations
 from collections import Counter
 from itertools import combinations
 
-from agentrag.agents.reason_ground import stage_messages
+from agentrag.agents.reason_ground import forced_round, stage_messages
 from agentrag.agents.tools import NO_DOCUMENTS
+from agentrag.eval.metrics import normalize_answer
 from agentrag.records import Message, PreferencePair
-from agentrag.synth.reasonrag.tree import ACTION_LETTER, SearchTree, TreeNode, pruned
+from agentrag.synth.reasonrag.tree import ACTION_LETTER, Estimate, SearchTree, TreeNode, pruned, q_value
 
 
 def pair_type(chosen: TreeNode, rejected: TreeNode) -> str:
@@ -27,21 +29,51 @@ def prefix_messages(tree: SearchTree, parent: TreeNode, max_iter: int) -> list[M
     """The prompt the children of ``parent`` were sampled from (the agent's round at that state)."""
     y = [n.response for n in tree.path(parent.id)[1:]]
     return stage_messages(tree.question, y, parent.stage, parent.query, parent.documents or NO_DOCUMENTS,
-                          forced=parent.depth == max_iter - 1)
+                          forced=forced_round(parent.depth, parent.stage, max_iter))
 
 
 #: the gates of the pairs stage, in the order they are applied to two siblings
-PAIR_GATES = ("answerless", "flagged", "same_response", "min_gap")
+PAIR_GATES = ("answerless", "flagged", "same_response", "same_action", "min_gap")
+
+
+def action_key(node: TreeNode) -> tuple[str, str]:
+    """What a step does, normalised: its action and its normalised content (the query text, the
+    answer, the evidence; the whole response for an untagged step). Two siblings with the same key
+    take the same action in different words: their value gap is rollout noise, not a preference."""
+    content = node.answer if node.action == "answer" else node.content
+    return node.action, normalize_answer(content if content is not None else node.response)
+
+
+def outcome_estimates(tree: SearchTree) -> dict[str, list[Estimate]]:
+    """Per node, the outcome reward of every terminal leaf in its subtree (F1 of its answer, 0 for
+    an answerless forced leaf) with that leaf's steps: the §2.2.3 labels when the judge guided the
+    search (its scores steer selection only)."""
+    out: dict[str, list[Estimate]] = {n.id: [] for n in tree.nodes}
+    for leaf in tree.nodes:
+        if leaf.id == "r" or not leaf.terminal:
+            continue
+        est = Estimate(v=leaf.score or 0.0, steps=leaf.depth, answer=leaf.answer, origin=leaf.id)
+        for n in tree.path(leaf.id):
+            out[n.id].append(est)
+    return out
 
 
 def extract_pairs(tree: SearchTree, *, alpha_label: float, min_gap: float, max_iter: int,
-                  include_untagged: bool = False, rejected: Counter[str] | None = None) -> list[PreferencePair]:
+                  include_untagged: bool = False, rejected: Counter[str] | None = None,
+                  labels: str = "spre") -> list[PreferencePair]:
     """The preference pairs of ``tree`` (see the module docstring); sibling-only, answerless
     branches and flagged nodes (untagged ``none`` outputs unless ``include_untagged``) excluded,
-    identical responses and gaps below ``min_gap`` dropped. ``rejected`` (when given) counts the
-    sibling pairs each gate of :data:`PAIR_GATES` dropped."""
+    identical responses, the same normalised action and gaps below ``min_gap`` dropped. The label
+    value is Eq. 1 at ``alpha_label`` over the node's SPRE rollouts (``labels="spre"``) or, when the
+    judge valued the nodes (``labels="judge"``), over the outcome rewards of the terminal leaves
+    below it (:func:`outcome_estimates`). ``rejected`` (when given) counts the sibling pairs each
+    gate of :data:`PAIR_GATES` dropped."""
     nodes = tree.by_id()
     drop = pruned(tree)
+    outcomes = outcome_estimates(tree) if labels == "judge" else None
+
+    def label(n: TreeNode) -> float:
+        return q_value(outcomes[n.id], alpha_label) if outcomes is not None else n.q(alpha_label)
     tally: Counter[str] = rejected if rejected is not None else Counter()
 
     def usable(n: TreeNode) -> bool:
@@ -62,7 +94,10 @@ def extract_pairs(tree: SearchTree, *, alpha_label: float, min_gap: float, max_i
             if a.response.strip() == b.response.strip():
                 tally["same_response"] += 1
                 continue
-            qa, qb = a.q(alpha_label), b.q(alpha_label)
+            if action_key(a) == action_key(b):
+                tally["same_action"] += 1
+                continue
+            qa, qb = label(a), label(b)
             gap = qa - qb
             if abs(gap) < min_gap:
                 tally["min_gap"] += 1
@@ -82,4 +117,4 @@ def extract_pairs(tree: SearchTree, *, alpha_label: float, min_gap: float, max_i
     return out
 
 
-__all__ = ["extract_pairs", "pair_type", "prefix_messages", "PAIR_GATES"]
+__all__ = ["extract_pairs", "pair_type", "prefix_messages", "PAIR_GATES", "action_key", "outcome_estimates"]

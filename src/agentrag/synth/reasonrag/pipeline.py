@@ -7,9 +7,10 @@ question: the tree of a question is the replay of its events); ``trees.jsonl`` (
 tree of each question); ``greedy.jsonl`` (the reason_ground agent's trajectory per question);
 ``pairs.jsonl``; ``dpo/`` (TRL + LLaMA-Factory); ``metrics.json``, ``report.md``.
 
-The search runs in rounds: each round maps one task per pending question through the executor
-seam (``SynthRun.stage``, the one failure policy); a task replays the question's events, runs
-``batch`` iterations (default 1) and returns the new events, which the driver appends. A kill
+The search runs as one chain of tasks per question through the executor seam
+(:func:`.schedule.run_chained`, the one failure policy): a task replays the question's events,
+runs ``batch`` iterations (default 1) and returns the new events, which the driver appends before
+it queues the question's next task — questions never wait for each other's rounds. A kill
 therefore loses at most the iterations in flight — and with the LLM cache and derived seeds,
 their calls are answered from the cache on rerun. An outage or a lost worker leaves the question
 unfinished (its events so far are kept); a rerun continues it. A 401/404 stops the run; nothing
@@ -20,6 +21,7 @@ they run in worker processes that rebuild the components with ``ReasonRagCompone
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -34,7 +36,8 @@ from agentrag.runs import JsonlStore, RunDir
 from agentrag.synth.driver import SynthRun
 from agentrag.synth.reasonrag.config import ReasonRagConfig
 from agentrag.synth.reasonrag.mcts import QuestionSearch, SearchBatch
-from agentrag.synth.reasonrag.pairs import extract_pairs
+from agentrag.synth.reasonrag.pairs import PAIR_GATES, extract_pairs
+from agentrag.synth.reasonrag.schedule import run_chained
 from agentrag.synth.reasonrag.tree import IterationEvent, SearchTree
 from agentrag.synth.worker import ComponentsTask
 
@@ -81,14 +84,15 @@ def _greedy_one(cfg: ReasonRagConfig, c: ReasonRagComponents, item: QAItem) -> T
 
     m = cfg.mcts
     agent = ReasonGroundAgent(c.llm, PlainNavigation(c.retriever),
-                              ReasonGroundConfig(max_steps=max(2, m.max_iter), top_k=m.top_k, temperature=0.0,
+                              ReasonGroundConfig(max_steps=max(1, m.max_iter - 1), top_k=m.top_k, temperature=0.0,
                                                  max_tokens=m.max_tokens, seed=cfg.seed))
     return agent.run(item)
 
 
 def search(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, files: RunFiles,
            items: list[QAItem], batch: int = 1) -> None:
-    """MCTS for every question without a finished tree, in rounds (see the module docstring)."""
+    """MCTS for every question without a finished tree, each question advancing on its own (see
+    the module docstring and :mod:`.schedule`)."""
     for it in items:
         files.questions.append(it)
     events: dict[str, list[IterationEvent]] = defaultdict(list)
@@ -100,14 +104,16 @@ def search(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, file
     done = [(len(items) - len(pending)) * budget + sum(min(budget, len(events[q.id])) for q in pending)]
     if ctx.progress:
         ctx.progress("mcts", done[0], total)
-    stopped: set[str] = set()
+    Task = tuple[QAItem, list[IterationEvent]]
 
-    def write(task: tuple[QAItem, list[IterationEvent]], out: SearchBatch) -> None:
+    def write(task: Task, out: SearchBatch) -> Task | None:
+        """Write a task's events; return the question's next task (None: its search ended)."""
         item = task[0]
         for ev in out.events:
             files.events.append(ev)
             events[item.id].append(ev)
         done[0] += len(out.events)
+        nxt: Task | None = None
         if out.status in ("done", "exhausted"):
             tree = SearchTree.replay(item.id, item.question, item.golden_answers, events[item.id])
             tree.status = out.status
@@ -115,15 +121,14 @@ def search(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, file
             done[0] += budget - tree.iterations
         elif out.status == "outage":  # the events so far are kept; a rerun continues the search
             ctx.unfinished("mcts", item.id, out.outage or "outage")
-            stopped.add(item.id)
+        else:
+            nxt = (item, list(events[item.id]))
         if ctx.progress:
             ctx.progress("mcts", done[0], total)
+        return nxt
 
     task = ComponentsTask(partial(_iterate, cfg, batch), comps, comps.rebuild, what="ReasonRAG components")
-    while pending:
-        res = ctx.stage("mcts", task, [(q, list(events[q.id])) for q in pending], on_result=write, progress=False)
-        stopped.update(res.unfinished, res.bugs)
-        pending = [q for q in pending if q.id not in files.trees and q.id not in stopped]
+    run_chained(ctx, "mcts", task, [(q, list(events[q.id])) for q in pending], write)
 
 
 def run_greedy(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, files: RunFiles,
@@ -136,15 +141,45 @@ def run_greedy(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, 
     ctx.stage("greedy", task, todo, on_result=lambda _item, traj: files.greedy.append(traj))
 
 
+#: the file holding the settings the stored pairs were built with
+PAIR_SETTINGS = "pairs.settings.json"
+
+
+def pair_settings(cfg: ReasonRagConfig) -> dict[str, Any]:
+    """Every setting the pairs depend on (the trees aside): a change means the stored pairs are stale."""
+    v = cfg.value
+    return {"gates": list(PAIR_GATES), "value": v.kind, "alpha_label": v.label_alpha, "min_gap": cfg.pairs.min_gap,
+            "include_untagged": cfg.pairs.include_untagged, "max_iter": cfg.mcts.max_iter}
+
+
+def refresh_pairs(cfg: ReasonRagConfig, files: RunFiles) -> bool:
+    """Drop the stored pairs when they were built with other pair or value settings (they are
+    derived data: :func:`build_pairs` rebuilds them from the stored trees, no LLM call). Returns
+    whether they were dropped."""
+    want = pair_settings(cfg)
+    path = files.run.file(PAIR_SETTINGS)
+    have = json.loads(path.read_text()) if path.exists() else None
+    stale = have != want and (have is not None or len(files.pairs) > 0)
+    if stale:
+        log.info("pair settings changed (%s -> %s): rebuilding pairs.jsonl from the stored trees", have, want)
+        files.pairs.path.unlink(missing_ok=True)
+        files.pairs = files.run.stage("pairs", PreferencePair)
+    if have != want:
+        files.run.write_json(PAIR_SETTINGS, want)
+    return stale
+
+
 def build_pairs(cfg: ReasonRagConfig, files: RunFiles, trees: list[SearchTree]) -> tuple[int, Counter[str]]:
-    """The preference pairs of every finished tree (appended once by id); returns the number of
-    sibling pairs considered and the rejections by gate."""
-    v, m = cfg.value, cfg.mcts
+    """The preference pairs of every finished tree (appended once by id; all rebuilt when the pair
+    settings changed, :func:`refresh_pairs`); returns the number of sibling pairs considered and
+    the rejections by gate."""
+    refresh_pairs(cfg, files)
     rejected: Counter[str] = Counter()
     kept = 0
     for tree in trees:
-        for p in extract_pairs(tree, alpha_label=v.alpha_label, min_gap=cfg.pairs.min_gap, max_iter=m.max_iter,
-                               include_untagged=cfg.pairs.include_untagged, rejected=rejected):
+        for p in extract_pairs(tree, alpha_label=cfg.value.label_alpha, min_gap=cfg.pairs.min_gap,
+                               max_iter=cfg.mcts.max_iter, include_untagged=cfg.pairs.include_untagged,
+                               rejected=rejected, labels=cfg.value.kind):
             files.pairs.append(p)
             kept += 1
     return kept + sum(rejected.values()), rejected
@@ -155,10 +190,13 @@ def export(cfg: ReasonRagConfig, files: RunFiles, pairs: list[PreferencePair]) -
     if not cfg.export:
         return {"skipped": "export disabled in config", "exported": 0}
     if not pairs:
+        for name in ("trl_dpo.jsonl", "dpo_alpaca.jsonl"):  # an export of earlier (stale) pairs goes
+            (files.run.path / "dpo" / name).unlink(missing_ok=True)
         return {"skipped": "no preference pair passed the filters", "exported": 0}
     from agentrag.export.dpo import write_dpo_export
 
     return write_dpo_export(files.run.path / "dpo", pairs)
 
 
-__all__ = ["ReasonRagComponents", "RunFiles", "search", "run_greedy", "build_pairs", "export"]
+__all__ = ["ReasonRagComponents", "RunFiles", "search", "run_greedy", "build_pairs", "export", "pair_settings",
+           "refresh_pairs", "PAIR_SETTINGS"]

@@ -37,6 +37,7 @@ from agentrag.synth.reasonrag.pipeline import (
 )
 from agentrag.synth.reasonrag.stats import report_sections as stats_sections
 from agentrag.synth.reasonrag.stats import run_statistics
+from agentrag.synth.reasonrag.tree import IterationEvent, SearchTree
 from agentrag.threads import passive_openmp
 
 #: objects a Python caller may pass to :func:`run_reasonrag`
@@ -125,13 +126,23 @@ class ReasonRagBuilder:
                                    rebuild=self)
 
 
+def mcts_flags(trees: Sequence[SearchTree], events: Sequence[IterationEvent]) -> dict[str, int]:
+    """What the search spent without a value, counted in the mcts funnel row (samples, not
+    questions): ``error_expansion`` (an expansion whose call failed as data: context window, empty
+    output) and ``flagged_rollout`` (a SPRE rollout cut short by such a call; no value)."""
+    done = {t.id for t in trees}
+    out = {"error_expansion": sum(1 for ev in events if ev.outcome == "error" and ev.question_id in done),
+           "flagged_rollout": sum(1 for t in trees for n in t.nodes for e in n.estimates if e.flag)}
+    return {k: v for k, v in out.items() if v}
+
+
 class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComponents]):
     """ReasonRAG's declaration for the driver (stages, inputs, components, pipeline, report)."""
 
     name = "reasonrag"
     stages = (
         Stage("questions", "dataset", "questions.jsonl", about="QA items with gold answers"),
-        Stage("mcts", "questions.jsonl", "events.jsonl, trees.jsonl",
+        Stage("mcts", "questions.jsonl", "events.jsonl, trees.jsonl", gates=("error_expansion", "flagged_rollout"),
               about="MCTS over reason_ground steps valued by SPRE (Eq. 1) or the judge (Eq. 6)"),
         Stage("greedy", "trees.jsonl", "greedy.jsonl", about="greedy reason_ground agent (report baseline)"),
         Stage("pairs", "trees.jsonl", "pairs.jsonl", gates=PAIR_GATES,
@@ -178,7 +189,7 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
         events = [ev for ev in files.events.read() if ev.question_id in ids]
         counts: dict[str, tuple[int, int, Mapping[str, int]]] = {
             "questions": (len(inputs), len(inputs), {}),
-            "mcts": (len(inputs), len(trees), {}),
+            "mcts": (len(inputs), len(trees), mcts_flags(trees, events)),
             "pairs": (candidates, len(pairs), dict(rejected)),
             "dpo": (len(pairs), int(exported.get("exported", 0)), {}),
         }
@@ -205,4 +216,4 @@ def run_reasonrag(cfg: ReasonRagRunConfig, out: str | os.PathLike[str], *, progr
 
 
 __all__ = ["run_reasonrag", "check_inputs", "check_questions", "load_questions", "ReasonRagBuilder",
-           "ReasonRagSynth", "GIVEN"]
+           "ReasonRagSynth", "GIVEN", "mcts_flags"]

@@ -14,8 +14,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentrag.agents.reason_ground import parse_action, stage_messages
-from agentrag.agents.tools import format_documents
+from agentrag.agents.reason_ground import QUERY_STOP, parse_step, stage_messages
+from agentrag.agents.tools import NO_DOCUMENTS, format_documents
 from agentrag.errors import ContextLimitError
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
@@ -29,7 +29,8 @@ NEXT_STAGE = {"query": "grounding", "evidence": "reasoning", "answer": "terminal
 
 @dataclass
 class StepOut:
-    """One round: the output text, its parsed action, the state it leads to."""
+    """One round: the step y_i (the output cut at the stop sequence, exactly as the agent keeps
+    it), its parsed action, the state it leads to, and the uncut output in ``raw``."""
 
     text: str
     action: str | None
@@ -42,6 +43,7 @@ class StepOut:
     error: str | None = None
     prompt_hash: str = ""
     finish_reason: str | None = None
+    raw: str = ""
 
     @property
     def context_limited(self) -> bool:
@@ -57,22 +59,25 @@ def take_step(llm: LLM, retriever: Retriever, question: str, y: list[str], stage
     messages = stage_messages(question, y, stage, query, documents, forced=forced)
     ph = prompt_hash(messages, sampling)
     try:
-        completion = llm.chat(messages, **sampling)[0]
+        completion = llm.chat(messages, stop=[QUERY_STOP], **sampling)[0]
     except ContextLimitError as exc:
         log.info("request over the model's context window (stage %s, %d rounds): %s", stage, len(y), exc)
         return StepOut("", None, None, stage, query, documents, error=f"context_limit: {exc}", prompt_hash=ph)
-    text = (completion.text or "").strip()
+    raw = (completion.text or "").strip()
     usage = completion.usage if completion.usage.calls else completion.usage + Usage(calls=1)
-    action, content = parse_action(text, stage, forced=forced, accept_untagged_answer=accept_untagged_answer)
-    out = StepOut(text, action, content, stage, query, documents, usage=usage, prompt_hash=ph,
-                  finish_reason=completion.finish_reason)
+    step = parse_step(raw, forced=forced, accept_untagged_answer=accept_untagged_answer)
+    action, content = step.action, step.content
+    out = StepOut(step.text, action, content, stage, query, documents, usage=usage, prompt_hash=ph,
+                  finish_reason=completion.finish_reason, raw=raw)
     if action is None:
         out.error = ("the forced final round gave no <answer>" if forced else
                      "no <evidence> in grounding output" if stage == "grounding" else
                      "no <query> or <answer> in reasoning output")
         return out
     out.stage = NEXT_STAGE[action]
-    if action == "query":
+    if action == "query" and not content:  # an empty <query>: Grounding with no documents (as the agent)
+        out.query, out.documents = "", NO_DOCUMENTS
+    elif action == "query":
         hits = retriever.search([content or ""], top_k)[0]
         # escaped exactly as the reason_ground agent's tool does, so the tree's steps are its steps
         out.query, out.hits, out.documents = content or "", hits, format_documents(hits, neutralize=True)

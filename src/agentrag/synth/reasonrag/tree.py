@@ -29,19 +29,24 @@ ACTION_LETTER = {"answer": "A", "query": "Q", "evidence": "E", "none": "N"}
 class Estimate(Record):
     """One value sample of a node: a SPRE rollout (its correctness ``v`` and total ``steps``) or a
     judge score (``steps`` None: no step penalty). ``weight`` repeats it (a terminal node's k
-    rollouts are all the same answer). ``answer`` is the answer it reached, if any."""
+    rollouts are all the same answer). ``answer`` is the answer it reached, if any. ``flag`` marks a
+rollout cut short by a failed call (no value: Eq. 1 skips it)."""
 
     v: float
     steps: int | None = None
     answer: str | None = None
     weight: int = 1
     origin: str = ""
+    flag: str | None = None
 
 
 def q_value(estimates: Iterable[Estimate], alpha: float) -> float:
-    """Eq. 1: the mean of v(rollout_i) * alpha^step(rollout_i) over the estimates (0 when none)."""
+    """Eq. 1: the mean of v(rollout_i) * alpha^step(rollout_i) over the unflagged estimates (0 when
+    none)."""
     total, count = 0.0, 0
     for e in estimates:
+        if e.flag is not None:
+            continue
         total += e.weight * e.v * (alpha ** e.steps if e.steps is not None else 1.0)
         count += e.weight
     return total / count if count else 0.0
@@ -168,9 +173,12 @@ def uct_score(node: TreeNode, sum_n: int, c_uct: float, alpha: float) -> float:
     return node.q(alpha) + c_uct * math.sqrt(sum_n) / (1 + node.N)
 
 
-def select_child(children: Sequence[TreeNode], c_uct: float, alpha: float) -> TreeNode:
-    """argmax of Eq. 5 over ``children`` (unvisited first; ties go to the earlier child)."""
-    sum_n = sum(ch.N for ch in children)
+def select_child(children: Sequence[TreeNode], c_uct: float, alpha: float, sum_n: int | None = None) -> TreeNode:
+    """argmax of Eq. 5 over ``children`` (unvisited first; ties go to the earlier child). ``sum_n``
+    is Eq. 5's sum of N over ALL children of the parent (default: over ``children``), so closed
+    siblings still count when only the open ones are candidates."""
+    if sum_n is None:
+        sum_n = sum(ch.N for ch in children)
     best, best_score = children[0], -math.inf
     for ch in children:
         s = uct_score(ch, sum_n, c_uct, alpha)
@@ -200,7 +208,8 @@ def select(tree: SearchTree, max_children: int, c_uct: float, alpha: float) -> T
     while node.id in is_open:
         if node.samples < max_children:
             return node
-        node = select_child([nodes[c] for c in node.children if c in is_open], c_uct, alpha)
+        node = select_child([nodes[c] for c in node.children if c in is_open], c_uct, alpha,
+                            sum_n=sum(nodes[c].N for c in node.children))
     return None
 
 

@@ -5,9 +5,10 @@ SPRE: from a new node, ``k`` rollouts continue the agent's rounds (same prompts,
 ``rollout_temperature``, each with its own derived seed) until an answer or the ``max_iter``-th
 round, which forces one. Each rollout is an :class:`Estimate` with v = F1 against the gold
 answers and ``steps`` = the total rounds of the trajectory, so Q = mean(v * alpha^steps) at
-whatever alpha is asked (0.95 while searching, 0.9 for labels). A terminal node needs no
-rollout: its k rollouts are its own answer (one estimate of weight k). A rollout whose request
-outgrows the model's context window ends there without an answer (v = 0).
+whatever alpha is asked. A terminal node needs no rollout: its k rollouts are its own answer (one
+estimate of weight k). A rollout whose call fails as data (a request over the model's context
+window, an empty output) ends there and its estimate is flagged: it carries no value (Eq. 1 skips
+it) and the run counts it (``flagged_rollout`` in the mcts funnel row).
 
 Judge: the judge LLM reads the question, the gold answer(s) and y_{1:t} and answers with a JSON
 object :class:`ProcessJudgement` (a brief assessment and the score S in [0, 1]). Output that is
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentrag.agents.reason_ground import forced_round
 from agentrag.agents.tools import NO_DOCUMENTS
 from agentrag.eval.metrics import f1
 from agentrag.kb.base import Retriever
@@ -89,24 +91,28 @@ def spre_estimates(llm: LLM, retriever: Retriever, cfg: ReasonRagConfig, item: Q
         stage: str = node.stage
         answer: str | None = None
         depth = node.depth
-        while depth < m.max_iter:
-            forced = depth == m.max_iter - 1
+        flag: str | None = None
+        while True:
+            forced = forced_round(depth, stage, m.max_iter)
             sampling = {"temperature": cfg.value.rollout_temperature, "max_tokens": m.max_tokens,
                         "seed": derive_seed(cfg.seed, item.id, node.id, "rollout", i, depth)}
             step = take_step(llm, retriever, item.question, y, stage, query, docs, forced=forced,
                              top_k=m.top_k, sampling=sampling, accept_untagged_answer=m.accept_untagged_answer)
             usage = usage + step.usage
             depth += 1
-            if step.context_limited:  # the prompt only grows from here: the rollout ends answerless
+            if step.context_limited or not step.text:  # a failed call: the rollout ends, its estimate flagged
+                flag = (step.error or "context_limit") if step.context_limited else "empty output"
                 break
-            if step.text:
-                y.append(step.text)  # as the agent does: every output joins y, a malformed one too
+            y.append(step.text)  # as the agent does: every output joins y, a malformed one too
             if step.action == "answer":
                 answer = step.content or None
                 break
+            if forced:  # the forced round gave no answer: the rollout ends answerless
+                break
             if step.action is not None and step.error is None:
                 stage, query, docs = step.stage, step.query, step.documents
-        out.append(Estimate(v=f1(answer, golds), steps=depth, answer=answer, origin=f"{node.id}/rollout{i}"))
+        out.append(Estimate(v=f1(answer, golds), steps=depth, answer=answer, origin=f"{node.id}/rollout{i}",
+                            flag=flag))
     return out, usage
 
 

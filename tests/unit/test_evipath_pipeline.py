@@ -14,7 +14,9 @@ from agentrag.errors import LLMError
 from agentrag.records import Passage, QAItem
 from agentrag.synth.evipath import EviPathRunConfig, run_evipath
 from agentrag.synth.evipath.schema import ConversationRecord, GateRecord, SelectionRecord
-from agentrag.testing import FakeRetriever, GoldDecompositionLLM, HashEmbedder, ScriptedLLM
+from agentrag.testing import FakeRetriever, ScriptedLLM
+from evipath_fakes import CleanGoldLLM as GoldDecompositionLLM
+from evipath_fakes import ContentWordEmbedder
 from extras_check import require_module
 
 N = 6
@@ -34,7 +36,7 @@ def _run(path: Path, llm, musique: Path, *, concurrency: int = 2, **cfg) -> dict
     retriever = cfg.pop("retriever", None)
     given = {"retriever": retriever} if retriever is not None else {}
     run_cfg = EviPathRunConfig(datasets=[str(musique)], limit=N, concurrency=concurrency, **cfg)
-    return run_evipath(run_cfg, path, planner=llm, embedder=HashEmbedder(), **given)
+    return run_evipath(run_cfg, path, planner=llm, embedder=ContentWordEmbedder(), **given)
 
 
 def test_gold_fake_produces_gate_passing_planner_and_executor_records(tmp_path: Path, records, musique: Path):

@@ -38,7 +38,12 @@ class GateConfig(Config):
 
     f1_threshold: float = Field(default=0.9, ge=0.0, le=1.0, description="keep paths whose final answer "
                                 "has F1 > this against the gold answers")
+    fallback_floor: float = Field(default=0.2, ge=-1.0, le=1.0, description="an Eq. 6 argmax fallback (nothing "
+                                  "above τ) whose similarity is below this is rejected (gate eq6_floor)")
+    check_support: bool = True
     check_leakage: bool = True
+    check_self_contained: bool = True
+    check_wording: bool = True
     check_interrogative: bool = True
     check_hops: bool = True
 

@@ -116,7 +116,7 @@ def _selection(item: EviItem, sid: str, question: str, answer: str, context: lis
     reason = None if holding else "no_gold_retrieved: no retrieved passage holds gold evidence"
     return SelectionRecord(id=sid, item_id=item.id, question=question, answer=answer, evidence=context,
                            gold_positions=positions, similarities=sims, fallback=fallback, thought=thought,
-                           select=select, status="ok" if holding and select is not None else "failed",
+                           supporting=[context[p] for p in positions], select=select, status="ok" if holding and select is not None else "failed",
                            reason=reason or (None if select is not None else "parse_error: no <select>"),
                            provenance=Provenance(stage="selections", model="rule:eq6"))
 

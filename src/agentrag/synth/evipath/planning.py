@@ -82,9 +82,7 @@ def parse_plan(text: str) -> list[str]:
 
 
 def evidence_block(item: EviItem, max_chars: int | None = None) -> str:
-    lines = [f"- {' '.join(f.render(max_chars).split())}" for f in item.gold_facts()]
-    lines += [f"- ({', '.join(t)})" for t in item.metadata.get("evidences", [])]
-    return "\n".join(lines)
+    return "\n".join(f"- {' '.join(e.split())}" for e in item.qa_evidence(max_chars))
 
 
 def plan_messages(item: EviItem, max_chars: int | None = None) -> list[Message]:

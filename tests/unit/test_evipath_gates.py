@@ -85,12 +85,12 @@ class LeakingLLM(CleanGoldLLM):
 
 
 class PronounLLM(CleanGoldLLM):
-    """The second search says "it" instead of the first answer."""
+    """The second search is "Where was he born?" (no name for "he" to refer to)."""
 
     def _step(self, item: dict[str, Any], n_done: int) -> str:
         text = super()._step(item, n_done)
         if n_done == 1:
-            text = text.replace(item["subs"][0][1], "it")
+            text = re.sub(r'Search\("[^"]*"\)', 'Search("Where was he born?")', text, count=1)
         return text
 
 

@@ -313,3 +313,26 @@ def test_computed_answer_is_kept_and_not_leaked_by_placeholders():
     assert g.checks["final_support"] and g.checks["no_leakage"], g.reasons
     its[0] = its[0].model_copy(update={"observations": ["Ann Lee is a director.", "Bob Ray is a director."]})
     assert not check_path(item, plan, its, sels, GateConfig()).checks["final_support"]  # nothing to compute from
+
+
+@pytest.mark.parametrize("question,ok", [
+    ("Where was he born?", False), ("When was it founded?", False), ("Who founded [company]?", False),
+    ("What did #1 write?", False), ("Where did Hank Snow live when he died?", True),
+    ("Where does most of the world get its coffee?", True), ("Who performed It'll Be Me?", True),
+    ("What is the director of Her Fatal Millions?", True),
+])
+def test_self_contained_sub_questions(question, ok):
+    from agentrag.synth.evipath.support import not_self_contained
+
+    assert (not_self_contained(question) is None) is ok
+
+
+@pytest.mark.parametrize("text,bad", [
+    ("The golden evidence [3] states it.", True), ("You know the answer already.", True),
+    ("Gold evidence says so.", True), ("Where did Kevin Durant play before Golden State?", False),
+    ("The Girl of the Golden West was directed by Edwin Carewe.", False),
+])
+def test_synthesis_wording(text, bad):
+    from agentrag.synth.evipath.support import synthesis_wording
+
+    assert (synthesis_wording(text) is not None) is bad

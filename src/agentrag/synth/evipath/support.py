@@ -7,9 +7,9 @@ Tokens are lower-cased runs of letters and digits, so hyphens and possessives sp
 (``#2``) are removed before tokenizing, so a numeric answer "2" is not found in "#2".
 
 Support is lexical: the *new* content words of a claim (those not already in the question, minus
-function words) must be found in the evidence (a word matches a word with the same first five
-letters, so "directed"/"director" or "born"/"borns" match). A claim with no new content word is
-supported. This catches an invented name or date ("directed by Zed Zorro" when the evidence says
+function words) must be found in the evidence (a word of more than 4 letters matches an evidence
+word that starts with its first ``max(4, len - 3)`` letters, so "directed"/"director" and
+"hanged"/"hanging" match). A claim with no new content word is supported. This catches an invented name or date ("directed by Zed Zorro" when the evidence says
 Ann Lee), not a paraphrase.
 """
 
@@ -30,6 +30,7 @@ how than then so such also both either neither each any all some one s answer qu
 YES_NO = frozenset({"yes", "no"})
 PRONOUNS = frozenset("he she him her his hers they them their theirs it its himself herself itself themselves "
                      "this these those".split())
+_THING_PRONOUNS = frozenset("it its itself this these those".split())
 # placeholders an LLM leaves in a sub-question instead of the entity: #1, [X], [answer], <entity>,
 # {film}, ___
 _PLACEHOLDER = re.compile(r"#\d+|\[[^\]]*\]|<[^>]*>|\{[^}]*\}|_{2,}")
@@ -38,10 +39,6 @@ _PLACEHOLDER = re.compile(r"#\d+|\[[^\]]*\]|<[^>]*>|\{[^}]*\}|_{2,}")
 def words(text: str) -> list[str]:
     """Lower-cased word tokens (hyphens and possessives split, ``#k`` placeholders dropped)."""
     return _TOKEN.findall(_PLACEHOLDER_TOKEN.sub(" ", text).lower())
-
-
-def _stem(w: str) -> str:
-    return w[:5]
 
 
 def names(text: str, phrase: str) -> bool:
@@ -65,10 +62,11 @@ def is_number(answer: str) -> bool:
 def missing_words(claim: str, evidence: Iterable[str], question: str = "") -> list[str]:
     """The new content words of ``claim`` (not in ``question``, not function words) that
     ``evidence`` does not contain; [] means supported."""
-    have = {_stem(w) for e in evidence for w in words(e)}
-    asked = {_stem(w) for w in words(question)}
-    new = [w for w in dict.fromkeys(words(claim)) if w not in FUNCTION_WORDS and _stem(w) not in asked]
-    return [w for w in new if _stem(w) not in have]
+    have = {w for e in evidence for w in words(e)}
+    prefixes = {w[:k] for w in have for k in range(4, len(w))}
+    asked = set(words(question))
+    new = [w for w in dict.fromkeys(words(claim)) if w not in FUNCTION_WORDS and w not in asked]
+    return [w for w in new if w not in have and not (len(w) > 4 and w[:max(4, len(w) - 3)] in prefixes)]
 
 
 def final_answer_unsupported(answer: str, observations: Sequence[str], question: str) -> str | None:
@@ -86,15 +84,25 @@ def final_answer_unsupported(answer: str, observations: Sequence[str], question:
 
 
 def not_self_contained(question: str) -> str | None:
-    """Why a sub-question is not self-contained, or None: a placeholder, or a pronoun with no name
-    before it to refer to ("Where was he born?"; "Where did Hank Snow live when he died?" is fine).
-    A name is a capitalized word or a number after the question's first word."""
+    """Why a sub-question is not self-contained, or None: a placeholder, or a pronoun with nothing
+    before it to refer to. "he/she/they/his/her/their..." need a name (a capitalized word or a
+    number after the first word) before them ("Where did Hank Snow live when he died?" is fine,
+    "Where was he born?" is not); "it/its/this..." need any content word ("the world ... its
+    coffee"). A capitalized pronoun inside the question is part of a title ("It'll Be Me")."""
     m = _PLACEHOLDER.search(question)
     if m:
         return f"placeholder {m.group(0)!r}"
     tokens = _TOKEN.findall(question)
     for k, tok in enumerate(tokens):
-        if tok.lower() in PRONOUNS and not any(t[:1].isupper() or t[:1].isdigit() for t in tokens[1:k]):
+        low = tok.lower()
+        if low not in PRONOUNS or (k > 0 and tok[:1].isupper()):
+            continue
+        before = tokens[1:k]
+        if low in _THING_PRONOUNS:
+            resolved = any(t.lower() not in FUNCTION_WORDS for t in tokens[:k])
+        else:
+            resolved = any(t[:1].isupper() or t[:1].isdigit() for t in before)
+        if not resolved:
             return f"unresolved pronoun {tok!r}"
     return None
 
@@ -102,7 +110,7 @@ def not_self_contained(question: str) -> str | None:
 # wording that only makes sense while synthesizing (the LLM was shown the answer and the gold
 # evidence); an agent at inference has neither, so no training target may contain it
 _SYNTHESIS_WORDING = re.compile(
-    r"\bgolden\b|\bgold (?:evidence|answer|fact)s?\b|\b(?:you|i|we) (?:already )?know the (?:correct |final |right )?"
+    r"\bgold(?:en)? (?:evidence|answer|fact|sentence|passage|paragraph|ind(?:ex|ices)|support)(?:s|es)?\b|\b(?:you|i|we) (?:already )?know the (?:correct |final |right )?"
     r"answer\b|\b(?:correct|given|expected) answer\b|\banswer (?:is|was) given\b", re.IGNORECASE)
 
 

@@ -158,3 +158,39 @@ def test_limit_counts_valid_items_only(tmp_path: Path, musique: Path):
     m = _run(tmp_path / "r", ds, CleanGoldLLM(rows), limit=2, skip_invalid=True)
     items = m["funnel"][0]
     assert items["in"] == 3 and items["out"] == 2 and "invalid_input" in json.dumps(items["rejected"])
+
+
+def test_planner_and_executor_exports_are_separate_with_their_own_entries(tmp_path: Path, musique: Path):
+    m = _run(tmp_path / "r", musique, CleanGoldLLM(_records(musique, 2)), limit=2)
+    n = {}
+    for role in ("planner", "executor"):
+        d = tmp_path / "r" / f"sft_{role}"
+        info = json.loads((d / "dataset_info.json").read_text())
+        assert list(info) == [f"agentrag_evipath_{role}"]
+        rows = [json.loads(x) for x in (d / "trl_sft.jsonl").read_text().splitlines()]
+        assert rows and all((len(r["messages"]) == 3) is (role == "executor") for r in rows)
+        n[role] = len(rows)
+    assert m["export"]["exported"] == n["planner"] + n["executor"] == m["export"]["roles"]["planner"]["exported"] \
+        + m["export"]["roles"]["executor"]["exported"]
+
+
+def test_no_exported_target_has_synthesis_only_wording(tmp_path: Path, musique: Path):
+    from agentrag.testing import GoldDecompositionLLM  # its executor thought says "The golden evidence [i]"
+
+    m = _run(tmp_path / "r", musique, GoldDecompositionLLM(_records(musique, 2)), limit=2)
+    assert m["gate_failures"].get("no_synthesis_wording") == 2 and m["export"].get("exported", 0) == 0
+    # and the export check itself, for a target that reached a kept conversation anyway
+    from agentrag.synth.evipath.schema import ConversationRecord
+
+    out = tmp_path / "r2"
+    _run(out, musique, CleanGoldLLM(_records(musique, 1)))
+    convs = [ConversationRecord.model_validate_json(x) for x in (out / "conversations.jsonl").read_text().splitlines()]
+    bad = convs[-1].model_copy(deep=True)
+    bad.messages[-1].content = "<think>I already know the answer.</think>" + (bad.messages[-1].content or "")
+    assert bad.kept
+    (out / "conversations.jsonl").write_text("\n".join(c.model_dump_json() for c in [*convs, bad.model_copy(
+        update={"id": "x-executor"})]) + "\n")
+    m2 = _run(out, musique, CleanGoldLLM(_records(musique, 1)))  # resume: only the export runs again
+    assert m2["export"]["synthesis_wording"] == 1
+    for f in out.glob("sft*/trl_sft.jsonl"):
+        assert "know the answer" not in f.read_text()

@@ -221,17 +221,27 @@ def test_export_masks_only_non_assistant_tokens(tmp_path: Path, records, musique
 
 
 def test_planner_executor_agent_parallel_searches_and_observations():
-    passages = [Passage(id="a", title="Film A", text="Film A was directed by Ann Lee."),
+    import threading
+
+    passages = [Passage(id="a", title="Film A", text="Film A was directed by Ann Lee. " + "More words. " * 80),
                 Passage(id="b", title="Film B", text="Film B was directed by Bob Ray."),
                 Passage(id="c", title="Ann Lee", text="Ann Lee was born in 1950.")]
     planner = ScriptedLLM([
         '<think>Both directors.</think><action>Search("Who directed Film A?")\nSearch("Who directed Film B?")</action>',
-        '<think>Ann Lee.</think><action>Search("When was Ann Lee born?")</action>',
+        '<think>Ann Lee.</think><action>Search("When was Ann Lee born?")\nSearch("When was Bob Ray born?")</action>',
         "<think>Done.</think><answer>Film A</answer>"])
-    executor = ScriptedLLM(["<think>[0] says so</think><select>[0]</select><answer>Ann Lee directed Film A.</answer>",
-                            "<think>x</think><select>[0]</select><answer>Bob Ray directed Film B.</answer>",
-                            "<think>y</think><select>[0]</select><answer>Ann Lee was born in 1950.</answer>"])
-    agent = build_agent("planner_executor", planner, FakeRetriever(passages), top_k=2)
+    together = threading.Barrier(2, timeout=10)  # the two executor calls of turn 1 must be in flight at once
+    replies = {"Who directed Film A?": "Ann Lee directed Film A.", "Who directed Film B?": "Bob Ray directed Film B.",
+               "When was Ann Lee born?": "Ann Lee was born in 1950."}
+
+    def execute(messages, **kw):
+        q = messages[1].content.splitlines()[0].removeprefix("Question: ")
+        if q.startswith("Who directed"):
+            together.wait()
+        return f"<think>[0] says so</think><select>[0]</select><answer>{replies[q]}</answer>"
+
+    executor = ScriptedLLM(default=execute)
+    agent = build_agent("planner_executor", planner, FakeRetriever(passages), top_k=2, max_searches=3)
     agent.executor_llm = executor
     traj = agent.run(QAItem(id="1", question="Which film has the older director, Film A or Film B?",
                             golden_answers=["Film A"]))
@@ -239,11 +249,14 @@ def test_planner_executor_agent_parallel_searches_and_observations():
     searches = [s for s in traj.steps if s.action is not None]
     assert [s.action.arguments["query"] for s in searches] == ["Who directed Film A?", "Who directed Film B?",
                                                               "When was Ann Lee born?"]
-    assert all(len(s.hits) == 2 for s in searches)
+    assert all(len(s.hits) == 2 for s in searches) and traj.metadata["topk_per_step"] == [2, 2, 2]
     obs = [m.content for m in traj.messages if m.role == "user" and m.content.startswith("Observation:")]
     assert obs[0] == "Observation:\nAnn Lee directed Film A.\nBob Ray directed Film B."
-    ex_user = executor.requests[0]["messages"][1].content
-    assert ex_user.startswith("Question: Who directed Film A?") and "[0] Film A: Film A was directed" in ex_user
+    assert obs[1].startswith("Observation:\nAnn Lee was born in 1950.\nNot searched (the budget of 3 searches is "
+                             "used up): When was Bob Ray born?\n\nYou have used your search budget.")
+    ex_user = next(r["messages"][1].content for r in executor.requests
+                   if r["messages"][1].content.startswith("Question: Who directed Film A?"))
+    assert "[0] Film A: Film A was directed" in ex_user and ex_user.count("More words.") == 80  # whole passage
     assert traj.usage.calls == 6
 
 

@@ -17,9 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from evipath_fakes import CleanGoldLLM, ContentWordEmbedder, twowiki_as_gold  # noqa: E402
-
 from agentrag.synth.evipath import EviPathRunConfig, run_evipath  # noqa: E402
+from evipath_fakes import CleanGoldLLM, ContentWordEmbedder, twowiki_as_gold  # noqa: E402
 
 
 def funnel(dataset: Path, records: list[dict], out: Path, limit: int | None) -> dict:

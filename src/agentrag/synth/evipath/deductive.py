@@ -56,7 +56,7 @@ def _norm(text: str) -> str:
 
 
 def trajectory_records(item: EviItem, traj: Trajectory, embedder: Embedder, cfg: EviPathConfig,
-                       max_passage_chars: int) -> tuple[PlanRecord, list[IterationRecord], list[SubAnswerRecord],
+                       max_passage_chars: int | None) -> tuple[PlanRecord, list[IterationRecord], list[SubAnswerRecord],
                                                         list[SelectionRecord]]:
     """Split an agent trajectory into the stage records of the abductive pipeline."""
     model = traj.model

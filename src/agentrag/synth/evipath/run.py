@@ -161,6 +161,9 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
             exported=exported, export_roles=stages.export_roles())
         return SynthOutput(counts=counts, export=exported, details=details)
 
+    def concurrency(self, cfg: EviPathRunConfig) -> int:
+        return cfg.items_in_flight()
+
     def title(self, cfg: EviPathRunConfig, name: str) -> str:
         return f"EviPath run {name} ({cfg.mode})"
 

@@ -336,3 +336,20 @@ def test_synthesis_wording(text, bad):
     from agentrag.synth.evipath.support import synthesis_wording
 
     assert (synthesis_wording(text) is not None) is bad
+
+
+def test_synthesis_prompts_carry_demonstrations_from_training_data_only(data_dir: Path):
+    from agentrag.synth.evipath.answering import THINK_SYSTEM
+    from agentrag.synth.evipath.support import synthesis_wording
+
+    demo_q = "What network did the show on which Kim Roberts played Neeva air on?"
+    train = (data_dir / "hotpotqa" / "train_distractor_499.jsonl").read_text()
+    assert demo_q in train
+    for dev in sorted(data_dir.glob("*/dev*.jsonl")):
+        assert "Kim Roberts" not in dev.read_text(), dev
+    for prompt in (PLAN_SYSTEM, STEP_SYSTEM, QA_SYSTEM, THINK_SYSTEM):
+        assert "Example" in prompt and "Kim Roberts" in prompt
+        output = prompt.rsplit("Output:", 1)[1]
+        assert output.strip() and synthesis_wording(output) is None  # the demo's target is clean itself
+    assert parse_plan(PLAN_SYSTEM.rsplit("Output:", 1)[1]) == ["In which show did Kim Roberts play Neeva?",
+                                                              "On which network did #1 air?"]

@@ -21,11 +21,12 @@ from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance
 from agentrag.synth.common import call_text
 from agentrag.synth.evipath.config import ExecutorSynthConfig
+from agentrag.synth.evipath.demos import QA_DEMO, THINK_DEMO
 from agentrag.synth.evipath.schema import EviItem, SelectionRecord
 
 QA_SYSTEM = (
     "Answer the question using only the evidence given. Reply with exactly one complete declarative "
-    "sentence that states the answer and names its subject in full (no pronouns), and nothing else.")
+    "sentence that states the answer and names its subject in full (no pronouns), and nothing else." + QA_DEMO)
 
 THINK_SYSTEM = (
     "You write the reasoning that leads from a question to its answer through the evidence.\n"
@@ -34,7 +35,9 @@ THINK_SYSTEM = (
     "1. Between <think> and </think>, say what the question asks for and summarize what the golden "
     "evidence states about it. Rely on the golden evidence only; do not mention the other items.\n"
     "2. Between <select> and </select>, give the indices of the golden evidence, e.g. [3] or [1, 7].\n"
-    "3. Between <answer> and </answer>, restate the given answer as one sentence.")
+    "3. Between <answer> and </answer>, restate the given answer as one sentence.\n"
+    "Write the thought as if you had found the evidence yourself: never call it golden or gold, never say "
+    "that the answer was given." + THINK_DEMO)
 
 
 def qa_messages(question: str, evidence: Sequence[str]) -> list[Message]:

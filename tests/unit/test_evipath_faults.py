@@ -18,7 +18,9 @@ from agentrag.errors import EndpointError
 from agentrag.records import Message
 from agentrag.synth.driver import SynthBugs
 from agentrag.synth.evipath import EviPathRunConfig, run_evipath
-from agentrag.testing import GoldDecompositionLLM, HashEmbedder, StubOpenAIServer
+from agentrag.testing import StubOpenAIServer
+from evipath_fakes import CleanGoldLLM as GoldDecompositionLLM
+from evipath_fakes import ContentWordEmbedder as HashEmbedder
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,7 +14,7 @@ from agentrag.errors import ContextLimitError, LLMError, UserError
 from agentrag.records import Provenance
 from agentrag.synth.evipath.answering import QA_SYSTEM, select_evidence, shuffled_order
 from agentrag.synth.evipath.config import EviPathConfig, GateConfig
-from agentrag.synth.evipath.gates import check_path
+from agentrag.synth.evipath.gates import GATES, check_path
 from agentrag.synth.evipath.inputs import read_items
 from agentrag.synth.evipath.planning import PLAN_SYSTEM, STEP_SYSTEM, explore, make_plan, parse_plan
 from agentrag.synth.evipath.schema import EviItem, Fact, IterationRecord, PlanRecord, SelectionRecord
@@ -162,23 +162,25 @@ def test_explore_flags_failures_and_budget():
 
 
 def _path(thought1="Find both directors.", actions1=("Who directed Film A?", "Who directed Film B?"),
-          final="Film A", select=(1,), plan=("Who directed Film A?",)):
+          final="Film A", select=(1,), plan=("Who directed Film A?",), sub="Film A was directed by Ann Lee.",
+          sims=(0.95, 0.1), fallback=False, thought2="Ann Lee's film is Film A.", ethought="Film A's director."):
     prov = Provenance(stage="x")
     its = [IterationRecord(id="q1-i1", item_id="q1", n=1, thought=thought1, actions=list(actions1),
                            observations=["Film A was directed by Ann Lee.", "Film B was directed by Bob Ray."][
                                :len(actions1)], provenance=prov),
-           IterationRecord(id="q1-i2", item_id="q1", n=2, thought="Ann Lee's film is Film A.", answer=final,
+           IterationRecord(id="q1-i2", item_id="q1", n=2, thought=thought2, answer=final,
                            last=True, provenance=prov)]
-    sels = [SelectionRecord(id="q1-i1-q1", item_id="q1", question="Who directed Film A?", answer="a",
-                            gold_positions=[1, 4], select=list(select), provenance=prov)]
+    sels = [SelectionRecord(id="q1-i1-q1", item_id="q1", question="Who directed Film A?", answer=sub,
+                            gold_positions=[1, 4], select=list(select), similarities=list(sims), fallback=fallback,
+                            supporting=["Film A: Film A was directed by Ann Lee."], thought=ethought,
+                            provenance=prov)]
     return PlanRecord(id="q1", plan=list(plan), provenance=prov), its, sels
 
 
 def test_a_good_path_passes_every_gate():
     plan, its, sels = _path()
     g = check_path(_item(), plan, its, sels, GateConfig())
-    assert g.passed and set(g.checks) == {"path_complete", "final_answer", "select_subset", "no_leakage",
-                                          "interrogative", "hops"}
+    assert g.passed and tuple(g.checks) == GATES, g.reasons
     assert g.executor_kept == ["q1-i1-q1"] and g.n_subquestions == 2
 
 
@@ -189,7 +191,15 @@ def test_a_good_path_passes_every_gate():
     (dict(thought1="Film A wins, but find both directors."), "no_leakage"),
     (dict(plan=("Why does Film A win?",)), "no_leakage"),
     (dict(actions1=("Director of Film A", "Who directed Film B?")), "interrogative"),
-    (dict(actions1=("Who directed Film A?", "When was #1 born?")), "interrogative"),
+    (dict(actions1=("Who directed Film A?", "When was #1 born?")), "self_contained"),
+    (dict(actions1=("Who directed Film A?", "Where was he born?")), "self_contained"),
+    (dict(actions1=("Who directed Film A?", "When was [director] born?")), "self_contained"),
+    (dict(sub="Film A was directed by Zed Zorro."), "sub_answer_support"),
+    (dict(sims=(0.1, 0.05), fallback=True), "eq6_floor"),
+    (dict(thought1="The Film-A-directed movie wins; find both directors."), "no_leakage"),
+    (dict(thought1="Film A's director was born first; check both."), "no_leakage"),
+    (dict(thought1="I already know the answer, but search both."), "no_synthesis_wording"),
+    (dict(ethought="The golden evidence [1] states it."), "no_synthesis_wording"),
     (dict(actions1=("Who directed Film A?",)), "hops"),
 ])
 def test_every_gate_rejects_a_bad_path(change, gate):
@@ -270,3 +280,76 @@ def test_cli_reports_bad_input_as_user_errors(data_dir: Path, tmp_path: Path):
     res = runner.invoke(app, ["synth", "evipath", "--dataset", str(flash), "--set", "executor.tua=0.5",
                               "--out", str(tmp_path / "r")])
     assert res.exit_code == 2 and "tau" in res.output
+
+
+# --- issue 22 probes at the gate level (the pipeline-level ones are in test_evipath_gates.py) -----
+
+
+def test_final_answer_in_no_observation_is_rejected_as_unsupported():
+    item = _item(question="Who directed the film?", answer="Cy Dee", answers=["Cy Dee"])
+    plan, its, sels = _path(final="Cy Dee")
+    g = check_path(item, plan, its, sels, GateConfig())
+    assert not g.checks["final_support"] and "cy" in g.reasons[0] and g.reasons[0].startswith("final_support:")
+
+
+@pytest.mark.parametrize("thought2,final", [
+    ("Ann Lee was born in 1950 and Bob Ray in 1960, so the answer is no.", "no"),
+    ("No director is known yet.", "yes"),
+])
+def test_yes_no_paths_are_kept(thought2, final):
+    item = _item(question="Were Film A and Film B directed by the same person?", answer=final, answers=[final])
+    plan, its, sels = _path(final=final, thought1="No director is known yet; find both.", thought2=thought2)
+    g = check_path(item, plan, its, sels, GateConfig())
+    assert g.passed, g.reasons
+
+
+def test_computed_answer_is_kept_and_not_leaked_by_placeholders():
+    item = _item(question="How many years apart were the directors of Film A and Film B born?", answer="10",
+                 answers=["10"])
+    plan, its, sels = _path(final="10", plan=("Who directed Film A?", "When was #1 born?"),
+                            thought2="1960 - 1950 = 10 years, so the answer is 10.")
+    its[0] = its[0].model_copy(update={"observations": ["Ann Lee was born in 1950.", "Bob Ray was born in 1960."]})
+    g = check_path(item, plan, its, sels, GateConfig())
+    assert g.checks["final_support"] and g.checks["no_leakage"], g.reasons
+    its[0] = its[0].model_copy(update={"observations": ["Ann Lee is a director.", "Bob Ray is a director."]})
+    assert not check_path(item, plan, its, sels, GateConfig()).checks["final_support"]  # nothing to compute from
+
+
+@pytest.mark.parametrize("question,ok", [
+    ("Where was he born?", False), ("When was it founded?", False), ("Who founded [company]?", False),
+    ("What did #1 write?", False), ("Where did Hank Snow live when he died?", True),
+    ("Where does most of the world get its coffee?", True), ("Who performed It'll Be Me?", True),
+    ("What is the director of Her Fatal Millions?", True),
+])
+def test_self_contained_sub_questions(question, ok):
+    from agentrag.synth.evipath.support import not_self_contained
+
+    assert (not_self_contained(question) is None) is ok
+
+
+@pytest.mark.parametrize("text,bad", [
+    ("The golden evidence [3] states it.", True), ("You know the answer already.", True),
+    ("Gold evidence says so.", True), ("Where did Kevin Durant play before Golden State?", False),
+    ("The Girl of the Golden West was directed by Edwin Carewe.", False),
+])
+def test_synthesis_wording(text, bad):
+    from agentrag.synth.evipath.support import synthesis_wording
+
+    assert (synthesis_wording(text) is not None) is bad
+
+
+def test_synthesis_prompts_carry_demonstrations_from_training_data_only(data_dir: Path):
+    from agentrag.synth.evipath.answering import THINK_SYSTEM
+    from agentrag.synth.evipath.support import synthesis_wording
+
+    demo_q = "What network did the show on which Kim Roberts played Neeva air on?"
+    train = (data_dir / "hotpotqa" / "train_distractor_499.jsonl").read_text()
+    assert demo_q in train
+    for dev in sorted(data_dir.glob("*/dev*.jsonl")):
+        assert "Kim Roberts" not in dev.read_text(), dev
+    for prompt in (PLAN_SYSTEM, STEP_SYSTEM, QA_SYSTEM, THINK_SYSTEM):
+        assert "Example" in prompt and "Kim Roberts" in prompt
+        output = prompt.rsplit("Output:", 1)[1]
+        assert output.strip() and synthesis_wording(output) is None  # the demo's target is clean itself
+    assert parse_plan(PLAN_SYSTEM.rsplit("Output:", 1)[1]) == ["In which show did Kim Roberts play Neeva?",
+                                                              "On which network did #1 air?"]

@@ -7,7 +7,10 @@ sentences come back to the planner as one ``Observation`` turn. One LLM plays bo
 second one (``executor_llm``, a reference like ``--llm``) plays the executor (Table 5).
 
 Limits: ``max_steps`` planner turns; the last one is told to answer now. ``max_searches`` caps
-the retrievals of one question. Malformed planner turns get a reminder and count toward
+the retrievals of one question; a search over it is not run and its observation line says so.
+The Searches of one planner turn retrieve in order, then their executor calls run concurrently.
+The executor sees each passage whole (as in EviPath's training data) unless ``max_passage_chars``.
+The top-k of every retrieval is in ``trajectory.metadata["topk_per_step"]``. Malformed planner turns get a reminder and count toward
 ``max_format_errors`` in a row (``parse_error``). Trajectory steps: one per retrieval (thought
 = the planner's thought, action = ``Search``, observation = the executor's answer, hits =
 the retrieved passages, executor output in ``raw``) plus the planner's answer step, so
@@ -17,6 +20,7 @@ the retrieved passages, executor output in ``raw``) plus the planner's answer st
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import Field
@@ -42,9 +46,15 @@ REMIND = ("Please follow the format: <think>…</think> then <action>Search(\"qu
           "<answer>short answer</answer>.")
 
 
-def passage_text(hit: Hit, max_chars: int) -> str:
-    """A retrieved passage as the executor sees it (title, then the text cut at ``max_chars``)."""
-    return (f"{hit.title}: " if hit.title else "") + hit.text[:max_chars]
+def passage_text(hit: Hit, max_chars: int | None = None) -> str:
+    """A retrieved passage as the executor sees it: ``title: text`` (the form of EviPath's F),
+    the text cut at ``max_chars`` when given."""
+    return (f"{hit.title}: " if hit.title else "") + (hit.text if max_chars is None else hit.text[:max_chars])
+
+
+def over_budget(question: str, budget: int) -> str:
+    """The observation line of a Search that was not run (the budget is used up)."""
+    return f"Not searched (the budget of {budget} searches is used up): {question}"
 
 
 class PlannerExecutorConfig(AgentConfig):
@@ -56,7 +66,8 @@ class PlannerExecutorConfig(AgentConfig):
     executor_llm: str | None = Field(default=None, description="LLM reference for the executor role "
                                      "(default: the planner's LLM)")
     executor_max_tokens: int = Field(default=256, ge=1, description="completion budget of one executor call")
-    max_passage_chars: int = Field(default=600, ge=50, description="characters of each passage the executor sees")
+    max_passage_chars: int | None = Field(default=None, ge=50, description="cut each passage the executor sees "
+                                          "(None: whole, as in the EviPath training data)")
 
 
 class PlannerExecutorAgent(BaseAgent):
@@ -77,28 +88,47 @@ class PlannerExecutorAgent(BaseAgent):
 
     def execute(self, question: str, tool: Any) -> Step:
         """One Search: retrieve, then the executor's think/select/answer (the observation)."""
-        cfg = self.config
+        step, texts = self.retrieve(question, tool)
+        return self.answer(question, step, texts)
+
+    def retrieve(self, question: str, tool: Any) -> tuple[Step, list[str]]:
+        """The retrieval half of a Search: the step (hits, or an error) and the passages as shown."""
         t0 = time.perf_counter()
-        result = tool.search(question, cfg.top_k)
-        texts = [passage_text(h, cfg.max_passage_chars) for h in result.hits]
+        result = tool.search(question, self.config.top_k)
         action = ToolCall(id="", name=SEARCH, arguments={"query": question})
+        step = Step(action=action, observation=NO_INFORMATION, hits=result.hits, error=result.error,
+                    latency=time.perf_counter() - t0)
         if result.error or not result.hits:
-            return Step(action=action, observation=NO_INFORMATION, hits=result.hits, error=result.error,
-                        latency=time.perf_counter() - t0)
+            return step, []
+        return step, [passage_text(h, self.config.max_passage_chars) for h in result.hits]
+
+    def answer(self, question: str, step: Step, texts: list[str]) -> Step:
+        """The executor half: think/select/answer over the retrieved passages (none: no call)."""
+        if not texts:
+            return step
+        t0 = time.perf_counter()
         messages = [Message(role="system", content=EXECUTOR_SYSTEM),
                     Message(role="user", content=executor_user(question, texts))]
-        sampling = {**self.sampling(), "max_tokens": cfg.executor_max_tokens}
+        sampling = {**self.sampling(), "max_tokens": self.config.executor_max_tokens}
         out = self.executor_llm.chat(messages, **sampling)
         text = (out[0].text or "") if out else ""
         parsed = parse_executor(text)
-        answer = parsed.answer or NO_INFORMATION
-        return Step(action=action, observation=answer, hits=result.hits, raw=text,
-                    error=parsed.error, usage=out[0].usage if out else Usage(calls=1),
-                    latency=time.perf_counter() - t0)
+        return step.model_copy(update={
+            "observation": parsed.answer or NO_INFORMATION, "raw": text, "error": parsed.error,
+            "usage": out[0].usage if out else Usage(calls=1), "latency": step.latency + time.perf_counter() - t0})
+
+    def search_all(self, questions: list[str], tool: Any) -> list[Step]:
+        """The Searches of one planner turn: retrievals in order (the tool counts steps), then
+        the executor calls concurrently."""
+        retrieved = [self.retrieve(q, tool) for q in questions]
+        if len(questions) == 1:
+            return [self.answer(questions[0], *retrieved[0])]
+        with ThreadPoolExecutor(max_workers=len(questions)) as pool:
+            return list(pool.map(lambda qr: self.answer(qr[0], *qr[1]), zip(questions, retrieved, strict=True)))
 
     def _run(self, item: QAItem, traj: Trajectory) -> None:
         cfg = self.config
-        tool = self.new_tool(SEARCH)
+        tool = self.new_tool(SEARCH, traj=traj)
         messages = [Message(role="system", content=PLANNER_SYSTEM),
                     Message(role="user", content=f"Question: {item.question}")]
         traj.messages = messages
@@ -128,9 +158,9 @@ class PlannerExecutorAgent(BaseAgent):
                 traj.steps.append(self.step(turn, thought=parsed.thought, error="searched past the budget"))
                 traj.finish_reason = "max_steps"
                 return
+            allowed = parsed.searches[:cfg.max_searches - searches]
             answers = []
-            for j, q in enumerate(parsed.searches[:cfg.max_searches - searches]):
-                step = self.execute(q, tool)
+            for j, step in enumerate(self.search_all(allowed, tool)):
                 searches += 1
                 step.action = step.action.model_copy(update={"id": f"call_{len(traj.steps)}"}) if step.action else None
                 step.thought = parsed.thought if j == 0 else ""
@@ -139,8 +169,9 @@ class PlannerExecutorAgent(BaseAgent):
                     step.latency += turn.latency
                 traj.steps.append(step)
                 answers.append(step.observation or NO_INFORMATION)
+            answers += [over_budget(q, cfg.max_searches) for q in parsed.searches[len(allowed):]]
             messages.append(Message(role="user", content=render_observation(answers)))
         traj.finish_reason = "max_steps"
 
 
-__all__ = ["PlannerExecutorAgent", "PlannerExecutorConfig", "SEARCH", "passage_text"]
+__all__ = ["PlannerExecutorAgent", "PlannerExecutorConfig", "SEARCH", "passage_text", "over_budget"]

@@ -35,6 +35,9 @@ def eval_command(
                                               "search_r1 | planner_executor.")] = None,
     llm: Annotated[str | None, typer.Option("--llm", help="Agent LLM: embedded | openai:MODEL | "
                                             "openai:MODEL@URL | YAML file.")] = None,
+    executor_llm: Annotated[str | None, typer.Option("--executor-llm", help="planner_executor only: the "
+                                                     "executor's LLM (same forms as --llm; default: --llm). Same as "
+                                                     "--set agent_config.executor_llm=REF.")] = None,
     judge: Annotated[str | None, typer.Option("--judge", help="Judge LLM reference (same forms as --llm); "
                                               "omit to skip the LLM judge.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Evaluate only the first N questions.")] = None,
@@ -65,6 +68,8 @@ def eval_command(
         from agentrag.eval.run import EvalBugs, run_eval
         from agentrag.eval.runner import EvalConfig
 
+        if executor_llm:
+            sets = [*(sets or []), f"agent_config.executor_llm={executor_llm}"]
         cfg = resolve_config(EvalConfig, config, sets, base={
             "dataset": dataset, "kb": kb, "agent": agent, "llm": llm, "judge": judge, "limit": limit,
             "concurrency": concurrency, "maxd": maxd})

@@ -70,6 +70,8 @@ def check_inputs(cfg: EvalConfig, out: str | os.PathLike[str], *, llm: Any = Non
     for ref, given in ((cfg.llm, llm), (cfg.judge, judge)):
         if ref and given is None:
             check_llm_ref(ref)
+    if isinstance(cfg.agent_config.get("executor_llm"), str):  # planner_executor's --executor-llm
+        check_llm_ref(cfg.agent_config["executor_llm"])
     if cfg.correct_by == "judge" and not (cfg.judge or judge is not None):
         raise UserError("correct_by='judge' needs a judge: pass --judge REF (or use auto, em or acc)")
     agent_config(cfg.agent, **cfg.agent_config)

@@ -21,11 +21,12 @@ from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance
 from agentrag.synth.common import call_text
 from agentrag.synth.evipath.config import ExecutorSynthConfig
+from agentrag.synth.evipath.demos import QA_DEMO, THINK_DEMO
 from agentrag.synth.evipath.schema import EviItem, SelectionRecord
 
 QA_SYSTEM = (
     "Answer the question using only the evidence given. Reply with exactly one complete declarative "
-    "sentence that states the answer and names its subject in full (no pronouns), and nothing else.")
+    "sentence that states the answer and names its subject in full (no pronouns), and nothing else." + QA_DEMO)
 
 THINK_SYSTEM = (
     "You write the reasoning that leads from a question to its answer through the evidence.\n"
@@ -34,7 +35,9 @@ THINK_SYSTEM = (
     "1. Between <think> and </think>, say what the question asks for and summarize what the golden "
     "evidence states about it. Rely on the golden evidence only; do not mention the other items.\n"
     "2. Between <select> and </select>, give the indices of the golden evidence, e.g. [3] or [1, 7].\n"
-    "3. Between <answer> and </answer>, restate the given answer as one sentence.")
+    "3. Between <answer> and </answer>, restate the given answer as one sentence.\n"
+    "Write the thought as if you had found the evidence yourself: never call it golden or gold, never say "
+    "that the answer was given." + THINK_DEMO)
 
 
 def qa_messages(question: str, evidence: Sequence[str]) -> list[Message]:
@@ -57,8 +60,7 @@ def clean_sentence(text: str) -> str:
 def answer_subquestion(llm: LLM, question: str, item: EviItem, cfg: ExecutorSynthConfig,
                        ) -> tuple[str, Provenance, str | None]:
     """a_i = f_QA(q_i, F̂): ``(sentence, provenance, error)``."""
-    evidence = [f.render(cfg.max_fact_chars) for f in item.gold_facts()]
-    text, prov, err = call_text(llm, qa_messages(question, evidence), stage="sub_answers",
+    text, prov, err = call_text(llm, qa_messages(question, item.qa_evidence(cfg.max_fact_chars)), stage="sub_answers",
                                 max_tokens=cfg.max_tokens, temperature=cfg.temperature)
     sentence = clean_sentence(text or "")
     if err is None and not sentence:
@@ -81,6 +83,11 @@ def select_evidence(answer_vec: np.ndarray, evidence_vecs: np.ndarray, tau: floa
     if len(evidence_vecs) == 0:
         return [], [], False
     sims = cosine(np.asarray(answer_vec, dtype=np.float64), np.asarray(evidence_vecs, dtype=np.float64))
+    return choose(sims, tau)
+
+
+def choose(sims: np.ndarray, tau: float) -> tuple[list[int], list[float], bool]:
+    """Eq. 6 over given similarities: > τ, else the argmax (footnote 1)."""
     chosen = [i for i, s in enumerate(sims) if s > tau]
     if chosen:
         return chosen, [round(float(s), 4) for s in sims], False
@@ -106,8 +113,15 @@ def synthesize_selection(llm: LLM, embedder: Embedder, item: EviItem, sub_id: st
                          cfg: ExecutorSynthConfig, seed: int) -> SelectionRecord:
     """F̂_i by Eq. 6 and the executor's thought R_i^(s) over the shuffled, indexed F."""
     gold = item.gold_facts()
-    vecs = embedder.embed([answer] + [f.render() for f in gold], kind="passage")
-    chosen, sims, fallback = select_evidence(vecs[0], vecs[1:], cfg.tau)
+    views = item.gold_views()  # 2Wiki: a fact is also seen through its evidence triples (max similarity)
+    flat = [v for vs in views for v in vs]
+    vecs = embedder.embed([answer] + flat, kind="passage")
+    view_sims = cosine(np.asarray(vecs[0], dtype=np.float64), np.asarray(vecs[1:], dtype=np.float64))
+    owner = [k for k, vs in enumerate(views) for _ in vs]
+    fact_sims = np.full(len(gold), -1.0)
+    for v, k in enumerate(owner):
+        fact_sims[k] = max(fact_sims[k], view_sims[v])
+    chosen, sims, fallback = choose(fact_sims, cfg.tau) if len(gold) else ([], [], False)
     order = shuffled_order(len(item.facts), seed, sub_id)
     evidence = [item.facts[i].render(cfg.max_fact_chars) for i in order]
     position = {fact_idx: pos for pos, fact_idx in enumerate(order)}
@@ -120,9 +134,10 @@ def synthesize_selection(llm: LLM, embedder: Embedder, item: EviItem, sub_id: st
     if err is None and parsed.select is None:
         err = "parse_error: no <select> in the executor thought"
     return SelectionRecord(id=sub_id, item_id=item.id, question=question, answer=answer, evidence=evidence,
-                           gold_positions=gold_positions, similarities=sims, fallback=fallback, thought=parsed.thought, select=parsed.select,
+                           gold_positions=gold_positions, similarities=sims, fallback=fallback,
+                           supporting=[v for c in chosen for v in views[c]], thought=parsed.thought, select=parsed.select,
                            status="failed" if err else "ok", reason=err, provenance=prov)
 
 
 __all__ = ["QA_SYSTEM", "THINK_SYSTEM", "qa_messages", "clean_sentence", "answer_subquestion", "cosine",
-           "select_evidence", "shuffled_order", "think_messages", "synthesize_selection"]
+           "select_evidence", "choose", "shuffled_order", "think_messages", "synthesize_selection"]

@@ -56,7 +56,7 @@ def _norm(text: str) -> str:
 
 
 def trajectory_records(item: EviItem, traj: Trajectory, embedder: Embedder, cfg: EviPathConfig,
-                       max_passage_chars: int) -> tuple[PlanRecord, list[IterationRecord], list[SubAnswerRecord],
+                       max_passage_chars: int | None) -> tuple[PlanRecord, list[IterationRecord], list[SubAnswerRecord],
                                                         list[SelectionRecord]]:
     """Split an agent trajectory into the stage records of the abductive pipeline."""
     model = traj.model
@@ -116,7 +116,7 @@ def _selection(item: EviItem, sid: str, question: str, answer: str, context: lis
     reason = None if holding else "no_gold_retrieved: no retrieved passage holds gold evidence"
     return SelectionRecord(id=sid, item_id=item.id, question=question, answer=answer, evidence=context,
                            gold_positions=positions, similarities=sims, fallback=fallback, thought=thought,
-                           select=select, status="ok" if holding and select is not None else "failed",
+                           supporting=[context[p] for p in positions], select=select, status="ok" if holding and select is not None else "failed",
                            reason=reason or (None if select is not None else "parse_error: no <select>"),
                            provenance=Provenance(stage="selections", model="rule:eq6"))
 

@@ -1,7 +1,8 @@
 """d_train = (q, a, F, F̂) from the raw HotpotQA, 2WikiMultihopQA and MuSiQue files (§3.2).
 
 - HotpotQA / 2Wiki: F = every context sentence (title kept), F̂ = the ``supporting_facts``
-  sentences; 2Wiki's ``evidences`` triples go to metadata (shown to the abductive planner).
+  sentences; 2Wiki's ``evidences`` triples go to metadata: shown to the abductive planner and to
+  f_QA, and used by Eq. 6 as a second view of the supporting sentences of their subject's page.
 - MuSiQue: F = the 20 paragraphs, F̂ = those with ``is_supporting``; the question
   decomposition goes to metadata (used only by the gold fake in tests, never by the pipeline).
 
@@ -119,7 +120,7 @@ def read_items(path: str | os.PathLike[str], *, skip_invalid: bool = False,
             raise UserError(f"{p}:{lineno}: field 'id': duplicate id {fields['id']!r}")
         seen.add(fields["id"])
         items.append(EviItem(source=fmt, file=str(p), line=lineno, **fields))
-        if limit is not None and len(items) >= limit:
+        if limit is not None and sum(i.status == "ok" for i in items) >= limit:  # skipped ones do not count
             break
     if not items:
         raise UserError(f"{p}: no records")

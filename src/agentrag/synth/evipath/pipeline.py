@@ -37,6 +37,7 @@ from agentrag.synth.evipath.schema import (
     SelectionRecord,
     SubAnswerRecord,
 )
+from agentrag.synth.evipath.support import synthesis_wording
 from agentrag.synth.worker import ComponentsTask
 
 PathOut = tuple[PlanRecord, list[IterationRecord], list[SubAnswerRecord], list[SelectionRecord]]
@@ -179,23 +180,44 @@ class EviPathStages:
         return ("planner", "executor") if self.cfg.split == "both" else (self.cfg.split,)
 
     def export(self) -> dict[str, Any]:
-        """The SFT export of every kept conversation of the exported roles (all items of the run)."""
+        """The SFT export of every kept conversation of the exported roles (all items of the run):
+        ``sft/`` holds the split (both roles mixed, Eq. 7, for ``both``) and ``sft_planner/``,
+        ``sft_executor/`` each role alone, with its own ``dataset_info.json`` entry. A conversation
+        whose assistant turns use synthesis-only wording is not exported (counted)."""
         if not self.cfg.export:
             return {"skipped": "export disabled in config"}
         roles = self.export_roles()
-        kept = [c for c in self.conversations if c.kept and c.role in roles]
+        kept, dropped = [], 0
+        for c in self.conversations:
+            if c.kept and c.role in roles:
+                if any(m.role == "assistant" and synthesis_wording(m.content or "") for m in c.messages):
+                    dropped += 1
+                else:
+                    kept.append(c)
         if not kept:
-            return {"skipped": "no conversation passed the gates", "exported": 0}
+            return {"skipped": "no conversation passed the gates", "exported": 0, "synthesis_wording": dropped}
         from agentrag.export.chat import write_chat_export
 
         counts = {f"{r}_conversations": sum(c.role == r for c in kept) for r in roles}
-        return write_chat_export(
-            self.ctx.run.path / "sft", [c.messages for c in kept], name=f"agentrag_evipath_{self.cfg.split}",
-            summary=counts,
+        about = {"planner": "multi-turn planner conversations (think + Search actions, executor answers as user "
+                            "observations)",
+                 "executor": "single-turn executor conversations (question + indexed noisy evidence -> think / "
+                             "select / answer)"}
+        out = self.ctx.run.path
+        info = write_chat_export(
+            out / "sft", [c.messages for c in kept], name=f"agentrag_evipath_{self.cfg.split}",
+            summary={**counts, "synthesis_wording": dropped},
             description=(f"EviPath ({self.cfg.mode}) reasoning paths as chat SFT data, split '{self.cfg.split}': "
-                         "multi-turn planner conversations (think + Search actions, executor answers as user "
-                         "observations) and single-turn executor conversations (question + indexed noisy "
-                         "evidence -> think / select / answer). Train on assistant turns only."))
+                         + " and ".join(about[r] for r in roles) + ". Train on assistant turns only."))
+        info["roles"] = {}
+        for r in roles:
+            chats = [c.messages for c in kept if c.role == r]
+            if chats:
+                sub = write_chat_export(out / f"sft_{r}", chats, name=f"agentrag_evipath_{r}",
+                                        description=f"EviPath ({self.cfg.mode}) {about[r]}. Train on assistant "
+                                                    "turns only.")
+                info["roles"][r] = {"dir": str(out / f"sft_{r}"), "exported": sub["exported"]}
+        return info
 
     def run(self, items: list[EviItem]) -> tuple[set[str], dict[str, Any]]:
         """Every stage over the pending items; returns the wanted item ids and the export summary."""

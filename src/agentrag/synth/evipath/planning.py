@@ -32,6 +32,7 @@ from agentrag.records import Message, Provenance
 from agentrag.synth.common import call_text
 from agentrag.synth.evipath.answering import answer_subquestion
 from agentrag.synth.evipath.config import EviPathConfig
+from agentrag.synth.evipath.demos import PLAN_DEMO, STEP_DEMO
 from agentrag.synth.evipath.schema import EviItem, IterationRecord, PlanRecord, SubAnswerRecord
 
 PLAN_SYSTEM = (
@@ -41,7 +42,7 @@ PLAN_SYSTEM = (
     "1. <first sub-question>\n2. <next sub-question, with #1 where it needs the answer of 1>\n"
     "Write #k where a sub-question needs the answer of sub-question k. Each sub-question asks for one "
     "fact; most questions need two to four. Do not state the final answer anywhere in the plan. Output "
-    "only the list.")
+    "only the list." + PLAN_DEMO)
 
 STEP_SYSTEM = (
     "You write one step of a search agent that is solving a complex question. You know the correct "
@@ -54,7 +55,7 @@ STEP_SYSTEM = (
     "Search(\"...\") per line: each a complete question ending with '?', with full entity names and no "
     "pronouns or placeholders. Put independent sub-questions (e.g. the two sides of a comparison) in "
     "the same action.\n"
-    "If all needed facts are known, write <answer>short final answer</answer> instead of an action.")
+    "If all needed facts are known, write <answer>short final answer</answer> instead of an action." + STEP_DEMO)
 
 MAX_PLAN_STEPS = 12
 SubQuestion = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=600)]
@@ -82,9 +83,7 @@ def parse_plan(text: str) -> list[str]:
 
 
 def evidence_block(item: EviItem, max_chars: int | None = None) -> str:
-    lines = [f"- {' '.join(f.render(max_chars).split())}" for f in item.gold_facts()]
-    lines += [f"- ({', '.join(t)})" for t in item.metadata.get("evidences", [])]
-    return "\n".join(lines)
+    return "\n".join(f"- {' '.join(e.split())}" for e in item.qa_evidence(max_chars))
 
 
 def plan_messages(item: EviItem, max_chars: int | None = None) -> list[Message]:

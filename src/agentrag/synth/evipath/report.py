@@ -5,7 +5,7 @@ Eq. 6 fallback rate, LLM cost and time per item. The driver assembles ``metrics.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,20 +61,31 @@ def statistics(*, mode: str, split: str, items: list[EviItem], plans: list[PlanR
                    {"not_exported": to_export} if "skipped" in exported and to_export else {}),
     }
     done_items = sorted({r.item_id for r in lasts})
-    per_item_usage = {k: total_usage([p.provenance for p in plans if p.id == k]
-                                     + [r.provenance for r in iterations if r.item_id == k]
-                                     + [s.provenance for s in subs if s.item_id == k]
-                                     + [s.provenance for s in sels if s.item_id == k]) for k in done_items}
+    # one pass per record kind, grouped by item (linear in the number of records)
+    provs: dict[str, list[Any]] = defaultdict(list)
+    seconds: dict[str, float] = defaultdict(float)
+    n_subq: dict[str, int] = defaultdict(int)
+    for p in plans:
+        provs[p.id].append(p.provenance)
+        seconds[p.id] += p.elapsed
+    for r in iterations:
+        provs[r.item_id].append(r.provenance)
+        seconds[r.item_id] += r.elapsed
+        n_subq[r.item_id] += len(r.actions)
+    for s in subs:
+        provs[s.item_id].append(s.provenance)
+    for sel in sels:
+        provs[sel.item_id].append(sel.provenance)
+    per_item_usage = {k: total_usage(provs[k]) for k in done_items}
     n = max(1, len(done_items))
-    path_seconds = {k: round(sum(p.elapsed for p in plans if p.id == k)
-                             + sum(r.elapsed for r in iterations if r.item_id == k), 1) for k in done_items}
+    path_seconds = {k: round(seconds[k], 1) for k in done_items}
     actions = [len(r.actions) for r in iterations if r.actions]
     with_sims = [s for s in sels if s.similarities]
     details = {
         "mode": mode, "split": split, "items": len(items),
         "gate_failures": dict(Counter(r.split(":")[0] for g in gates for r in g.reasons)),
         "conversations_kept": dict(kept),
-        "subquestions_per_item": _hist([sum(len(r.actions) for r in iterations if r.item_id == k) for k in done_items]),
+        "subquestions_per_item": _hist([n_subq[k] for k in done_items]),
         "actions": {"sequential (1 sub-question)": sum(a == 1 for a in actions),
                     "parallel (>1 sub-questions)": sum(a > 1 for a in actions)},
         "selected_evidence_sizes": _hist([len(s.gold_positions) for s in with_sims]),

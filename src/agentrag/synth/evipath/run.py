@@ -22,6 +22,7 @@ from agentrag.runs import RunDir
 from agentrag.synth.common import Progress
 from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
 from agentrag.synth.evipath.config import EviPathRunConfig
+from agentrag.synth.evipath.gates import GATES
 from agentrag.synth.evipath.inputs import read_items
 from agentrag.synth.evipath.pipeline import EviPathComponents, EviPathStages
 from agentrag.synth.evipath.report import sections, statistics
@@ -98,7 +99,7 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
         Stage("sub_answers", "iterations.jsonl", "sub_answers.jsonl", ("non_empty",), "Eq. 6 f_QA"),
         Stage("selections", "sub_answers.jsonl", "selections.jsonl", ("parse",), "Eq. 6 + executor thought"),
         Stage("gates", "iterations.jsonl + selections.jsonl", "gates.jsonl",
-              ("path_complete", "final_answer", "select_subset", "no_leakage", "interrogative", "hops"),
+              GATES,
               "ours; first failed gate"),
         Stage("conversations", "gates.jsonl", "conversations.jsonl", ("gates_passed",), "Eq. 7 kept"),
         Stage("export", "conversations.jsonl", "sft/", ("split",), "SFT export"),
@@ -159,6 +160,9 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
             sels=stages.selections.read(), gates=stages.gates.read(), convs=stages.conversations.read(),
             exported=exported, export_roles=stages.export_roles())
         return SynthOutput(counts=counts, export=exported, details=details)
+
+    def concurrency(self, cfg: EviPathRunConfig) -> int:
+        return cfg.items_in_flight()
 
     def title(self, cfg: EviPathRunConfig, name: str) -> str:
         return f"EviPath run {name} ({cfg.mode})"

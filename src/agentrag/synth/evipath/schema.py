@@ -44,6 +44,20 @@ class EviItem(Record):
     def gold_facts(self) -> list[Fact]:
         return [self.facts[i] for i in self.gold]
 
+    def triples(self) -> list[list[str]]:
+        """2Wiki ``evidences`` (subject, relation, object); [] for the other datasets."""
+        return [t for t in self.metadata.get("evidences", []) if isinstance(t, list) and len(t) == 3]
+
+    def gold_views(self, max_chars: int | None = None) -> list[list[str]]:
+        """Per fact of F̂: its text, then the 2Wiki evidence triples about its page (subject = title),
+        each as one line "subject — relation — object" (they resolve the sentence's pronouns)."""
+        return [[f.render(max_chars)] + [" — ".join(t) for t in self.triples() if t[0] == f.title]
+                for f in self.gold_facts()]
+
+    def qa_evidence(self, max_chars: int | None = None) -> list[str]:
+        """The evidence f_QA answers from: F̂ and every 2Wiki evidence triple."""
+        return [f.render(max_chars) for f in self.gold_facts()] + [" — ".join(t) for t in self.triples()]
+
 
 class PlanRecord(Record):
     """Eq. 3: the plan P = {q_1..q_n} (placeholders #k stand for earlier answers)."""
@@ -102,6 +116,8 @@ class SelectionRecord(Record):
     gold_positions: list[int] = Field(default_factory=list, description="positions of F̂_i in ``evidence``")
     similarities: list[float] = Field(default_factory=list, description="cos(φ(ζ), φ(a_i)) for ζ in F̂")
     fallback: bool = False
+    supporting: list[str] = Field(default_factory=list, description="F̂_i in full (with its 2Wiki triples): "
+                                  "what the sub-answer must be supported by")
     thought: str = ""
     select: list[int] | None = None
     status: Status = "ok"

@@ -1,8 +1,9 @@
 """A gold-data fake for EviPath whose training targets are clean (tests and benchmarks): the shared
-``GoldDecompositionLLM`` with two fixes the gates of issue 22 found in it: its executor thought said
-"The golden evidence [i] states it" (synthesis-only wording), and f_QA looked a sub-question up in
-every item, so two items asking the same sub-question got the first item's answer (an invented
-sub-answer). Here f_QA answers from the item whose gold paragraphs are in the request."""
+``GoldDecompositionLLM`` with the fix the gates of issue 22 called for: its f_QA looks a
+sub-question up in every item, so two items asking the same sub-question get the first item's
+answer (an invented sub-answer). Here f_QA answers from the item whose gold paragraphs are in the
+request. (Its executor thought also said "The golden evidence [i] states it"; the shared fake now
+says "Evidence [i] states it".)"""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ class CleanGoldLLM(GoldDecompositionLLM):
         return super()._step(item, n_done)
 
     def _reply(self, messages: list[Message]) -> str:
-        from agentrag.synth.evipath.answering import QA_SYSTEM, THINK_SYSTEM
+        from agentrag.synth.evipath.answering import QA_SYSTEM
 
         system = messages[0].content if messages and messages[0].role == "system" else ""
         last = messages[-1].content or ""
@@ -43,10 +44,7 @@ class CleanGoldLLM(GoldDecompositionLLM):
                         if self._fill(sq, answers) == q:
                             return f"The answer to \"{q}\" is {a}."
             return f'The answer to "{q}" is unknown.'
-        text = super()._reply(messages)
-        if system == THINK_SYSTEM:
-            text = re.sub(r"The golden evidence (\[[\d, ]*\]) states it", r"Evidence \1 states it", text)
-        return text
+        return super()._reply(messages)
 
 
 _STOP = frozenset("a an the of in on at to for from by with and or is are was were be been it its this that what "

@@ -528,7 +528,7 @@ class GoldDecompositionLLM:
             idx = sorted({int(i) for i in re.findall(r"^\[(\d+)\]", gold, flags=re.MULTILINE)})
             am = re.search(r"^Answer: (.*)$", last, flags=re.MULTILINE)
             qm = re.search(r"^Question: (.*)$", last, flags=re.MULTILINE)
-            return (f"<think>The question asks: {qm.group(1) if qm else ''} The golden evidence {idx} states it."
+            return (f"<think>The question asks: {qm.group(1) if qm else ''} Evidence {idx} states it."
                     f"</think>\n<select>{idx}</select>\n<answer>{am.group(1) if am else ''}</answer>")
         raise LLMError("GoldDecompositionLLM: unknown request (system prompt not an EviPath role)", is_retryable=False)
 

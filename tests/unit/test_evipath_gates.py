@@ -175,9 +175,16 @@ def test_planner_and_executor_exports_are_separate_with_their_own_entries(tmp_pa
 
 
 def test_no_exported_target_has_synthesis_only_wording(tmp_path: Path, musique: Path):
-    from agentrag.testing import GoldDecompositionLLM  # its executor thought says "The golden evidence [i]"
+    from agentrag.synth.evipath.answering import THINK_SYSTEM
 
-    m = _run(tmp_path / "r", musique, GoldDecompositionLLM(_records(musique, 2)), limit=2)
+    class GoldenWording(CleanGoldLLM):  # an executor thought in synthesis-only wording
+        def _reply(self, messages: list[Any]) -> str:
+            text = super()._reply(messages)
+            if messages and messages[0].content == THINK_SYSTEM:
+                text = text.replace("<think>", "<think>The golden evidence states it. ", 1)
+            return text
+
+    m = _run(tmp_path / "r", musique, GoldenWording(_records(musique, 2)), limit=2)
     assert m["gate_failures"].get("no_synthesis_wording") == 2 and m["export"].get("exported", 0) == 0
     # and the export check itself, for a target that reached a kept conversation anyway
     from agentrag.synth.evipath.schema import ConversationRecord

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -89,7 +93,7 @@ def styled(*parts: str | tuple[str, str]) -> Text:
 def user_errors() -> Iterator[None]:
     """Turn agentrag errors into a red one-line message and the documented exit code (no
     traceback): 2 for bad input or configuration (a 401/404 endpoint, an unwritable --out
-    included), 1 for a bug, 130 for Ctrl-C. See docs/concepts.md, "Exit codes"."""
+    included), 1 for a bug, 3 for a first Ctrl-C (finished items kept), 130 for a second. See docs/concepts.md, "Exit codes"."""
     try:
         yield
     except UserError as exc:
@@ -100,8 +104,63 @@ def user_errors() -> Iterator[None]:
                           soft_wrap=True)
         raise typer.Exit(EXIT_BUG) from None
     except KeyboardInterrupt:
-        err_console.print(styled(("interrupted; rerun the same command to resume", "yellow")))
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        err_console.print(styled(("stopped: every finished item is kept; rerun the same command to finish the "
+                                  "rest", "yellow")))
+        raise typer.Exit(EXIT_UNFINISHED) from None
+
+
+#: Ctrl-C presses seen by :func:`install_interrupt_handler`'s handler
+_interrupts = 0
+#: seconds after the first Ctrl-C before the process exits even if the command has not unwound
+STOP_GRACE_S = 5.0
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    """First Ctrl-C: say what is abandoned and raise KeyboardInterrupt in the main thread (the
+    executor cancels pending items; finished ones are already written); a watchdog exits with 3
+    after :data:`STOP_GRACE_S` if an uninterruptible call (an embedded model) holds the command.
+    Second Ctrl-C: exit at once with 130."""
+    global _interrupts
+    _interrupts += 1
+    if _interrupts > 1:
+        _flush()
+        os._exit(EXIT_INTERRUPTED)
+    from agentrag.exec.base import items_in_flight
+
+    n = items_in_flight()
+    err_console.print(styled((f"stopping: {n} item{'s' if n != 1 else ''} in flight (abandoned; finished items are "
+                              "kept). Ctrl-C again to exit at once.", "yellow")))
+
+    def watchdog() -> None:
+        time.sleep(STOP_GRACE_S)
+        _flush()
+        os._exit(EXIT_UNFINISHED)
+
+    threading.Thread(target=watchdog, name="agentrag-stop", daemon=True).start()
+    raise KeyboardInterrupt
+
+
+def install_interrupt_handler() -> None:
+    """Ctrl-C handling of the ``agentrag`` program (not installed for in-process callers)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_sigint)
+
+
+def exit_now_if_interrupted(code: int) -> None:
+    """After a Ctrl-C the command has unwound (its files closed): exit without joining worker
+    threads still inside an abandoned item (they are non-daemon and would keep the process alive)."""
+    if _interrupts:
+        _flush()
+        logging.shutdown()
+        os._exit(code)
 
 
 def exit_if_unfinished(unfinished: int, what: str = "items") -> None:
@@ -164,5 +223,5 @@ def stage_progress() -> Iterator[Callable[[str, int, int], None]]:
 
 __all__ = ["console", "err_console", "ConfigOpt", "SetOpt", "OutOpt", "ExecutorOpt", "RayAddressOpt", "WorkersOpt",
            "executor_from_options", "setup_logging", "resolve_config", "user_errors", "exit_if_unfinished", "styled",
-           "is_tty",
+           "is_tty", "install_interrupt_handler", "exit_now_if_interrupted",
            "stage_progress"]

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from agentrag.cli.common import console, setup_logging, styled
+from agentrag.cli.common import console, exit_now_if_interrupted, install_interrupt_handler, setup_logging, styled
 from agentrag.threads import passive_openmp
 
 app = typer.Typer(
@@ -91,7 +91,13 @@ def main() -> None:
     # The CLI never downloads at run time: models come from installed packages or local paths (or
     # the Hugging Face cache). Export HF_HUB_OFFLINE=0 to let a named hub model be fetched.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    app()
+    install_interrupt_handler()
+    try:
+        app()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        exit_now_if_interrupted(code)
+        raise
 
 
 if __name__ == "__main__":

@@ -16,6 +16,20 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 
+_in_flight = 0
+_in_flight_lock = threading.Lock()
+
+
+def items_in_flight() -> int:
+    """Items a :class:`ThreadExecutor` is running now, over all its maps (what Ctrl-C abandons)."""
+    return _in_flight
+
+
+def _add_in_flight(n: int) -> None:
+    global _in_flight
+    with _in_flight_lock:
+        _in_flight += n
+
 
 @dataclass
 class Outcome(Generic[T, R]):
@@ -59,11 +73,17 @@ class ThreadExecutor:
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[Outcome[T, R]]:
         if self.workers == 1:
             for it in items:
+                _add_in_flight(1)
                 try:
                     res = fn(it)
                 except Exception as exc:  # noqa: BLE001 - handed to the driver in the Outcome
+                    _add_in_flight(-1)
                     yield Outcome(it, error=exc)
+                except BaseException:
+                    _add_in_flight(-1)
+                    raise
                 else:
+                    _add_in_flight(-1)
                     yield Outcome(it, result=res)
             return
         pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="agentrag-exec")
@@ -76,11 +96,13 @@ class ThreadExecutor:
                     if nxt is _END:
                         break
                     running[pool.submit(fn, nxt)] = nxt
+                    _add_in_flight(1)
                 if not running:
                     break
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in done:
                     it = running.pop(fut)
+                    _add_in_flight(-1)
                     error = fut.exception()
                     yield Outcome(it, error=error) if error is not None else Outcome(it, result=fut.result())
         finally:
@@ -88,6 +110,7 @@ class ThreadExecutor:
             # for the items in flight; their results are never written
             for fut in running:
                 fut.cancel()
+            _add_in_flight(-len(running))
             pool.shutdown(wait=not running, cancel_futures=True)
 
 

@@ -10,7 +10,13 @@ from typing import Annotated
 
 import typer
 
-from agentrag.cli.common import console, exit_now_if_interrupted, install_interrupt_handler, setup_logging, styled
+from agentrag.cli.common import (
+    console,
+    exit_now_if_interrupted,
+    install_interrupt_handler,
+    setup_logging,
+    styled,
+)
 from agentrag.threads import passive_openmp
 
 app = typer.Typer(

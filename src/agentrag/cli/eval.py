@@ -18,6 +18,7 @@ from agentrag.cli.common import (
     executor_from_options,
     exit_if_unfinished,
     is_tty,
+    preflight,
     resolve_config,
     stage_progress,
     styled,
@@ -76,7 +77,7 @@ def eval_command(
         bars = stage_progress() if is_tty() else nullcontext(None)
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, bars as bar:
             try:
-                metrics = run_eval(cfg, out, executor=ex, progress=bar)
+                metrics = run_eval(cfg, out, executor=ex, progress=bar, preflight=preflight)
             except EvalBugs as exc:
                 _print_metrics(exc.metrics)
                 raise

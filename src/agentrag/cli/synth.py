@@ -18,6 +18,7 @@ from agentrag.cli.common import (
     console,
     executor_from_options,
     exit_if_unfinished,
+    preflight,
     resolve_config,
     stage_progress,
     user_errors,
@@ -78,6 +79,7 @@ def ragshaper(
         if no_distractors:
             base["distractors"] = {"enabled": False}
         cfg = resolve_config(RagShaperRunConfig, config, sets, base=preset_base(preset, base))
+        preflight(cfg)
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
                 stage_progress() as progress:
             metrics = run_ragshaper(cfg, out, progress=progress, executor=ex)

@@ -17,6 +17,7 @@ from agentrag.cli.common import (
     console,
     executor_from_options,
     exit_if_unfinished,
+    preflight,
     resolve_config,
     stage_progress,
     user_errors,
@@ -68,6 +69,7 @@ def evipath(
                                 "limit": limit, "mode": mode, "split": split,
                                 "skip_invalid": True if skip_invalid else None}
         cfg = resolve_config(EviPathRunConfig, config, sets, base=base)
+        preflight(cfg)
         metrics = _with_progress(cfg, out, executor, workers, ray_address)
         _summary(metrics, out)
     exit_if_unfinished(metrics["unfinished"])

@@ -17,6 +17,7 @@ from agentrag.cli.common import (
     console,
     executor_from_options,
     exit_if_unfinished,
+    preflight,
     resolve_config,
     stage_progress,
     styled,
@@ -76,6 +77,7 @@ def reasonrag(
         if value is not None:
             base["value"] = {"kind": value}
         cfg = resolve_config(ReasonRagRunConfig, config, sets, base=base)
+        preflight(cfg)
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
                 stage_progress() as progress:
             metrics = run_reasonrag(cfg, out, progress=progress, executor=ex)

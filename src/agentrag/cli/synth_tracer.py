@@ -17,6 +17,7 @@ from agentrag.cli.common import (
     err_console,
     executor_from_options,
     exit_if_unfinished,
+    preflight,
     resolve_config,
     stage_progress,
     user_errors,
@@ -80,6 +81,7 @@ def build(
         if max_per_type is not None:
             base["sampling"] = {"max_per_type": max_per_type}
         cfg = resolve_config(TracerRunConfig, config, sets, base=preset_base(preset, base))
+        preflight(cfg)
         if out is None:
             raise UserError("no run directory: pass --out DIR")
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \

@@ -88,7 +88,7 @@ def check_inputs(cfg: EvalConfig, out: str | os.PathLike[str], *, llm: Any = Non
 def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None = None, *, llm: Any = None,
              retriever: Any = None, judge: Any = None, executor: Executor | None = None,
              progress: Progress | None = None, on_result: Callable[[EvalResult], object] | None = None,
-             **overrides: Any) -> dict[str, Any]:
+             preflight: Callable[[EvalConfig], object] | None = None, **overrides: Any) -> dict[str, Any]:
     """Evaluate an agent on a QA dataset into the run directory ``out`` (rerun = resume); returns
     the object written to ``metrics.json``.
 
@@ -99,7 +99,9 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
     sent to a distributed executor. ``executor`` defaults to a thread pool of ``concurrency``;
     with another executor (Ray) every worker builds its own LLM, retriever, agent and judge from
     the config. ``progress("eval", done, total)`` follows the items; ``on_result`` gets each
-    result as it is written. See the module docstring for what is raised.
+    result as it is written. ``preflight(cfg)`` (the CLI's endpoint check) runs once the run
+    directory is locked, before the config is written and the first item starts. See the module
+    docstring for what is raised.
     """
     from agentrag.threads import passive_openmp
 
@@ -119,6 +121,8 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
                         "(llm, judge, kb in the config) so every worker builds its own")
     started = time.perf_counter()
     with RunDir(out) as run:
+        if preflight is not None:
+            preflight(cfg)
         run.write_config(cfg)
         cache = run.file("llm_cache.sqlite")
         roles: dict[str, Any] = {}

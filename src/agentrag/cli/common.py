@@ -41,8 +41,9 @@ ConfigOpt = Annotated[
 ]
 SetOpt = Annotated[
     list[str] | None,
-    typer.Option("--set", "-s", help="Override one config key, e.g. --set retrieval.top_k=5 (repeatable; "
-                 "values are parsed as YAML, so 3 is an int and true a bool)."),
+    typer.Option("--set", "-s", help="Override one key of the command's config (the keys --config takes) as KEY=VALUE, "
+                 "dotted for a nested key; the Example in this help shows one (repeatable; values are "
+                 "parsed as YAML, so 3 is an int and true a bool)."),
 ]
 ExecutorOpt = Annotated[
     str | None,

@@ -63,7 +63,8 @@ def eval_command(
     its own LLM, retriever and agent from this config; this process still writes every result.
 
     Example: agentrag eval --dataset ../shared/data/hotpotqa/dev_distractor_200.jsonl --kb runs/kb
-    --agent react --llm embedded --limit 10 --out runs/eval_react
+    --agent react --llm embedded --limit 10 -j 1 --out runs/eval_react --set agent_config.max_steps=4
+    (the settings a 2-core CPU finishes in minutes; scripts/demo.sh uses them)
     """
     with user_errors():
         from agentrag.eval.run import EvalBugs, run_eval

@@ -153,3 +153,15 @@ def test_context_limit_is_scored_and_flagged_not_unfinished(tmp_path):
                        retriever=FakeRetriever(PASSAGES))
     assert metrics["n"] == 2 and metrics["unfinished"] == 0 and metrics["context_limit"] == 1
     assert metrics["finish_reasons"] == {"context_limit": 1, "answered": 1} and metrics["em"] == 0.5
+
+
+def test_limit_zero_evaluates_nothing(tmp_path):
+    from agentrag.eval.datasets import load_dataset
+
+    data = dataset(tmp_path)
+    assert load_dataset(data, limit=0) == [] and len(load_dataset(data, limit=1)) == 1
+    llm = ScriptedLLM(default=plan_step_policy)
+    m = run_eval(EvalConfig(dataset=str(data), agent="plan_step", limit=0, concurrency=1), tmp_path / "run",
+                 llm=llm, retriever=FakeRetriever(PASSAGES))
+    assert m["n"] == 0 and llm.calls == 0
+    assert (tmp_path / "run" / "results.jsonl").read_text() == ""

@@ -43,7 +43,7 @@ def test_eval_against_nothing_listening_fails_in_seconds_naming_the_endpoint(tmp
     assert time.monotonic() - start < 5
     line = _error_line(res.output)
     assert "http://127.0.0.1:9/v1" in line and "--llm" in line
-    assert not (tmp_path / "run" / "results.jsonl").exists()
+    assert not (tmp_path / "run").exists()  # no half-made run directory
 
 
 @pytest.mark.parametrize("args", [

@@ -174,6 +174,8 @@ def load_dataset(path: str | os.PathLike[str], fmt: str = "auto", limit: int | N
     items: list[QAItem] = []
     seen: dict[str, int] = {}
     for lineno, obj in iter_json_objects(p):
+        if limit is not None and len(items) >= limit:  # --limit 0 reads nothing
+            break
         if fmt == "auto":
             fmt = detect_format(obj, path=p, lineno=lineno)
         item = _CONVERTERS[fmt](_Rec(obj, p, lineno))
@@ -181,9 +183,9 @@ def load_dataset(path: str | os.PathLike[str], fmt: str = "auto", limit: int | N
             raise UserError(f"{p}:{lineno}: field 'id': duplicate id {item.id!r} (first on line {seen[item.id]})")
         seen[item.id] = lineno
         items.append(item)
-        if limit is not None and len(items) >= limit:
-            break
     if not items:
+        if limit == 0:
+            return []
         raise UserError(f"{p}: no records")
     if fmt in RAW_FORMATS:
         # gold passage ids exactly as the KB assigns them to the pooled paragraphs of this file

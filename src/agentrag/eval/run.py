@@ -16,6 +16,7 @@ the metrics and the report are written.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -31,7 +32,7 @@ from agentrag.eval.runner import EvalConfig, evaluate_stage, summarize
 from agentrag.exec import Executor, ThreadExecutor
 from agentrag.llm.usage import llm_usage
 from agentrag.records import QAItem
-from agentrag.runs import RunDir
+from agentrag.runs import LOCK_NAME, RunDir
 
 Progress = Callable[[str, int, int], None]
 
@@ -120,9 +121,18 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
         raise UserError("LLM, judge and retriever objects cannot be sent to a distributed executor: pass references "
                         "(llm, judge, kb in the config) so every worker builds its own")
     started = time.perf_counter()
+    fresh = not Path(out).exists()
     with RunDir(out) as run:
         if preflight is not None:
-            preflight(cfg)
+            try:
+                preflight(cfg)
+            except UserError:
+                if fresh:  # leave no half-made run directory behind
+                    run.close()
+                    (run.path / LOCK_NAME).unlink(missing_ok=True)
+                    with contextlib.suppress(OSError):
+                        run.path.rmdir()
+                raise
         run.write_config(cfg)
         cache = run.file("llm_cache.sqlite")
         roles: dict[str, Any] = {}

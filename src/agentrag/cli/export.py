@@ -62,6 +62,9 @@ def sft(
         "or have 'em' 1 (rejection-sampled SFT).")] = None,
     min_judge: Annotated[int | None, typer.Option(
         "--min-judge", help="Eval results only: keep those with an LLM-judge score >= N (0-2).")] = None,
+    keep_reasoning: Annotated[bool, typer.Option(
+        "--keep-reasoning", help="Start each assistant turn with the step's reasoning (reasoning models' "
+        "reasoning_content / <think> text) in a <think> block. Default: dropped.")] = False,
 ) -> None:
     """Write trl_sft.jsonl (TRL messages + tools; observations are role 'tool', masked from the loss),
     sharegpt.jsonl and dataset_info.json (LLaMA-Factory) from a trajectories file."""
@@ -76,7 +79,7 @@ def sft(
             console.print(f"read {src.rows} eval results: {src.filtered_out} filtered out, "
                           f"{src.without_trajectory} without a trajectory")
         summary = write_sft_export(out, src.trajectories, _system(system_prompt), _tools(tools),
-                                   only_answered=not include_unanswered)
+                                   only_answered=not include_unanswered, reasoning=keep_reasoning)
         console.print(f"exported {summary['exported']} of {summary['trajectories']} trajectories "
                       f"({summary['skipped']} skipped) to {out}")
 

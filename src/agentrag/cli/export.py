@@ -20,6 +20,11 @@ SystemOpt = Annotated[
     typer.Option("--system-prompt", help="System prompt of every exported chat: the text, or @FILE to read it. "
                  "Default: the system message the trajectory recorded, else a generic one."),
 ]
+LicenseOpt = Annotated[
+    str | None,
+    typer.Option("--license", help="License id for the dataset card (e.g. cc-by-sa-4.0, the license of "
+                 "Wikipedia text). Default: unknown (it follows your corpus and model)."),
+]
 ToolsOpt = Annotated[
     Path | None,
     typer.Option("--tools", help="JSON file with the list of OpenAI tool schemas the agent had. "
@@ -65,6 +70,7 @@ def sft(
     keep_reasoning: Annotated[bool, typer.Option(
         "--keep-reasoning", help="Start each assistant turn with the step's reasoning (reasoning models' "
         "reasoning_content / <think> text) in a <think> block. Default: dropped.")] = False,
+    license: LicenseOpt = None,
 ) -> None:
     """Write trl_sft.jsonl (TRL messages + tools; observations are role 'tool', masked from the loss),
     sharegpt.jsonl and dataset_info.json (LLaMA-Factory) from a trajectories file."""
@@ -79,7 +85,8 @@ def sft(
             console.print(f"read {src.rows} eval results: {src.filtered_out} filtered out, "
                           f"{src.without_trajectory} without a trajectory")
         summary = write_sft_export(out, src.trajectories, _system(system_prompt), _tools(tools),
-                                   only_answered=not include_unanswered, reasoning=keep_reasoning)
+                                   only_answered=not include_unanswered, reasoning=keep_reasoning,
+                                   license=license)
         console.print(f"exported {summary['exported']} of {summary['trajectories']} trajectories "
                       f"({summary['skipped']} skipped) to {out}")
 
@@ -89,13 +96,14 @@ def dpo(
     pairs: Annotated[Path, typer.Option("--pairs", "-p", help="Preference pairs JSONL file.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
     tools: ToolsOpt = None,
+    license: LicenseOpt = None,
 ) -> None:
     """Write trl_dpo.jsonl (TRL prompt/chosen/rejected chats), dpo_alpaca.jsonl and dataset_info.json
     (LLaMA-Factory ranking format) from a preference pairs file."""
     with user_errors():
         from agentrag.export.dpo import read_pairs, write_dpo_export
 
-        summary = write_dpo_export(out, read_pairs(pairs), _tools(tools))
+        summary = write_dpo_export(out, read_pairs(pairs), _tools(tools), license=license)
         console.print(f"exported {summary['exported']} preference pairs to {out}")
 
 

@@ -200,7 +200,8 @@ def write_json(path: Path, obj: Any) -> None:
 
 def write_sft_export(out_dir: str | os.PathLike[str], trajs: Iterable[Trajectory],
                      system_prompt: str | None = None, tools: Sequence[dict[str, Any]] | None = None, *,
-                     only_answered: bool = True, reasoning: bool = False) -> dict[str, Any]:
+                     only_answered: bool = True, reasoning: bool = False,
+                     license: str | None = None) -> dict[str, Any]:
     """Write ``trl_sft.jsonl``, ``sharegpt.jsonl`` and ``dataset_info.json`` into ``out_dir``.
 
     Returns a summary: counts and the paths written.
@@ -217,7 +218,7 @@ def write_sft_export(out_dir: str | os.PathLike[str], trajs: Iterable[Trajectory
     card = write_card(out, "sft", TRL_FILE, summary,
                       "Search-agent trajectories as TRL conversational records (`messages` with assistant "
                       "`tool_calls` and `role: tool` observations, plus `tools`); `sharegpt.jsonl` and "
-                      "`dataset_info.json` hold the same data for LLaMA-Factory.")
+                      "`dataset_info.json` hold the same data for LLaMA-Factory.", license=license)
     summary["files"] = [str(out / TRL_FILE), str(out / SHAREGPT_FILE), str(out / DATASET_INFO_FILE), str(card)]
     return summary
 

@@ -136,9 +136,7 @@ def to_sharegpt(trajs: Iterable[Trajectory], system_prompt: str | None = None,
     """LLaMA-Factory sharegpt records: ``conversations`` (human/function_call/observation/gpt),
     ``system`` and ``tools`` (a JSON string of function schemas).
 
-    A function_call turn holds the call as JSON (``{"name", "arguments"}``, a list for parallel
-    calls); sharegpt has no slot for the thought before a call, so thoughts appear only in the
-    TRL export and in the final answer turn.
+    A function_call turn holds the thought and the call (:func:`function_call_value`).
     """
     tool_list = list(tools) if tools is not None else default_tools()
     tools_json = json.dumps([_function_of(t) for t in tool_list], ensure_ascii=False)
@@ -158,13 +156,23 @@ def to_sharegpt(trajs: Iterable[Trajectory], system_prompt: str | None = None,
                 else:
                     conv.append({"from": "observation", "value": m.content or ""})
             elif m.tool_calls:
-                calls = [{"name": tc.name, "arguments": tc.arguments} for tc in m.tool_calls]
-                conv.append({"from": "function_call",
-                             "value": json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)})
+                conv.append({"from": "function_call", "value": function_call_value(m)})
             else:
                 conv.append({"from": "gpt", "value": m.content or ""})
         out.append({"conversations": conv, "system": system, "tools": tools_json})
     return out
+
+
+def function_call_value(m: Message) -> str:
+    """A sharegpt ``function_call`` turn: the call JSON (a list for parallel calls); when the
+    assistant wrote a thought before the call, ``thought\n<tool_call>{json}</tool_call>`` (one block
+    per call), the form LLaMA-Factory's tool formatter accepts, so the thought is trained too."""
+    calls = [{"name": tc.name, "arguments": tc.arguments} for tc in m.tool_calls]
+    thought = (m.content or "").strip()
+    if not thought:
+        return json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
+    blocks = "\n".join(f"<tool_call>{json.dumps(c, ensure_ascii=False)}</tool_call>" for c in calls)
+    return f"{thought}\n{blocks}"
 
 
 def sharegpt_dataset_info(file_name: str = SHAREGPT_FILE, name: str = SHAREGPT_DATASET) -> dict[str, Any]:

@@ -133,6 +133,9 @@ class Step(Record):
     hits: list[Hit] = Field(default_factory=list)
     error: str | None = None
     raw: str | None = None
+    #: a reasoning model's reasoning (the server's ``reasoning_content`` and/or the ``<think>``
+    #: text removed before parsing); never part of ``thought`` or the answer
+    reasoning: str | None = None
     usage: Usage = Field(default_factory=Usage)
     latency: float = 0.0
 

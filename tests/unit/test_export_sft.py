@@ -92,12 +92,23 @@ def test_sharegpt_shape():
     # LLaMA-Factory: human/observation at odd turns, gpt/function_call at even (1-based) turns
     for k, c in enumerate(conv):
         assert c["from"] in (("human", "observation") if k % 2 == 0 else ("gpt", "function_call"))
-    assert json.loads(conv[1]["value"]) == {"name": "dense_search", "arguments": {"query": "fact 0 q3", "top_k": 3}}
+    thought, call = conv[1]["value"].split("\n", 1)  # LLaMA-Factory: thought\n<tool_call>{json}</tool_call>
+    assert thought == "I need fact 0 of q3."
+    assert call.startswith("<tool_call>") and call.endswith("</tool_call>")
+    assert json.loads(call[len("<tool_call>"):-len("</tool_call>")]) == \
+        {"name": "dense_search", "arguments": {"query": "fact 0 q3", "top_k": 3}}
     assert "OBSERVATION-3-1" in conv[4]["value"]
     assert conv[-1]["value"].endswith("<answer>Answer 3</answer>")
     assert rec["system"] == "SYS"
     tools = json.loads(rec["tools"])
     assert tools == [TOOLS[0]["function"]]
+
+
+def test_function_call_without_a_thought_is_the_bare_json():
+    traj = make_traj(4)
+    traj.steps[0].thought = ""
+    conv = to_sharegpt([traj], "SYS", TOOLS)[0]["conversations"]
+    assert json.loads(conv[1]["value"])["arguments"]["query"] == "fact 0 q4"
 
 
 def test_dataset_info_shape():

@@ -29,6 +29,7 @@ from agentrag.agents.config import AgentConfig
 from agentrag.agents.tools import RetrievalTool
 from agentrag.errors import ContextLimitError, LLMError, ParseError
 from agentrag.llm.base import LLM, Completion
+from agentrag.llm.parsing import reasoning_of, split_think
 from agentrag.records import Message, QAItem, Step, Trajectory, Usage
 
 logger = logging.getLogger(__name__)
@@ -54,18 +55,42 @@ def strip_tool_call_text(text: str) -> str:
     return rest
 
 
+#: protocols whose own output format uses ``<think>`` (the thought the protocol parses and feeds
+#: back): their text keeps the tags; only a server's ``reasoning_content`` goes to ``reasoning``
+THINK_PROTOCOLS = frozenset({"search_r1", "planner_executor"})
+
+
 @dataclass
 class Turn:
     """One LLM call: the completion (``None`` when the output could not be parsed), the parse
-    error if any, and the wall-clock latency."""
+    error if any, and the wall-clock latency.
+
+    ``text`` is what the protocol parses: the reply without a reasoning model's ``<think>`` blocks
+    (unless ``keep_think``, for protocols whose format uses the tag); ``reasoning`` is the
+    server's ``reasoning_content`` plus the removed think text, kept in the step's own field."""
 
     completion: Completion | None
     error: str | None
     latency: float
+    keep_think: bool = False
+
+    @property
+    def _split(self) -> tuple[str, str | None]:
+        full = (self.completion.text or "") if self.completion else ""
+        if self.keep_think:
+            return full, None
+        rest, think = split_think(full)
+        return rest or "", think
 
     @property
     def text(self) -> str:
-        return (self.completion.text or "") if self.completion else ""
+        return self._split[0]
+
+    @property
+    def reasoning(self) -> str | None:
+        api = reasoning_of(self.completion.raw) if self.completion else None
+        parts = [p for p in (api, self._split[1]) if p]
+        return "\n\n".join(parts) or None
 
     @property
     def usage(self) -> Usage:
@@ -139,14 +164,15 @@ class BaseAgent:
             return Turn(None, f"unparseable model output: {exc}", time.perf_counter() - t0)
         if not out:
             raise LLMError(f"{type(self.llm).__name__} returned no completion", is_retryable=True)
-        return Turn(out[0], None, time.perf_counter() - t0)
+        return Turn(out[0], None, time.perf_counter() - t0, keep_think=self.name in THINK_PROTOCOLS)
 
     @staticmethod
     def step(turn: Turn, *, thought: str | None = None, **fields: Any) -> Step:
-        """A step of ``turn``: its usage, latency and raw text, plus the given fields."""
+        """A step of ``turn``: its usage, latency, raw text and reasoning, plus the given fields."""
         raw = turn.completion.text if turn.completion else None
+        fields.setdefault("reasoning", turn.reasoning)
         return Step(thought=turn.text if thought is None else thought, raw=raw, usage=turn.usage,
                     latency=turn.latency, **fields)
 
 
-__all__ = ["BaseAgent", "Turn", "extract_tag", "strip_tool_call_text"]
+__all__ = ["THINK_PROTOCOLS", "BaseAgent", "Turn", "extract_tag", "strip_tool_call_text"]

@@ -17,6 +17,7 @@ from typing import Any
 
 from agentrag.agents.loop import extract_tag
 from agentrag.errors import UserError
+from agentrag.llm.parsing import split_think
 from agentrag.records import FinishReason, Message, Step, ToolCall, Trajectory
 
 ANSWER_TOOLS = ("Final_Answer",)
@@ -26,30 +27,42 @@ def _call_id(step: Step, index: int) -> str:
     return step.action.id if step.action is not None and step.action.id else f"call_{index}"
 
 
-def step_to_messages(step: Step, index: int) -> list[Message]:
-    """The messages of step number ``index`` (0-based) in the canonical view."""
+def with_reasoning(content: str | None, reasoning: str | None) -> str | None:
+    """``content`` preceded by ``<think>`` reasoning ``</think>`` (the form reasoning models'
+    chat templates, e.g. Qwen3, DeepSeek-R1, render); ``content`` itself when there is none."""
+    if not reasoning:
+        return content
+    return f"<think>\n{reasoning}\n</think>\n\n{content or ''}"
+
+
+def step_to_messages(step: Step, index: int, *, reasoning: bool = False) -> list[Message]:
+    """The messages of step number ``index`` (0-based) in the canonical view; with ``reasoning``
+    the step's reasoning precedes its thought in a ``<think>`` block (see :func:`with_reasoning`)."""
+    thought = with_reasoning(step.thought, step.reasoning) if reasoning else step.thought
     if step.action is None:
-        out = [Message(role="assistant", content=step.thought)]
+        out = [Message(role="assistant", content=thought)]
         if step.observation is not None:
             out.append(Message(role="user", content=step.observation))
         return out
     call = step.action.model_copy(update={"id": _call_id(step, index)})
-    out = [Message(role="assistant", content=step.thought or None, tool_calls=[call])]
+    out = [Message(role="assistant", content=thought or None, tool_calls=[call])]
     if step.observation is not None:
         out.append(Message(role="tool", content=step.observation, tool_call_id=call.id, name=call.name))
     return out
 
 
 def trajectory_to_messages(traj: Trajectory, system_prompt: str | None = None,
-                           tools: Sequence[dict[str, Any]] | None = None) -> list[Message]:
+                           tools: Sequence[dict[str, Any]] | None = None, *,
+                           reasoning: bool = False) -> list[Message]:
     """The canonical chat view of ``traj`` (``tools`` is accepted for symmetry with the SFT
-    exporters, which store the schemas next to the messages; it does not change the messages)."""
+    exporters, which store the schemas next to the messages; it does not change the messages).
+    A step's ``reasoning`` is left out unless ``reasoning`` is true."""
     out: list[Message] = []
     if system_prompt:
         out.append(Message(role="system", content=system_prompt))
     out.append(Message(role="user", content=traj.question))
     for i, step in enumerate(traj.steps):
-        out.extend(step_to_messages(step, i))
+        out.extend(step_to_messages(step, i, reasoning=reasoning))
     return out
 
 
@@ -85,10 +98,11 @@ def messages_to_trajectory(messages: Sequence[Message | dict[str, Any]], *, id: 
             continue
         if m.role == "assistant":
             pending = {}
+            content, think = split_think(m.content)  # a reasoning model's <think> is not the thought
             if not m.tool_calls:
-                steps.append(Step(thought=m.content or ""))
+                steps.append(Step(thought=content or "", reasoning=think))
             for j, tc in enumerate(m.tool_calls):
-                step = Step(thought=(m.content or "") if j == 0 else "", action=tc)
+                step = Step(thought=(content or "") if j == 0 else "", action=tc, reasoning=think if j == 0 else None)
                 steps.append(step)
                 pending[tc.id] = step
         elif m.role == "tool" and steps:
@@ -128,4 +142,4 @@ def _as_message(m: Message | dict[str, Any], index: int) -> Message:
         raise UserError(f"message {index}: {exc}") from exc
 
 
-__all__ = ["trajectory_to_messages", "messages_to_trajectory", "step_to_messages", "answer_of", "ANSWER_TOOLS"]
+__all__ = ["with_reasoning", "trajectory_to_messages", "messages_to_trajectory", "step_to_messages", "answer_of", "ANSWER_TOOLS"]

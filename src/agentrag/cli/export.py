@@ -20,6 +20,11 @@ SystemOpt = Annotated[
     typer.Option("--system-prompt", help="System prompt of every exported chat: the text, or @FILE to read it. "
                  "Default: the system message the trajectory recorded, else a generic one."),
 ]
+LicenseOpt = Annotated[
+    str | None,
+    typer.Option("--license", help="License id for the dataset card (e.g. cc-by-sa-4.0, the license of "
+                 "Wikipedia text). Default: unknown (it follows your corpus and model)."),
+]
 ToolsOpt = Annotated[
     Path | None,
     typer.Option("--tools", help="JSON file with the list of OpenAI tool schemas the agent had. "
@@ -49,20 +54,39 @@ def _tools(path: Path | None) -> list[dict[str, object]] | None:
 
 @export_app.command("sft")
 def sft(
-    trajectories: Annotated[Path, typer.Option("--trajectories", "-t", help="Trajectories JSONL file.")],
+    trajectories: Annotated[Path, typer.Option(
+        "--trajectories", "-t", help="Trajectories JSONL file, or an eval run's results.jsonl (each result "
+        "carries its trajectory).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
     system_prompt: SystemOpt = None,
     tools: ToolsOpt = None,
     include_unanswered: Annotated[bool, typer.Option(
         "--include-unanswered", help="Also export trajectories that did not end with an answer.")] = False,
+    where: Annotated[str | None, typer.Option(
+        "--where", help="Eval results only: keep those that are 'correct' (judge verdict when judged, else EM) "
+        "or have 'em' 1 (rejection-sampled SFT).")] = None,
+    min_judge: Annotated[int | None, typer.Option(
+        "--min-judge", help="Eval results only: keep those with an LLM-judge score >= N (0-2).")] = None,
+    keep_reasoning: Annotated[bool, typer.Option(
+        "--keep-reasoning", help="Start each assistant turn with the step's reasoning (reasoning models' "
+        "reasoning_content / <think> text) in a <think> block. Default: dropped.")] = False,
+    license: LicenseOpt = None,
 ) -> None:
     """Write trl_sft.jsonl (TRL messages + tools; observations are role 'tool', masked from the loss),
     sharegpt.jsonl and dataset_info.json (LLaMA-Factory) from a trajectories file."""
     with user_errors():
-        from agentrag.export.sft import read_trajectories, write_sft_export
+        from agentrag.export.sft import write_sft_export
+        from agentrag.export.source import ResultFilter, read_sft_source
 
-        summary = write_sft_export(out, read_trajectories(trajectories), _system(system_prompt), _tools(tools),
-                                   only_answered=not include_unanswered)
+        if where is not None and where not in ("correct", "em"):
+            raise UserError(f"--where must be 'correct' or 'em', got {where!r}")
+        src = read_sft_source(trajectories, ResultFilter(where=where, min_judge=min_judge))  # type: ignore[arg-type]
+        if src.kind == "eval results":
+            console.print(f"read {src.rows} eval results: {src.filtered_out} filtered out, "
+                          f"{src.without_trajectory} without a trajectory")
+        summary = write_sft_export(out, src.trajectories, _system(system_prompt), _tools(tools),
+                                   only_answered=not include_unanswered, reasoning=keep_reasoning,
+                                   license=license)
         console.print(f"exported {summary['exported']} of {summary['trajectories']} trajectories "
                       f"({summary['skipped']} skipped) to {out}")
 
@@ -72,13 +96,14 @@ def dpo(
     pairs: Annotated[Path, typer.Option("--pairs", "-p", help="Preference pairs JSONL file.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
     tools: ToolsOpt = None,
+    license: LicenseOpt = None,
 ) -> None:
     """Write trl_dpo.jsonl (TRL prompt/chosen/rejected chats), dpo_alpaca.jsonl and dataset_info.json
     (LLaMA-Factory ranking format) from a preference pairs file."""
     with user_errors():
         from agentrag.export.dpo import read_pairs, write_dpo_export
 
-        summary = write_dpo_export(out, read_pairs(pairs), _tools(tools))
+        summary = write_dpo_export(out, read_pairs(pairs), _tools(tools), license=license)
         console.print(f"exported {summary['exported']} preference pairs to {out}")
 
 

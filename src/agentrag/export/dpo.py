@@ -99,8 +99,10 @@ def read_pairs(path: str | os.PathLike[str]) -> list[PreferencePair]:
 
 
 def write_dpo_export(out_dir: str | os.PathLike[str], pairs: Iterable[PreferencePair],
-                     tools: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Write ``trl_dpo.jsonl``, ``dpo_alpaca.jsonl`` and ``dataset_info.json`` into ``out_dir``."""
+                     tools: Sequence[dict[str, Any]] | None = None, *,
+                     license: str | None = None) -> dict[str, Any]:
+    """Write ``trl_dpo.jsonl``, ``dpo_alpaca.jsonl`` and ``dataset_info.json`` into ``out_dir``
+    (``license``: the dataset card's, see :mod:`agentrag.export.hf`)."""
     out = check_out_dir(out_dir)
     pair_list = list(pairs)
     n = write_jsonl_dicts(out / TRL_FILE, to_trl_dpo(pair_list, tools))
@@ -108,7 +110,8 @@ def write_dpo_export(out_dir: str | os.PathLike[str], pairs: Iterable[Preference
     write_json(out / DATASET_INFO_FILE, alpaca_dataset_info())
     card = write_card(out, "dpo", TRL_FILE, {"exported": n},
                       "Preference pairs as TRL conversational records (`prompt`, `chosen`, `rejected` chats); "
-                      "`dpo_alpaca.jsonl` and `dataset_info.json` hold them for LLaMA-Factory (ranking).")
+                      "`dpo_alpaca.jsonl` and `dataset_info.json` hold them for LLaMA-Factory (ranking).",
+                      license=license)
     return {"exported": n, "files": [str(out / TRL_FILE), str(out / ALPACA_FILE), str(out / DATASET_INFO_FILE),
                                      str(card)]}
 

@@ -53,7 +53,7 @@ def _system_of(traj: Trajectory, system_prompt: str | None) -> str:
 
 
 def trajectory_messages(traj: Trajectory, system_prompt: str | None = None,
-                        tools: Sequence[dict[str, Any]] | None = None) -> list[Message]:
+                        tools: Sequence[dict[str, Any]] | None = None, *, reasoning: bool = False) -> list[Message]:
     """The trajectory as chat messages for training.
 
     The agents' canonical view (:func:`agentrag.agents.trajectory_to_messages`: system, user, then
@@ -64,7 +64,7 @@ def trajectory_messages(traj: Trajectory, system_prompt: str | None = None,
     """
     from agentrag.agents import trajectory_to_messages
 
-    msgs = list(trajectory_to_messages(traj, _system_of(traj, system_prompt), tools))
+    msgs = list(trajectory_to_messages(traj, _system_of(traj, system_prompt), tools, reasoning=reasoning))
     errors = {(s.action.id or f"call_{i}"): (s.error or "") for i, s in enumerate(traj.steps) if s.action}
     out: list[Message] = []
     for k, m in enumerate(msgs):
@@ -112,10 +112,12 @@ def _exportable(trajs: Iterable[Trajectory], only_answered: bool) -> list[Trajec
 
 def to_trl_records(trajs: Iterable[Trajectory], system_prompt: str | None = None,
                    tools: Sequence[dict[str, Any]] | None = None, *,
-                   only_answered: bool = True) -> list[dict[str, Any]]:
-    """TRL conversational records ``{"messages": [...], "tools": [...]}``, one per trajectory."""
+                   only_answered: bool = True, reasoning: bool = False) -> list[dict[str, Any]]:
+    """TRL conversational records ``{"messages": [...], "tools": [...]}``, one per trajectory;
+    with ``reasoning`` each assistant turn starts with its step's ``<think>`` reasoning."""
     tool_list = list(tools) if tools is not None else default_tools()
-    return [{"messages": [message_dict(m) for m in trajectory_messages(t, system_prompt, tool_list)],
+    return [{"messages": [message_dict(m) for m in trajectory_messages(t, system_prompt, tool_list,
+                                                                        reasoning=reasoning)],
              "tools": tool_list}
             for t in _exportable(trajs, only_answered)]
 
@@ -130,19 +132,17 @@ def _function_of(tool: dict[str, Any]) -> dict[str, Any]:
 
 def to_sharegpt(trajs: Iterable[Trajectory], system_prompt: str | None = None,
                 tools: Sequence[dict[str, Any]] | None = None, *,
-                only_answered: bool = True) -> list[dict[str, Any]]:
+                only_answered: bool = True, reasoning: bool = False) -> list[dict[str, Any]]:
     """LLaMA-Factory sharegpt records: ``conversations`` (human/function_call/observation/gpt),
     ``system`` and ``tools`` (a JSON string of function schemas).
 
-    A function_call turn holds the call as JSON (``{"name", "arguments"}``, a list for parallel
-    calls); sharegpt has no slot for the thought before a call, so thoughts appear only in the
-    TRL export and in the final answer turn.
+    A function_call turn holds the thought and the call (:func:`function_call_value`).
     """
     tool_list = list(tools) if tools is not None else default_tools()
     tools_json = json.dumps([_function_of(t) for t in tool_list], ensure_ascii=False)
     out = []
     for t in _exportable(trajs, only_answered):
-        msgs = trajectory_messages(t, system_prompt, tool_list)
+        msgs = trajectory_messages(t, system_prompt, tool_list, reasoning=reasoning)
         system = (msgs[0].content or "") if msgs and msgs[0].role == "system" else ""
         conv: list[dict[str, str]] = []
         for m in msgs:
@@ -156,13 +156,23 @@ def to_sharegpt(trajs: Iterable[Trajectory], system_prompt: str | None = None,
                 else:
                     conv.append({"from": "observation", "value": m.content or ""})
             elif m.tool_calls:
-                calls = [{"name": tc.name, "arguments": tc.arguments} for tc in m.tool_calls]
-                conv.append({"from": "function_call",
-                             "value": json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)})
+                conv.append({"from": "function_call", "value": function_call_value(m)})
             else:
                 conv.append({"from": "gpt", "value": m.content or ""})
         out.append({"conversations": conv, "system": system, "tools": tools_json})
     return out
+
+
+def function_call_value(m: Message) -> str:
+    """A sharegpt ``function_call`` turn: the call JSON (a list for parallel calls); when the
+    assistant wrote a thought before the call, ``thought\n<tool_call>{json}</tool_call>`` (one block
+    per call), the form LLaMA-Factory's tool formatter accepts, so the thought is trained too."""
+    calls = [{"name": tc.name, "arguments": tc.arguments} for tc in m.tool_calls]
+    thought = (m.content or "").strip()
+    if not thought:
+        return json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
+    blocks = "\n".join(f"<tool_call>{json.dumps(c, ensure_ascii=False)}</tool_call>" for c in calls)
+    return f"{thought}\n{blocks}"
 
 
 def sharegpt_dataset_info(file_name: str = SHAREGPT_FILE, name: str = SHAREGPT_DATASET) -> dict[str, Any]:
@@ -198,7 +208,8 @@ def write_json(path: Path, obj: Any) -> None:
 
 def write_sft_export(out_dir: str | os.PathLike[str], trajs: Iterable[Trajectory],
                      system_prompt: str | None = None, tools: Sequence[dict[str, Any]] | None = None, *,
-                     only_answered: bool = True) -> dict[str, Any]:
+                     only_answered: bool = True, reasoning: bool = False,
+                     license: str | None = None) -> dict[str, Any]:
     """Write ``trl_sft.jsonl``, ``sharegpt.jsonl`` and ``dataset_info.json`` into ``out_dir``.
 
     Returns a summary: counts and the paths written.
@@ -206,14 +217,16 @@ def write_sft_export(out_dir: str | os.PathLike[str], trajs: Iterable[Trajectory
     out = check_out_dir(out_dir)
     all_trajs = list(trajs)
     kept = _exportable(all_trajs, only_answered)
-    n_trl = write_jsonl_dicts(out / TRL_FILE, to_trl_records(kept, system_prompt, tools, only_answered=False))
-    write_jsonl_dicts(out / SHAREGPT_FILE, to_sharegpt(kept, system_prompt, tools, only_answered=False))
+    n_trl = write_jsonl_dicts(out / TRL_FILE, to_trl_records(kept, system_prompt, tools, only_answered=False,
+                                                             reasoning=reasoning))
+    write_jsonl_dicts(out / SHAREGPT_FILE, to_sharegpt(kept, system_prompt, tools, only_answered=False,
+                                                       reasoning=reasoning))
     write_json(out / DATASET_INFO_FILE, sharegpt_dataset_info())
     summary: dict[str, Any] = {"trajectories": len(all_trajs), "exported": n_trl, "skipped": len(all_trajs) - n_trl}
     card = write_card(out, "sft", TRL_FILE, summary,
                       "Search-agent trajectories as TRL conversational records (`messages` with assistant "
                       "`tool_calls` and `role: tool` observations, plus `tools`); `sharegpt.jsonl` and "
-                      "`dataset_info.json` hold the same data for LLaMA-Factory.")
+                      "`dataset_info.json` hold the same data for LLaMA-Factory.", license=license)
     summary["files"] = [str(out / TRL_FILE), str(out / SHAREGPT_FILE), str(out / DATASET_INFO_FILE), str(card)]
     return summary
 

@@ -6,8 +6,12 @@ The response key follows the request key:
 - batch (Search-R1, veRL): ``{"queries": [...], "topk"|"top_k": k, "return_scores": b}`` answers
   ``{"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}`` (one list per query; with
   ``return_scores`` false each list holds the documents ``{"id", "contents"}`` themselves);
-- single (AgenticRAGTracer, rllm): ``{"query": "...", "topk"|"top_k": k}`` answers the flat
-  ``{"results": [{"doc_id", "contents", "score"}, ...]}`` those clients read (scores always).
+- single (skyrl-gym, AgenticRAGTracer, both rllm tools): ``{"query": "...", "topk"|"top_k": k}``
+  answers both ``{"result": [[hit, ...]], "results": [hit, ...]}``: ``result`` is the Search-R1 batch
+  shape for the one query (skyrl-gym reads ``result[0][i].document.contents``), ``results`` the flat
+  list the others read. Each hit carries every name a client reads: ``{"id", "doc_id", "content",
+  "contents", "document": {"id", "contents"}, "score"}`` (scores always; see docs/kb.md for which
+  client reads which field).
 
 ``top_k`` is an alias of ``topk``; both given and different is a 422. Fields the server does not
 know are ignored (clients send extras, e.g. rllm's ``description``/``args``/``kwargs``) and named
@@ -147,10 +151,16 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+def single_hit(h: Hit) -> dict[str, Any]:
+    """One hit of the single-query answer, under every field name the clients read."""
+    return {"id": h.id, "doc_id": h.id, "content": h.contents, "contents": h.contents,
+            "document": {"id": h.id, "contents": h.contents}, "score": h.score}
+
+
 def encode_hits(hits: list[list[Hit]], req: RetrieveRequest) -> list[bytes]:
     """One JSON fragment per query, in the request's shape (see the module docstring)."""
     if req.single:
-        return [_dumps([{"doc_id": h.id, "contents": h.contents, "score": h.score} for h in per_q]) for per_q in hits]
+        return [_dumps([single_hit(h) for h in per_q]) for per_q in hits]
     if req.return_scores:
         return [_dumps([{"document": {"id": h.id, "contents": h.contents}, "score": h.score} for h in per_q])
                 for per_q in hits]
@@ -160,8 +170,8 @@ def encode_hits(hits: list[list[Hit]], req: RetrieveRequest) -> list[bytes]:
 def assemble(fragments: list[bytes], req: RetrieveRequest) -> bytes:
     """The response body from the per-query fragments of :func:`encode_hits`."""
     if req.single:
-        return b'{"results":' + fragments[0] + b"}"
+        return b'{"result":[' + fragments[0] + b'],"results":' + fragments[0] + b"}"
     return b'{"result":[' + b",".join(fragments) + b"]}"
 
 
-__all__ = ["DEFAULT_MAX_WORK", "KNOWN_FIELDS", "Limits", "RequestError", "RetrieveRequest", "assemble", "encode_hits", "parse_request"]
+__all__ = ["DEFAULT_MAX_WORK", "KNOWN_FIELDS", "Limits", "RequestError", "RetrieveRequest", "assemble", "encode_hits", "parse_request", "single_hit"]

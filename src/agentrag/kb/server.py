@@ -2,7 +2,9 @@
 
 ``POST /retrieve`` takes a batch ``{"queries": [...], "topk"|"top_k": k, "return_scores": bool}``
 and answers ``{"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}``, or one query
-``{"query": "...", "topk"|"top_k": k}`` answered ``{"results": [{"doc_id", "contents", "score"}]}``
+``{"query": "...", "topk"|"top_k": k}`` answered ``{"result": [[hit]], "results": [hit]}`` with
+each hit under every field name a client reads (``id``, ``doc_id``, ``content``, ``contents``,
+``document.contents``, ``score``)
 (the shapes and their rule: :mod:`agentrag.kb.retrieve_api`). ``GET /health`` reports the KB.
 
 The token (``Authorization: Bearer TOKEN``, scheme in any case, compared in constant time) is

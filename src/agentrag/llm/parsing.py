@@ -16,6 +16,50 @@ from agentrag.records import Message, ToolCall
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+
+
+def split_think(text: str | None) -> tuple[str | None, str | None]:
+    """``(text without its reasoning, the reasoning)`` of a reasoning model's reply.
+
+    Removes every ``<think>...</think>`` block; a ``</think>`` with no opening tag (chat templates
+    that put ``<think>`` in the generation prompt, e.g. Qwen3, DeepSeek-R1) makes everything before
+    it reasoning; an opening ``<think>`` never closed (the budget ran out while thinking) makes the
+    rest reasoning. The reasoning is the blocks' texts joined by blank lines, ``None`` when there
+    is none. Every answer, tool-call and JSON parse runs on the first element.
+    """
+    if not text or "think>" not in text:
+        return text, None
+    parts: list[str] = []
+    head, sep, tail = text.partition("</think>")
+    if sep and "<think>" not in head:
+        parts.append(head)
+        text = tail
+    parts += _THINK.findall(text)
+    rest = _THINK.sub("", text)
+    if "<think>" in rest:
+        rest, _, unclosed = rest.partition("<think>")
+        parts.append(unclosed)
+    reasoning = "\n\n".join(p.strip() for p in parts if p.strip())
+    return rest.strip(), (reasoning or None)
+
+
+def strip_think(text: str | None) -> str | None:
+    """``text`` without its reasoning (see :func:`split_think`)."""
+    return split_think(text)[0]
+
+
+def reasoning_of(raw: Any) -> str | None:
+    """The reasoning a server returned beside the content (``message.reasoning_content``, as
+    DeepSeek and vLLM's reasoning parsers send it, or ``message.reasoning``) in a raw choice."""
+    message = raw.get("message") if isinstance(raw, dict) else None
+    if not isinstance(message, dict):
+        return None
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
 
 
 def _json_objects(text: str) -> list[dict[str, Any]]:
@@ -43,6 +87,7 @@ def parse_json_output(text: str | None) -> dict[str, Any]:
     Accepts plain JSON, JSON inside a Markdown code fence, or JSON surrounded by prose (the
     first decodable object wins). Raises :class:`ParseError` when there is no JSON object.
     """
+    text = strip_think(text)  # a reasoning model's <think> block may hold braces of its own
     if text is None or not text.strip():
         raise ParseError("expected a JSON object but the model returned no text", is_retryable=True)
     stripped = text.strip()
@@ -98,10 +143,18 @@ def parse_text_tool_calls(text: str | None, tools: list[dict[str, Any]] | None) 
     """Split ``text`` into (remaining text, tool calls) for hermes tags or a bare JSON call.
 
     Only calls naming one of ``tools`` are accepted (any name when ``tools`` lists none).
-    Returns the text unchanged and no calls when nothing parses.
+    Returns the text unchanged and no calls when nothing parses. A reasoning model's
+    ``<think>`` block is not parsed for calls; it stays, tagged, at the front of the remaining text
+    (the agent moves it to the step's ``reasoning``).
     """
     if not text:
         return text, []
+    body, reasoning = split_think(text)
+    if reasoning is not None:
+        rest, found = parse_text_tool_calls(body, tools)
+        if not found:
+            return text, []
+        return f"<think>{reasoning}</think>" + (f"\n{rest}" if rest else ""), found
     names = tool_names_of(tools)
     calls: list[ToolCall] = []
     if "<tool_call>" in text:
@@ -166,4 +219,4 @@ def schema_of(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
     return None
 
 
-__all__ = ["parse_json_output", "parse_text_tool_calls", "message_from_openai", "tool_names_of", "schema_of"]
+__all__ = ["split_think", "strip_think", "reasoning_of", "parse_json_output", "parse_text_tool_calls", "message_from_openai", "tool_names_of", "schema_of"]

@@ -10,7 +10,13 @@ import pytest
 from agentrag.errors import UserError
 from agentrag.records import Hit, Passage, QAItem
 from agentrag.synth.annotated import AnnotatedRunConfig, run_annotated
-from agentrag.synth.annotated.gates import annotation_gate, first_failure, grounded_gate, leakage_gate, support_gate
+from agentrag.synth.annotated.gates import (
+    annotation_gate,
+    first_failure,
+    grounded_gate,
+    leakage_gate,
+    support_gate,
+)
 from agentrag.synth.annotated.teacher import Hop, SearchedHop, musique_hops, twowiki_hops
 from agentrag.testing import FakeRetriever
 

@@ -111,3 +111,6 @@ def test_prompt_is_a_prefix_of_the_trained_rendering(ckpt: Path) -> None:
     prompt = tok.apply_chat_template(render_messages(conv[:4], None), tools=TOOLS, add_generation_prompt=True,
                                      tokenize=False)
     assert full.startswith(prompt) and full[len(prompt):].startswith("<answer>Ada</answer>")
+    from agentrag.llm.hf import message_dict as hf_message_dict
+
+    assert [hf_message_dict(m) for m in conv] == record["messages"]

@@ -61,9 +61,8 @@ def load_checkpoint(path: Path, device: str = "cpu") -> tuple[Any, Any, threadin
 
             tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             if not tok.chat_template:
-                from agentrag.export.masking import training_chat_template
-
-                tok.chat_template = training_chat_template()
+                raise UserError(f"--llm hf:{path}: the tokenizer has no chat template; save one with the "
+                                "checkpoint (`agentrag train sft` saves TRL's ChatML training template)")
             model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, dtype=torch.float32)
             model = model.to(device).eval()  # type: ignore[arg-type]
             log.info("loaded %s on %s (%.1fM parameters)", path, device,
@@ -72,10 +71,23 @@ def load_checkpoint(path: Path, device: str = "cpu") -> tuple[Any, Any, threadin
         return _MODELS[key]
 
 
+def message_dict(m: Message) -> dict[str, Any]:
+    """A message as the SFT export writes it (:func:`agentrag.export.sft.message_dict`: tool-call
+    arguments as JSON objects, ``tool_call_id``/``name`` on tool messages); the export lives in a
+    higher layer, and ``tests/unit/test_llm_hf.py`` checks both render the same."""
+    out: dict[str, Any] = {"role": m.role, "content": m.content if m.content is not None else ""}
+    if m.tool_calls:
+        out["tool_calls"] = [{"id": tc.id, "type": "function",
+                              "function": {"name": tc.name, "arguments": dict(tc.arguments)}} for tc in m.tool_calls]
+    if m.role == "tool":
+        out["tool_call_id"] = m.tool_call_id or ""
+        if m.name:
+            out["name"] = m.name
+    return out
+
+
 def render_messages(messages: list[Message], schema: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Messages as the SFT export writes them (plus a JSON instruction for a response format)."""
-    from agentrag.export.sft import message_dict
-
     out = [message_dict(m) for m in messages]
     if schema:
         note = "Reply with one JSON object matching this schema: " + json.dumps(schema)
@@ -190,4 +202,4 @@ def _generate(model: Any, tok: Any, ids: list[int], max_new: int, sampling: dict
     return y, hit_eos
 
 
-__all__ = ["HFLLM", "check_checkpoint", "load_checkpoint", "render_messages"]
+__all__ = ["HFLLM", "check_checkpoint", "load_checkpoint", "message_dict", "render_messages"]

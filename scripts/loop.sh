@@ -45,6 +45,21 @@ $AG eval --config "$OUT/eval.yaml" --dataset "$OUT/data/2wiki_dev.jsonl" --kb "$
 stamp "eval trained (hf:$OUT/train/checkpoint)"
 $AG eval --config "$OUT/eval.yaml" --dataset "$OUT/data/2wiki_dev.jsonl" --kb "$OUT/kb_dev" \
   --llm "hf:$OUT/train/checkpoint" --out "$OUT/eval_trained" || [ $? = 3 ]
+# EVAL_HF_BASE=1 also evaluates the untrained model through hf: (same backend as the trained one, so the
+# difference is the training alone, not llama.cpp's grammar and quantization) and compares it too.
+if [ "${EVAL_HF_BASE:-0}" = 1 ]; then
+  stamp "eval base (hf:, untrained)"
+  [ -f "$OUT/base_checkpoint/config.json" ] || $PY - "$OUT/base_checkpoint" <<'PYEOF'
+import sys
+from agentrag.export.masking import training_chat_template
+from agentrag.train.model import load_tokenizer, load_trainable_model
+tok = load_tokenizer("embedded"); tok.chat_template = training_chat_template()
+load_trainable_model("embedded").save_pretrained(sys.argv[1]); tok.save_pretrained(sys.argv[1])
+PYEOF
+  $AG eval --config "$OUT/eval.yaml" --dataset "$OUT/data/2wiki_dev.jsonl" --kb "$OUT/kb_dev" \
+    --llm "hf:$OUT/base_checkpoint" --out "$OUT/eval_base_hf" || [ $? = 3 ]
+  $PY -m agentrag.eval.compare "$OUT/eval_base_hf" "$OUT/eval_trained" --out "$OUT/compare_hf.md"
+fi
 # --- 5. before/after table with a paired bootstrap CI on the F1 difference ---
 stamp "compare"
 $PY -m agentrag.eval.compare "$OUT/eval_base" "$OUT/eval_trained" --out "$OUT/compare.md"

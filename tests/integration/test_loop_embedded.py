@@ -47,7 +47,7 @@ def test_loop_teacher_train_hf_eval(tmp_path: Path) -> None:
 
     res = run.invoke(app, ["train", "sft", "--data", str(tmp_path / "synth" / "sft" / "trl_sft.jsonl"), "--out",
                            str(tmp_path / "train"), "--max-steps", "1", "--set", "batch_size=1",
-                           "--set", "max_length=512"])
+                           "--set", "max_length=768"])
     assert res.exit_code == 0, res.output
     ckpt = tmp_path / "train" / "checkpoint"
 

@@ -4,7 +4,9 @@
 # (hf:) model on 2Wiki DEV questions never used for training -> before/after table with a bootstrap CI.
 # Usage: scripts/loop.sh OUT_DIR. Sizes by environment (defaults: the full loop of docs/loop.md):
 #   N_MUSIQUE, N_2WIKI (training records read), N_DEV (dev questions), TRAIN_STEPS (-1 = one epoch),
-#   LR, BATCH, MAX_LENGTH, AGENT_STEPS, MAX_TOKENS, KB_METHOD (hybrid | bm25), AG (the agentrag command).
+#   LR, BATCH, MAX_LENGTH, AGENT_STEPS, MAX_TOKENS, KB_METHOD (hybrid | bm25), AG (the agentrag command),
+#   EVAL_HF_BASE=1 (also evaluate the untrained model through hf:). AGENT_STEPS must exceed the most hops
+#   (4: 2Wiki bridge_comparison) + 1, or the react agent's forced answer turn comes before the last search.
 # Rerunning resumes every step (KBs kept, synth/eval runs resume, a finished training is not redone).
 set -euo pipefail
 OUT=${1:-runs/loop}
@@ -13,7 +15,7 @@ PY=${PY:-.venv/bin/python}
 SHARED_DATA="${AGENTRAG_SHARED:-../shared}/data"
 N_MUSIQUE=${N_MUSIQUE:-200}; N_2WIKI=${N_2WIKI:-300}; N_DEV=${N_DEV:-40}
 TRAIN_STEPS=${TRAIN_STEPS:--1}; LR=${LR:-5e-5}; BATCH=${BATCH:-2}; MAX_LENGTH=${MAX_LENGTH:-2048}
-AGENT_STEPS=${AGENT_STEPS:-5}; MAX_TOKENS=${MAX_TOKENS:-128}; KB_METHOD=${KB_METHOD:-hybrid}
+AGENT_STEPS=${AGENT_STEPS:-6}; MAX_TOKENS=${MAX_TOKENS:-128}; KB_METHOD=${KB_METHOD:-hybrid}
 mkdir -p "$OUT/data"
 t0=$(date +%s)
 stamp() { echo "[loop +$(( $(date +%s) - t0 ))s] $*"; }

@@ -110,3 +110,6 @@ def register(app: typer.Typer) -> None:
 from agentrag.cli.synth_tracer import register as _register_tracer  # noqa: E402
 
 _register_tracer(synth_app)
+from agentrag.cli.synth_annotated import register as _register_annotated  # noqa: E402
+
+_register_annotated(synth_app)

@@ -1,4 +1,5 @@
-"""LLM backends: the protocol, the OpenAI-compatible client, the embedded llama.cpp model, the cache.
+"""LLM backends: the protocol, the OpenAI-compatible client, the embedded llama.cpp model, a local
+transformers checkpoint (``hf:PATH``), the cache.
 
 Backends are imported lazily, so ``import agentrag.llm`` pulls in neither ``openai`` nor
 ``llama_cpp``.
@@ -16,7 +17,8 @@ from agentrag.llm.parsing import parse_json_output, parse_text_tool_calls
 from agentrag.llm.resolve import resolve_llm
 from agentrag.llm.usage import llm_usage
 
-_LAZY = {"OpenAIBackend": "agentrag.llm.openai_backend", "EmbeddedLLM": "agentrag.llm.embedded"}
+_LAZY = {"OpenAIBackend": "agentrag.llm.openai_backend", "EmbeddedLLM": "agentrag.llm.embedded",
+         "HFLLM": "agentrag.llm.hf"}
 
 
 def __getattr__(name: str) -> Any:
@@ -26,5 +28,5 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["LLM", "Completion", "resolve_llm", "llm_usage", "OpenAIBackend", "EmbeddedLLM", "CachedLLM", "ResponseCache",
+__all__ = ["LLM", "Completion", "resolve_llm", "llm_usage", "OpenAIBackend", "EmbeddedLLM", "HFLLM", "CachedLLM", "ResponseCache",
            "LLMConfig", "UsageMeter", "parse_json_output", "parse_text_tool_calls"]

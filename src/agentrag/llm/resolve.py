@@ -11,8 +11,8 @@ from agentrag.llm.base import LLM
 from agentrag.llm.cache import CachedLLM
 from agentrag.llm.config import LLMConfig
 
-REF_HELP = ("'embedded', 'openai:MODEL', 'openai:MODEL@http://host:port/v1', or a YAML file with "
-            "backend settings")
+REF_HELP = ("'embedded', 'openai:MODEL', 'openai:MODEL@http://host:port/v1', 'hf:PATH' (a local "
+            "transformers checkpoint, e.g. the one `agentrag train sft` writes), or a YAML file with backend settings")
 
 
 def llm_config_from_ref(ref: str, **overrides: Any) -> LLMConfig:
@@ -29,6 +29,11 @@ def llm_config_from_ref(ref: str, **overrides: Any) -> LLMConfig:
         base = {"backend": "openai", "model": model}
         if sep:
             base["base_url"] = url
+    elif ref.startswith("hf:"):
+        path = ref[len("hf:"):]
+        if not path:
+            raise UserError(f"--llm {ref!r}: missing checkpoint directory; expected {REF_HELP}")
+        base = {"backend": "hf", "model_path": path, "model": Path(path).name or path}
     elif ref.endswith((".yaml", ".yml")) or Path(ref).is_file():
         cfg = load_config(LLMConfig, ref)
         base = cfg.model_dump(exclude_unset=True)
@@ -48,6 +53,10 @@ def check_llm_ref(ref: str, **overrides: Any) -> LLMConfig:
         path = Path(config.model_path) if config.model_path else embedded_gguf()
         if not path.is_file():
             raise UserError(f"--llm {ref!r}: model_path {str(path)!r} is not a GGUF file")
+    if config.backend == "hf":
+        from agentrag.llm.hf import check_checkpoint
+
+        check_checkpoint(config.model_path or "")
     return config
 
 
@@ -57,13 +66,17 @@ def build_llm(config: LLMConfig) -> LLM:
         from agentrag.llm.openai_backend import OpenAIBackend
 
         return OpenAIBackend(config.model, config=config)
+    if config.backend == "hf":
+        from agentrag.llm.hf import HFLLM
+
+        return HFLLM(config=config)
     from agentrag.llm.embedded import EmbeddedLLM
 
     return EmbeddedLLM(config=config)
 
 
 def resolve_llm(ref: str = "embedded", *, cache: str | Path | None = None, **overrides: Any) -> LLM:
-    """The LLM named by ``ref``: ``embedded`` | ``openai:MODEL`` | ``openai:MODEL@URL`` | YAML path.
+    """The LLM named by ``ref``: ``embedded`` | ``openai:MODEL`` | ``openai:MODEL@URL`` | ``hf:PATH`` | YAML path.
 
     ``overrides`` are :class:`LLMConfig` keys (e.g. ``temperature=0.7``, ``timeout=30``).
     With ``cache`` (a sqlite path) responses are cached, unless the config sets ``cache: false``.

@@ -1,0 +1,61 @@
+"""``agentrag synth annotated``: human annotations (MuSiQue decompositions, 2Wiki evidence triples)
+searched in a KB -> react SFT trajectories, with no LLM call."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from agentrag.cli.common import (
+    ConfigOpt,
+    OutOpt,
+    SetOpt,
+    console,
+    exit_if_unfinished,
+    resolve_config,
+    stage_progress,
+    user_errors,
+)
+
+
+def annotated(
+    out: OutOpt,
+    dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Raw MuSiQue / 2WikiMultihopQA "
+                                                      "TRAINING file (repeatable).")] = None,
+    kb: Annotated[str | None, typer.Option("--kb", help="KB built from the training contexts; every hop is "
+                                           "searched there.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="First N items of each dataset.")] = None,
+    config: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Turn human annotations into react trajectories: each hop of a MuSiQue decomposition or a 2Wiki
+    evidence triple is searched in the KB (the observation is what the KB returns); a path is kept
+    when every hop retrieved its supporting paragraph and the gates pass. No LLM is called.
+
+    Writes OUT/paths.jsonl (every item, kept or dropped with its reason), OUT/sft/ (TRL + sharegpt in
+    the react agent's chat format), OUT/metrics.json and OUT/report.md. Rerunning resumes.
+
+    Example: agentrag synth annotated --dataset ../shared/data/musique/train_397.jsonl --kb runs/kb_train
+    --out runs/annotated
+    """
+    with user_errors():
+        from agentrag.synth.annotated import AnnotatedRunConfig, run_annotated
+
+        base: dict[str, Any] = {"datasets": dataset, "kb": kb, "limit": limit}
+        cfg = resolve_config(AnnotatedRunConfig, config, sets, base=base)
+        with stage_progress() as progress:
+            metrics = run_annotated(cfg, out, progress=progress)
+        for row in metrics["funnel"]:
+            rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
+            console.print(f"  {row['stage']:<8} {row['in']:>5} -> {row['out']:<5} {rej}")
+        console.print(f"kept by source: {metrics.get('kept_by_source')}  wall time: {metrics['wall_s']} s")
+        console.print(f"sft: {out / 'sft' / 'trl_sft.jsonl'}   report: {out / 'report.md'}")
+    exit_if_unfinished(metrics["unfinished"])
+
+
+def register(synth_app: typer.Typer) -> None:
+    synth_app.command("annotated")(annotated)
+
+
+__all__ = ["register"]

@@ -1,0 +1,7 @@
+"""The human-annotation teacher: MuSiQue decompositions and 2WikiMultihopQA evidence triples
+searched in a real KB become ``react`` SFT trajectories, with no LLM call (issue 26)."""
+
+from agentrag.synth.annotated.config import AnnotatedRunConfig
+from agentrag.synth.annotated.run import AnnotatedSynth, run_annotated
+
+__all__ = ["AnnotatedRunConfig", "AnnotatedSynth", "run_annotated"]

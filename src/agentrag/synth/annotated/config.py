@@ -1,0 +1,29 @@
+"""Settings of ``agentrag synth annotated`` (``--config x.yaml --set key=value``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agentrag.config import Config
+
+
+class AnnotatedRunConfig(Config):
+    """The human-annotation teacher: which training files, which KB, how the agent searches."""
+
+    datasets: list[str] = Field(default_factory=list, description="raw MuSiQue / 2WikiMultihopQA TRAINING files "
+                                "(their decompositions / evidence triples are the teacher)")
+    kb: str | None = Field(None, description="KB directory (or retrieval server URL) built from the training "
+                           "contexts; every hop is searched there")
+    protocol: Literal["react"] = Field("react", description="the agent protocol the trajectories are written for")
+    limit: int | None = Field(None, ge=1, description="read at most this many records per file")
+    top_k: int = Field(5, ge=1, description="documents per search (the react agent's default top_k)")
+    max_top_k: int | None = Field(20, ge=1, description="the react agent's max_top_k (only the tool schema)")
+    max_hops: int = Field(4, ge=1, description="decompositions with more hops are dropped (reason 'hops')")
+    thoughts: bool = Field(True, description="write a short thought before each search after the first, "
+                           "stating the previous hop's annotated answer")
+    concurrency: int = Field(1, ge=1, description="items searched at once")
+
+
+__all__ = ["AnnotatedRunConfig"]

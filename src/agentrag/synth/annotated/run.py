@@ -1,0 +1,188 @@
+"""The human-annotation teacher as a :class:`~agentrag.synth.driver.Synthesizer`, and
+``run_annotated``: what ``agentrag synth annotated`` does, as a library call.
+
+Deviation from the papers: RAGShaper, EviPath and Tracer have an LLM teacher explore the KB and
+write the trajectories; here the human annotations of the training files (MuSiQue
+decompositions, 2WikiMultihopQA evidence triples) are the teacher and only the searches are
+real. No LLM is called, so the run works on a CPU with the embedded model only (docs/loop.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from agentrag.errors import UserError
+from agentrag.paths import check_out_dir
+from agentrag.records import QAItem, Record, Trajectory, iter_json_objects
+from agentrag.runs import RunDir
+from agentrag.synth.annotated.config import AnnotatedRunConfig
+from agentrag.synth.annotated.gates import first_failure
+from agentrag.synth.annotated.teacher import item_hops, new_tool, path_trajectory, search_path, summary
+from agentrag.synth.common import Progress
+from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
+
+GIVEN = ("retriever",)
+PATHS = "paths.jsonl"
+SFT_DIR = "sft"
+
+
+class PathRecord(Record):
+    """One item's outcome: kept with its trajectory, or dropped with the first failing gate."""
+
+    id: str
+    source: str = ""
+    kept: bool = False
+    reason: str | None = None
+    trajectory: Trajectory | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class AnnotatedInputs:
+    items: list[QAItem]
+    titles: dict[str, dict[int, str]]  # item id -> {paragraph idx: title} (MuSiQue)
+
+
+@dataclass
+class AnnotatedComponents:
+    retriever: Any
+
+
+def read_annotated(paths: Sequence[str], limit: int | None) -> AnnotatedInputs:
+    """Items of raw MuSiQue / 2Wiki training files with their annotations (other formats refused)."""
+    from agentrag.eval.datasets import detect_format, load_dataset
+
+    items: list[QAItem] = []
+    titles: dict[str, dict[int, str]] = {}
+    for path in paths:
+        p = Path(path)
+        if not p.is_file():
+            raise UserError(f"--dataset {path!r}: no such file")
+        if "dev" in p.name.lower() or "test" in p.name.lower():
+            raise UserError(f"--dataset {path!r} looks like an evaluation file; the teacher trains only on "
+                            "training files (../shared/data/MANIFEST.md)")
+        first = next(iter(iter_json_objects(p)), None)
+        fmt = detect_format(first[1], path=p) if first else ""
+        if fmt not in ("musique", "2wiki"):
+            raise UserError(f"--dataset {path!r}: format {fmt or 'empty'!r}; the teacher reads raw MuSiQue "
+                            "(question_decomposition) or 2WikiMultihopQA (evidences) files")
+        items.extend(load_dataset(p, fmt, limit=limit))
+        if fmt == "musique":
+            for n, (_, obj) in enumerate(iter_json_objects(p)):
+                if limit is not None and n >= limit:
+                    break
+                titles[str(obj["id"])] = {int(q.get("idx", i)): str(q.get("title", ""))
+                                          for i, q in enumerate(obj.get("paragraphs", []))}
+    return AnnotatedInputs(items, titles)
+
+
+class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedComponents]):
+    """Human annotations searched in the KB -> react SFT trajectories (no LLM)."""
+
+    name = "annotated"
+    stages = (
+        Stage("items", "raw MuSiQue / 2Wiki training files", "(memory)", ("annotation",),
+              "decompositions / evidence triples as hops"),
+        Stage("search", "annotated hops", PATHS, (), "every hop searched in the KB (react's tool)"),
+        Stage("gates", PATHS, PATHS, ("support_retrieved", "no_leakage", "answer_grounded"),
+              "first failed gate"),
+        Stage("export", PATHS, f"{SFT_DIR}/", ("answered",), "react SFT (TRL + sharegpt)"),
+    )
+
+    def check_inputs(self, cfg: AnnotatedRunConfig, out: str | os.PathLike[str],
+                     given: Mapping[str, Any]) -> AnnotatedInputs:
+        unknown = sorted(set(given) - set(GIVEN))
+        if unknown:
+            raise UserError(f"run_annotated: unknown argument(s) {', '.join(unknown)}; pass {', '.join(GIVEN)}")
+        if not cfg.datasets:
+            raise UserError("no dataset: pass --dataset FILE (raw MuSiQue or 2WikiMultihopQA training file)")
+        if not (cfg.kb or given.get("retriever")):
+            raise UserError("every hop is searched in a KB: pass --kb DIR (built from the training contexts)")
+        if cfg.kb and not cfg.kb.startswith(("http://", "https://")) and not Path(cfg.kb).is_dir():
+            raise UserError(f"--kb {cfg.kb!r} is not a KB directory; build one with `agentrag kb build`")
+        check_out_dir(out)
+        return read_annotated(cfg.datasets, cfg.limit)
+
+    def components(self, cfg: AnnotatedRunConfig, run: RunDir, inputs: AnnotatedInputs,
+                   given: Mapping[str, Any]) -> AnnotatedComponents:
+        retriever = given.get("retriever")
+        if retriever is None:
+            from agentrag.kb import resolve_retriever
+
+            retriever = resolve_retriever(str(cfg.kb))
+        return AnnotatedComponents(retriever)
+
+    def llm_roles(self, comps: AnnotatedComponents) -> dict[str, Any]:
+        return {}
+
+    def execute(self, ctx: SynthRun, cfg: AnnotatedRunConfig, comps: AnnotatedComponents,
+                inputs: AnnotatedInputs) -> SynthOutput:
+        from agentrag.agents.navigation import PlainNavigation
+
+        store = ctx.run.stage("paths", PathRecord)
+        policy = PlainNavigation(comps.retriever)
+
+        def work(item: QAItem) -> PathRecord:
+            source = str(item.metadata.get("source", ""))
+            hops = item_hops(item, inputs.titles.get(item.id))
+            answer = item.golden_answers[0]
+            reason = first_failure(item.question, answer, hops, None, cfg.max_hops)
+            if reason:
+                return PathRecord(id=item.id, source=source, reason=reason)
+            searched = search_path(hops, new_tool(policy, cfg.top_k, cfg.max_top_k))
+            reason = first_failure(item.question, answer, hops, searched, cfg.max_hops)
+            traj = None if reason else path_trajectory(item, searched, thoughts=cfg.thoughts)
+            return PathRecord(id=item.id, source=source, kept=reason is None, reason=reason, trajectory=traj,
+                              detail=summary(searched))
+
+        pending = [i for i in inputs.items if i.id not in store]
+        ctx.stage("search", work, pending, lambda _i, rec: store.append(rec))
+        records = store.read()
+        return self._output(cfg, ctx, records, len(inputs.items))
+
+    def _output(self, cfg: AnnotatedRunConfig, ctx: SynthRun, records: list[PathRecord], n_items: int) -> SynthOutput:
+        from agentrag.agents.tools import search_tool_schema
+        from agentrag.export.sft import write_sft_export
+
+        gate_of = {"annotation": "items"}
+        item_rej = Counter(r.reason.split(":")[0] for r in records if r.reason and gate_of.get(r.reason.split(":")[0]))
+        gate_rej = Counter(r.reason.split(":")[0] for r in records if r.reason and not gate_of.get(r.reason.split(":")[0]))
+        n_searched = len(records) - sum(item_rej.values())
+        kept = [r.trajectory for r in records if r.kept and r.trajectory is not None]
+        tools = [search_tool_schema(default_k=cfg.top_k, max_k=cfg.max_top_k)]  # the react agent's schema
+        export = write_sft_export(ctx.run.file(SFT_DIR), kept, tools=tools)
+        by_source = Counter(r.source for r in records if r.kept)
+        return SynthOutput(
+            counts={"items": (n_items, n_items - sum(item_rej.values()), dict(item_rej)),
+                    "search": (n_items - sum(item_rej.values()), n_searched, {}),
+                    "gates": (n_searched, len(kept), dict(gate_rej)),
+                    "export": (len(kept), int(export["exported"]), {})},
+            export={k: v for k, v in export.items() if k != "files"},
+            details={"kept_by_source": dict(by_source), "protocol": cfg.protocol,
+                     "mean_hops_kept": round(sum(len(t.steps) - 1 for t in kept) / len(kept), 2) if kept else None})
+
+    def report_sections(self, metrics: dict[str, Any]) -> Sequence[Any]:
+        rows = [[r["stage"], r["in"], r["out"], ", ".join(f"{k}: {v}" for k, v in r["rejected"].items())]
+                for r in metrics.get("funnel", [])]
+        return [{"title": "Funnel", "text": "Human annotations (MuSiQue decompositions, 2Wiki evidence triples) "
+                 "searched in the KB; a path is kept when every hop retrieved its supporting paragraph and "
+                 f"the gates passed. Kept by source: {metrics.get('kept_by_source')}; mean hops "
+                 f"{metrics.get('mean_hops_kept')}. No LLM was called.",
+                 "headers": ["stage", "in", "out", "rejected"], "rows": rows}]
+
+
+def run_annotated(cfg: AnnotatedRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
+                  **given: Any) -> dict[str, Any]:
+    """Run the teacher into ``out`` (rerun = resume); returns ``metrics.json``'s object.
+    ``retriever`` replaces ``cfg.kb``."""
+    return run_synthesizer(AnnotatedSynth(), cfg, out, progress=progress, **given)
+
+
+__all__ = ["AnnotatedSynth", "PathRecord", "read_annotated", "run_annotated", "PATHS", "SFT_DIR"]

@@ -1,0 +1,156 @@
+"""The human-annotation teacher: hops from annotations, gates both ways, the run through the driver."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentrag.errors import UserError
+from agentrag.records import Hit, Passage, QAItem
+from agentrag.synth.annotated import AnnotatedRunConfig, run_annotated
+from agentrag.synth.annotated.gates import (
+    annotation_gate,
+    first_failure,
+    grounded_gate,
+    leakage_gate,
+    support_gate,
+)
+from agentrag.synth.annotated.teacher import Hop, SearchedHop, musique_hops, twowiki_hops
+from agentrag.testing import FakeRetriever
+
+MUSIQUE = {
+    "id": "m1", "question": "Where was the spouse of Ada Lark born?", "answer": "Vienna", "answer_aliases": [],
+    "answerable": True,
+    "paragraphs": [
+        {"idx": 0, "title": "Ada Lark", "paragraph_text": "Ada Lark was married to Bruno Kess, a painter.",
+         "is_supporting": True},
+        {"idx": 1, "title": "Bruno Kess", "paragraph_text": "Bruno Kess was born in Vienna in 1901.",
+         "is_supporting": True},
+        {"idx": 2, "title": "Other", "paragraph_text": "An unrelated paragraph about rivers.",
+         "is_supporting": False},
+    ],
+    "question_decomposition": [
+        {"id": 1, "question": "Ada Lark >> spouse", "answer": "Bruno Kess", "paragraph_support_idx": 0},
+        {"id": 2, "question": "Where was #1 born?", "answer": "Vienna", "paragraph_support_idx": 1},
+    ],
+}
+TWOWIKI = {
+    "_id": "w1", "type": "comparison", "question": "Are Ada Lark and Bruno Kess of the same nationality?",
+    "answer": "no",
+    "context": [["Ada Lark", ["Ada Lark was married to Bruno Kess, a painter.", "She was French."]],
+                ["Bruno Kess", ["Bruno Kess was born in Vienna in 1901.", "He was Austrian."]]],
+    "supporting_facts": [["Ada Lark", 1], ["Bruno Kess", 1]],
+    "evidences": [["Ada Lark", "country of citizenship", "France"], ["Bruno Kess", "country of citizenship", "Austria"]],
+}
+
+
+def _passages() -> list[Passage]:
+    return [Passage(id="p0", title="Ada Lark", text="Ada Lark was married to Bruno Kess, a painter. She was French."),
+            Passage(id="p1", title="Bruno Kess", text="Bruno Kess was born in Vienna in 1901. He was Austrian."),
+            Passage(id="p2", title="Other", text="An unrelated paragraph about rivers.")]
+
+
+def _write(tmp: Path, name: str, rows: list[dict]) -> str:
+    p = tmp / name
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(p)
+
+
+def _item(q: str, a: str) -> QAItem:
+    return QAItem(id="x", question=q, golden_answers=[a])
+
+
+def _sh(query: str, answer: str, support: str, hits: list[tuple[str, str]]) -> SearchedHop:
+    hs = [Hit(id=str(i), title=t, text=x, score=1.0) for i, (t, x) in enumerate(hits)]
+    obs = "\n".join(f"Doc {i + 1} (Title: {t}) {x}" for i, (t, x) in enumerate(hits))
+    return SearchedHop(Hop(query, answer, [support]), obs, hs)
+
+
+def test_musique_hops_resolve_references_and_arrows() -> None:
+    item = QAItem(id="m", question="q", golden_answers=["Vienna"],
+                  metadata={"source": "musique", "decomposition": MUSIQUE["question_decomposition"]})
+    hops = musique_hops(item, {0: "Ada Lark", 1: "Bruno Kess"})
+    assert [h.query for h in hops] == ["What is the spouse of Ada Lark?", "Where was Bruno Kess born?"]
+    assert [h.support for h in hops] == [["Ada Lark"], ["Bruno Kess"]]
+
+
+def test_twowiki_hops_from_triples() -> None:
+    item = QAItem(id="w", question="q", golden_answers=["no"],
+                  metadata={"source": "2wiki", "evidences": TWOWIKI["evidences"],
+                            "supporting_titles": ["Ada Lark", "Bruno Kess"]})
+    hops = twowiki_hops(item)
+    assert hops[1].query == "What is the country of citizenship of Bruno Kess?"
+    assert hops[1].answer == "Austria" and hops[1].support == ["Bruno Kess"]
+
+
+def test_annotation_gate_rejects_bad_and_keeps_good() -> None:
+    assert annotation_gate([], 4).startswith("annotation:")
+    assert "unresolved" in annotation_gate([Hop("Where was #3 born?", "x", ["t"])], 4)
+    assert "no supporting" in annotation_gate([Hop("Who?", "x", [])], 4)
+    assert "max_hops" in annotation_gate([Hop("q", "a", ["t"])] * 5, 4)
+    assert annotation_gate([Hop("Who is Ada?", "a", ["t"])], 4) is None
+
+
+def test_support_gate_needs_the_supporting_title_retrieved() -> None:
+    bad = _sh("Where was Bruno born?", "Vienna", "Bruno Kess", [("Other", "rivers")])
+    good = _sh("Where was Bruno born?", "Vienna", "Bruno Kess", [("Bruno Kess", "born in Vienna")])
+    assert support_gate([bad]).startswith("support_retrieved:")
+    assert support_gate([good]) is None
+
+
+def test_leakage_gate() -> None:
+    leak = _sh("Is Vienna where Bruno was born?", "Vienna", "Bruno Kess", [("Bruno Kess", "born in Vienna")])
+    assert leakage_gate("Where was Bruno born?", "Vienna", [leak]).startswith("no_leakage:")
+    # the answer in a later query after a document showed it: fine
+    first = _sh("Where was Bruno born?", "Vienna", "Bruno Kess", [("Bruno Kess", "born in Vienna")])
+    later = _sh("What river is in Vienna?", "Danube", "Vienna", [("Vienna", "Vienna on the Danube")])
+    assert leakage_gate("Where was Bruno born?", "Vienna", [first, later]) is None
+    # comparison: the answer is named in the question
+    comp = _sh("When was Blonde Ice directed?", "1948", "Blonde Ice", [("Blonde Ice", "1948 film")])
+    assert leakage_gate("Which film came first, Blonde Ice or Shadow?", "Blonde Ice", [comp]) is None
+
+
+def test_grounded_gate_keeps_yes_no_comparison_and_found_answers() -> None:
+    sh = _sh("Where was Bruno born?", "Vienna", "Bruno Kess", [("Bruno Kess", "born in Vienna")])
+    assert grounded_gate("Where was Bruno born?", "Vienna", [sh]) is None
+    assert grounded_gate("Same nationality?", "no", [sh]) is None
+    assert grounded_gate("Who came first, Ada or Bruno?", "Bruno", [sh]) is None
+    assert grounded_gate("Where was Bruno born?", "Graz", [sh]).startswith("answer_grounded:")
+    assert first_failure("Where was Bruno born?", "Graz", [sh.hop], [sh], 4).startswith("answer_grounded")
+
+
+def test_run_through_driver_writes_react_sft_and_funnel(tmp_path: Path) -> None:
+    bad = dict(MUSIQUE, id="m2", question_decomposition=[
+        {"id": 1, "question": "Who was born in #4?", "answer": "x", "paragraph_support_idx": 0}])
+    files = [_write(tmp_path, "mus_train.jsonl", [MUSIQUE, bad]), _write(tmp_path, "wiki_train.jsonl", [TWOWIKI])]
+    retriever = FakeRetriever(_passages())
+    cfg = AnnotatedRunConfig(datasets=files, top_k=2)
+    m = run_annotated(cfg, tmp_path / "out", retriever=retriever)
+    funnel = {r["stage"]: r for r in m["funnel"]}
+    assert funnel["items"]["in"] == 3 and funnel["items"]["rejected"] == {"annotation": 1}
+    assert funnel["gates"]["out"] == 2 and m["llm"] == {}
+    recs = [json.loads(x) for x in (tmp_path / "out" / "sft" / "trl_sft.jsonl").read_text().splitlines()]
+    msgs = recs[0]["messages"]
+    from agentrag.agents.react import react_system_prompt
+    from agentrag.agents.tools import search_tool_schema
+
+    assert msgs[0]["content"] == react_system_prompt() and recs[0]["tools"] == [search_tool_schema(default_k=2)]
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert msgs[2]["tool_calls"][0]["function"]["arguments"] == {"query": "What is the spouse of Ada Lark?"}
+    assert "Bruno Kess was born in Vienna" in msgs[5]["content"]  # the KB's document, not the annotation
+    assert msgs[-1]["content"] == "<answer>Vienna</answer>"
+    # rerun resumes: nothing searched again
+    calls = retriever.calls
+    run_annotated(cfg, tmp_path / "out", retriever=retriever)
+    assert retriever.calls == calls
+
+
+def test_refuses_dev_files_and_other_formats(tmp_path: Path) -> None:
+    dev = _write(tmp_path, "dev_x.jsonl", [MUSIQUE])
+    with pytest.raises(UserError, match="evaluation file"):
+        run_annotated(AnnotatedRunConfig(datasets=[dev]), tmp_path / "o", retriever=FakeRetriever(_passages()))
+    flash = _write(tmp_path, "train_flash.jsonl", [{"id": "1", "question": "q", "golden_answers": ["a"]}])
+    with pytest.raises(UserError, match="format"):
+        run_annotated(AnnotatedRunConfig(datasets=[flash]), tmp_path / "o", retriever=FakeRetriever(_passages()))

@@ -38,10 +38,14 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.synth.tracer",
     "agentrag.synth.evipath",
     "agentrag.synth.reasonrag",
+    "agentrag.synth.annotated",
 ]
 
 # name -> module it lives in. Add a line here when a PUBLIC_MODULES module grows its __all__.
 _EXPORTS: dict[str, str] = {
+    # synthesizers: human-annotation teacher
+    "AnnotatedRunConfig": "agentrag.synth.annotated", "run_annotated": "agentrag.synth.annotated",
+    "AnnotatedSynth": "agentrag.synth.annotated",
     # failure policy and executors
     "Executor": "agentrag.exec", "Outcome": "agentrag.exec", "ThreadExecutor": "agentrag.exec",
     "WorkerTask": "agentrag.exec", "resolve_executor": "agentrag.exec", "run_stage": "agentrag.exec",
@@ -121,7 +125,7 @@ _EXPORTS: dict[str, str] = {
     "JsonlStore": "agentrag.runs", "RunDir": "agentrag.runs", "LOCK_NAME": "agentrag.runs",
     # llm protocol
     "LLM": "agentrag.llm.base", "Completion": "agentrag.llm.base",
-    "resolve_llm": "agentrag.llm", "llm_usage": "agentrag.llm", "OpenAIBackend": "agentrag.llm", "EmbeddedLLM": "agentrag.llm",
+    "resolve_llm": "agentrag.llm", "llm_usage": "agentrag.llm", "HFLLM": "agentrag.llm", "OpenAIBackend": "agentrag.llm", "EmbeddedLLM": "agentrag.llm",
     "CachedLLM": "agentrag.llm", "ResponseCache": "agentrag.llm", "LLMConfig": "agentrag.llm",
     "UsageMeter": "agentrag.llm", "parse_json_output": "agentrag.llm", "parse_text_tool_calls": "agentrag.llm",
     # retrieval protocol

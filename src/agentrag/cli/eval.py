@@ -35,7 +35,7 @@ def eval_command(
     agent: Annotated[str | None, typer.Option("--agent", "-a", help="react | plan_step | reason_ground | "
                                               "search_r1 | planner_executor.")] = None,
     llm: Annotated[str | None, typer.Option("--llm", help="Agent LLM: embedded | openai:MODEL | "
-                                            "openai:MODEL@URL | YAML file.")] = None,
+                                            "openai:MODEL@URL | hf:CHECKPOINT_DIR (e.g. the output of agentrag train) | YAML file.")] = None,
     executor_llm: Annotated[str | None, typer.Option("--executor-llm", help="planner_executor only: the "
                                                      "executor's LLM (same forms as --llm; default: --llm). Same as "
                                                      "--set agent_config.executor_llm=REF.")] = None,

@@ -55,13 +55,14 @@ def test_embedded_two_musique_items_honest_funnel_and_resume(data_dir: Path, tmp
 
 def test_train_sft_on_an_evipath_export(data_dir: Path, tmp_path: Path) -> None:
     from agentrag.synth.evipath import EviPathRunConfig, run_evipath
-    from agentrag.testing import GoldDecompositionLLM, HashEmbedder
+    from evipath_fakes import CleanGoldLLM, ContentWordEmbedder  # gold data that passes the support gates
 
     dataset = data_dir / "musique" / "train_100.jsonl"
     records = [json.loads(x) for x in dataset.read_text().splitlines()[:2]]
     # the short planner chats keep the 2 CPU steps cheap
     cfg = EviPathRunConfig(datasets=[str(dataset)], limit=2, split="planner")
-    run_evipath(cfg, tmp_path / "gold", planner=GoldDecompositionLLM(records), embedder=HashEmbedder())
+    m = run_evipath(cfg, tmp_path / "gold", planner=CleanGoldLLM(records), embedder=ContentWordEmbedder())
+    assert m["export"].get("exported", 0) >= 1, m.get("gate_failures")
     data = tmp_path / "gold" / "sft" / "trl_sft.jsonl"
     res = CliRunner().invoke(app, ["train", "sft", "--data", str(data), "--out", str(tmp_path / "train"),
                                    "--model", "embedded", "--max-steps", "2", "--set", "max_length=512",

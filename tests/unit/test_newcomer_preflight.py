@@ -46,21 +46,39 @@ def test_eval_against_nothing_listening_fails_in_seconds_naming_the_endpoint(tmp
     assert not (tmp_path / "run").exists()  # no half-made run directory
 
 
+@pytest.fixture(scope="module")
+def small_kb(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
+    from agentrag.kb import build_kb
+
+    root = tmp_path_factory.mktemp("preflight")
+    with (data_dir / "hotpotqa" / "dev_distractor_200.jsonl").open(encoding="utf-8") as fh:
+        (root / "h.jsonl").write_text("".join(next(fh) for _ in range(2)), encoding="utf-8")
+    build_kb([root / "h.jsonl"], root / "kb", method="bm25", progress=False)
+    return root / "kb"
+
+
 @pytest.mark.parametrize("args", [
-    ["synth", "ragshaper", "--kb", "kbdir", "--seeds", "1"],
-    ["synth", "tracer", "--kb", "kbdir", "--docs", "1"],
-    ["synth", "reasonrag", "--kb", "kbdir", "--limit", "1"],
+    ["synth", "ragshaper", "--seeds", "1"],
+    ["synth", "tracer", "--docs", "1"],
+    ["synth", "reasonrag", "--limit", "1"],
     ["synth", "evipath", "--limit", "1"],
 ])
-def test_every_synth_command_checks_its_llm_before_the_first_item(tmp_path, args):
+def test_every_synth_command_checks_its_llm_before_the_first_item(tmp_path, args, small_kb, data_dir):
+    """Valid local inputs (they are checked first: a bad file is reported before any network
+    check), a dead endpoint: one line naming it, exit 2, in seconds, nothing written."""
     start = time.monotonic()
     full = [*args, "--llm", DEAD, "--out", str(tmp_path / "run")]
-    if args[1] in ("reasonrag", "evipath"):
+    if args[1] != "evipath":
+        full += ["--kb", str(small_kb)]
+    if args[1] == "reasonrag":
         full += ["--dataset", str(_dataset(tmp_path))]
+    if args[1] == "evipath":
+        full += ["--dataset", str(data_dir / "musique" / "train_100.jsonl")]
     res = runner.invoke(app, full)
     assert res.exit_code == 2, res.output
     assert time.monotonic() - start < 6
     assert "127.0.0.1:9" in _error_line(res.output)
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_live_endpoint_passes_and_consumes_no_scripted_fault():

@@ -79,10 +79,9 @@ def ragshaper(
         if no_distractors:
             base["distractors"] = {"enabled": False}
         cfg = resolve_config(RagShaperRunConfig, config, sets, base=preset_base(preset, base))
-        preflight(cfg)
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
                 stage_progress() as progress:
-            metrics = run_ragshaper(cfg, out, progress=progress, executor=ex)
+            metrics = run_ragshaper(cfg, out, progress=progress, executor=ex, preflight=preflight)
         _summary(metrics, out)
     exit_if_unfinished(int(metrics["unfinished"]))
 

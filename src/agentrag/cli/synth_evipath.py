@@ -69,7 +69,6 @@ def evipath(
                                 "limit": limit, "mode": mode, "split": split,
                                 "skip_invalid": True if skip_invalid else None}
         cfg = resolve_config(EviPathRunConfig, config, sets, base=base)
-        preflight(cfg)
         metrics = _with_progress(cfg, out, executor, workers, ray_address)
         _summary(metrics, out)
     exit_if_unfinished(metrics["unfinished"])
@@ -80,7 +79,7 @@ def _with_progress(cfg: Any, out: Path, executor: str | None, workers: int | Non
     from agentrag.synth.evipath import run_evipath
 
     with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, stage_progress() as progress:
-        return run_evipath(cfg, out, progress=progress, executor=ex)
+        return run_evipath(cfg, out, progress=progress, executor=ex, preflight=preflight)
 
 
 def _summary(metrics: dict[str, Any], path: Path) -> None:

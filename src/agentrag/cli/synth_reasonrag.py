@@ -77,10 +77,9 @@ def reasonrag(
         if value is not None:
             base["value"] = {"kind": value}
         cfg = resolve_config(ReasonRagRunConfig, config, sets, base=base)
-        preflight(cfg)
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
                 stage_progress() as progress:
-            metrics = run_reasonrag(cfg, out, progress=progress, executor=ex)
+            metrics = run_reasonrag(cfg, out, progress=progress, executor=ex, preflight=preflight)
         _summary(metrics, out)
     exit_if_unfinished(metrics["unfinished"], "questions")
 

@@ -81,12 +81,11 @@ def build(
         if max_per_type is not None:
             base["sampling"] = {"max_per_type": max_per_type}
         cfg = resolve_config(TracerRunConfig, config, sets, base=preset_base(preset, base))
-        preflight(cfg)
         if out is None:
             raise UserError("no run directory: pass --out DIR")
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
                 stage_progress() as progress:
-            metrics = run_tracer(cfg, out, progress=progress, executor=ex)
+            metrics = run_tracer(cfg, out, progress=progress, executor=ex, preflight=preflight)
         for row in metrics["funnel"]:
             rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
             left = f"  unfinished: {row['unfinished']}" if row["unfinished"] else ""

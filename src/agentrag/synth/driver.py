@@ -230,10 +230,14 @@ def run_sections(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.PathLike[str], *,
                     progress: Progress | None = None, executor: Executor | None = None,
-                    **given: Any) -> dict[str, Any]:
+                    preflight: Callable[[Any], object] | None = None, **given: Any) -> dict[str, Any]:
     """Run ``synth`` into the run directory ``out`` (rerun = resume); returns ``metrics.json``'s
-    object. Raises :class:`SynthBugs` (after writing metrics and report) when items hit a bug."""
+    object. ``preflight(cfg)`` (the CLI's endpoint check) runs after the input checks and before
+    anything is written. Raises :class:`SynthBugs` (after writing metrics and report) when items
+    hit a bug."""
     inputs = synth.check_inputs(cfg, out, given)
+    if preflight is not None:  # endpoints answer (the CLI's check), after the local inputs, before writing
+        preflight(cfg)
     passive_openmp()
     with RunDir(out) as run:
         run.write_config(cfg)

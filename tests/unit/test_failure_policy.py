@@ -25,6 +25,7 @@ from agentrag.errors import (
     RetrievalError,
     RunLockedError,
     StorageError,
+    UserError,
     classify,
 )
 from agentrag.exec import ThreadExecutor, run_stage
@@ -234,6 +235,7 @@ class Echo(Synthesizer[EchoConfig, list, Any]):
 
     name = "echo"
     stages = (Stage("answer", "questions", "answers.jsonl", gates=("non-empty",)),)
+    given = ("llm",)
 
     def check_inputs(self, cfg: EchoConfig, out: Any, given: Any) -> list:
         return [QAItem(id=q, question=q, golden_answers=["yes"]) for q in cfg.questions]
@@ -281,3 +283,10 @@ def test_driver_metrics_report_and_unfinished(tmp_path: Path) -> None:
     with pytest.raises(SynthBugs, match="1 item"):
         run_synthesizer(Echo(), EchoConfig(questions=["a", "bug"]), tmp_path / "run2", llm=llm)
     assert json.loads((tmp_path / "run2" / "metrics.json").read_text())["bugs"] == 1
+
+
+def test_driver_refuses_unknown_objects_before_writing(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match=r"run_echo: unknown argument\(s\) retriever, tagger; the objects it takes: llm"):
+        run_synthesizer(Echo(), EchoConfig(questions=["a"]), tmp_path / "run", llm=ScriptedLLM(default="x"),
+                        tagger=None, retriever=None)
+    assert not (tmp_path / "run").exists()

@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentrag.errors import AgentRagError
+from agentrag.errors import AgentRagError, UserError
 from agentrag.exec import Executor, StageResult, ThreadExecutor, run_stage
 from agentrag.llm.usage import llm_usage
 from agentrag.runs import RunDir
@@ -150,6 +150,8 @@ class Synthesizer(Generic[Cfg, Inputs, Comps]):
 
     name: ClassVar[str] = ""
     stages: ClassVar[tuple[Stage, ...]] = ()
+    #: the objects a Python caller may pass in place of references (``run_<name>(..., llm=obj)``)
+    given: ClassVar[tuple[str, ...]] = ()
 
     def check_inputs(self, cfg: Cfg, out: str | os.PathLike[str], given: Mapping[str, Any]) -> Inputs:
         """Check everything the run needs before anything is written; return the inputs."""
@@ -235,6 +237,10 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
     object. ``preflight(cfg)`` (the CLI's endpoint check) runs after the input checks and before
     anything is written. Raises :class:`SynthBugs` (after writing metrics and report) when items
     hit a bug."""
+    unknown = sorted(set(given) - set(synth.given))
+    if unknown:
+        raise UserError(f"run_{synth.name}: unknown argument(s) {', '.join(unknown)}; the objects it takes: "
+                        f"{', '.join(synth.given)}")
     inputs = synth.check_inputs(cfg, out, given)
     if preflight is not None:  # endpoints answer (the CLI's check), after the local inputs, before writing
         preflight(cfg)

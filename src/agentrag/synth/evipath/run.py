@@ -92,6 +92,7 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
     """EviPath (paper 001): abductive reasoning paths -> planner and executor SFT conversations."""
 
     name = "evipath"
+    given = GIVEN
     stages = (
         Stage("items", "raw HotpotQA / 2Wiki / MuSiQue files", "items.jsonl", ("gold_evidence",), "d_train"),
         Stage("plans", "items.jsonl", "plans.jsonl", ("parse",), "Eq. 3"),
@@ -109,9 +110,6 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
                      given: Mapping[str, Any]) -> EviInputs:
         from agentrag.llm.resolve import check_llm_ref
 
-        unknown = sorted(set(given) - set(GIVEN))
-        if unknown:
-            raise UserError(f"run_evipath: unknown argument(s) {', '.join(unknown)}; pass {', '.join(GIVEN)}")
         if not cfg.datasets:
             raise UserError("no dataset: pass --dataset FILE (raw HotpotQA, 2WikiMultihopQA or MuSiQue)")
         if cfg.mode == "deductive" and not (cfg.kb or given.get("retriever")):

@@ -54,9 +54,6 @@ def check_inputs(cfg: RagShaperRunConfig, out: str | os.PathLike[str],
     from agentrag.llm.resolve import check_llm_ref
 
     given = given or {}
-    unknown = sorted(set(given) - set(GIVEN))
-    if unknown:
-        raise UserError(f"run_ragshaper: unknown argument(s) {unknown}; objects it takes: {', '.join(GIVEN)}")
     comps = given.get("components")
     main_kb = comps.main_kb if comps is not None else given.get("main_kb", given.get("retriever"))
     if main_kb is None and not cfg.kb:
@@ -97,6 +94,7 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
     """RAGShaper's declaration for the driver (see the module docstring)."""
 
     name = "ragshaper"
+    given = GIVEN
     stages = (
         Stage("explore", "seeds", "trees", ("curator action parses",), "InfoCurator trees (Eq. 2-4)"),
         Stage("distractors", "distractor tool calls", "K~ documents", ("not empty", "not a copy of the fact"),

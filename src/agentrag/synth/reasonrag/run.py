@@ -80,9 +80,6 @@ def check_inputs(cfg: ReasonRagRunConfig, out: str | os.PathLike[str],
     from agentrag.llm.resolve import check_llm_ref
 
     given = given or {}
-    unknown = sorted(set(given) - set(GIVEN))
-    if unknown:
-        raise TypeError(f"run_reasonrag() got unexpected object(s) {unknown}; it takes {list(GIVEN)}")
     items = check_questions(given["questions"]) if given.get("questions") is not None else load_questions(cfg)
     has = {k for k, v in given.items() if v is not None}
     if not cfg.kb and not has & {"retriever", "components"}:
@@ -140,6 +137,7 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
     """ReasonRAG's declaration for the driver (stages, inputs, components, pipeline, report)."""
 
     name = "reasonrag"
+    given = GIVEN
     stages = (
         Stage("questions", "dataset", "questions.jsonl", about="QA items with gold answers"),
         Stage("mcts", "questions.jsonl", "events.jsonl, trees.jsonl", gates=("error_expansion", "flagged_rollout"),

@@ -61,8 +61,8 @@ def _failed_call(exc: LLMError, stage: str) -> str:
     raise exc
 
 
-def call_json(llm: LLM, messages: list[Message], schema: type[M] | dict[str, Any], *, name: str | None = None,
-              stage: str, raise_retryable: bool = True, **sampling: Any) -> tuple[Any, Provenance, str | None]:
+def call_json(llm: LLM, messages: list[Message], schema: type[M], *, name: str | None = None,
+              stage: str, **sampling: Any) -> tuple[M | None, Provenance, str | None]:
     """Ask ``llm`` for a JSON object declared by the pydantic model ``schema``. Returns
     ``(instance or None, provenance, error)``.
 
@@ -70,16 +70,10 @@ def call_json(llm: LLM, messages: list[Message], schema: type[M] | dict[str, Any
     ``parse_error: ...`` string with the raw output in the provenance, so the stage writes a
     flagged record; a request over the context window as ``context_limit: ...``. Every other LLM
     failure propagates (the failure policy: outage -> unfinished, 401/404 -> the run stops).
-    A dict ``schema`` (deprecated) returns the decoded dict unvalidated.
     """
-    del raise_retryable  # outages always propagate now (kept for old call sites)
     from agentrag.llm.structured import response_format, validate_structured
 
-    if isinstance(schema, dict):
-        fmt = {"type": "json_schema", "json_schema": {"name": name or "output", "schema": schema}}
-        model: type[BaseModel] | None = None
-    else:
-        fmt, model = response_format(schema, name), schema
+    fmt = response_format(schema, name)
     prov = Provenance(stage=stage, model=getattr(llm, "model", ""), prompt_hash=prompt_hash(messages, fmt))
     try:
         completion = llm.chat(messages, response_format=fmt, **sampling)[0]
@@ -99,10 +93,8 @@ def call_json(llm: LLM, messages: list[Message], schema: type[M] | dict[str, Any
                 return None, prov, (f"parse_error: output cut off at max_tokens={sampling.get('max_tokens')} "
                                     "before the JSON object closed")
             return None, prov, f"parse_error: {exc}"
-    if model is None:
-        return obj, prov, None
     try:
-        return validate_structured(obj, model), prov, None
+        return validate_structured(obj, schema), prov, None
     except ParseError as exc:
         if completion.finish_reason == "length":  # the lenient parser may find an inner object of a cut reply
             return None, prov, (f"parse_error: output cut off at max_tokens={sampling.get('max_tokens')} "

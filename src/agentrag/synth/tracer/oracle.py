@@ -22,13 +22,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from agentrag.eval.judge import LLMJudge
+from agentrag.eval.judge import JudgeReply, LLMJudge
 from agentrag.eval.metrics import em, f1, normalize_answer
 from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance
 from agentrag.synth.common import call_json
 from agentrag.synth.tracer.config import TracerConfig
-from agentrag.synth.tracer.outputs import JudgeScore, ShortAnswer
+from agentrag.synth.tracer.outputs import ShortAnswer
 from agentrag.synth.tracer.prompts import ANSWER_CLOSED_SYSTEM, ANSWER_DOCS_SYSTEM, doc_block
 from agentrag.synth.tracer.schema import Check
 
@@ -115,7 +115,7 @@ class Oracle:
             return Grade(False, e, f)
         self.calls += 1
         verdict, prov, err = call_json(self.judge_llm, LLMJudge(self.judge_llm).messages(question, pred, golds),
-                                       JudgeScore, name="judge_verdict", stage="judge", temperature=0.0,
+                                       JudgeReply, name="judge_verdict", stage="judge", temperature=0.0,
                                        max_tokens=128)
         raw = [prov.raw_output or ""]
         if err is not None or verdict is None:

@@ -97,11 +97,4 @@ class ShortAnswer(_Out):
     answer: Annotated[str, BeforeValidator(_scalar_text), Field(max_length=300)]
 
 
-class JudgeScore(_Out):
-    """The 0/1/2 judge's verdict (score >= 1 counts correct)."""
-
-    reason: str = Field(default="", max_length=1000)
-    score: int = Field(ge=0, le=2)
-
-
-__all__ = ["AuditFailure", "DocAnnotation", "QAPair", "AtomicPairs", "LinkPair", "AuditVerdict", "ShortAnswer", "JudgeScore"]
+__all__ = ["AuditFailure", "DocAnnotation", "QAPair", "AtomicPairs", "LinkPair", "AuditVerdict", "ShortAnswer"]

@@ -49,7 +49,7 @@ _EXPORTS: dict[str, str] = {
     # failure policy and executors
     "Executor": "agentrag.exec", "Outcome": "agentrag.exec", "ThreadExecutor": "agentrag.exec",
     "WorkerTask": "agentrag.exec", "resolve_executor": "agentrag.exec", "run_stage": "agentrag.exec",
-    "StageResult": "agentrag.exec", "item_key": "agentrag.exec",
+    "StageResult": "agentrag.exec", "item_key": "agentrag.exec", "ItemBugs": "agentrag.exec",
     # the synthesizer driver
     "Stage": "agentrag.synth.driver", "FunnelRow": "agentrag.synth.driver", "SynthMetrics": "agentrag.synth.driver",
     "SynthOutput": "agentrag.synth.driver", "SynthRun": "agentrag.synth.driver", "SynthBugs": "agentrag.synth.driver",

@@ -80,7 +80,8 @@ def eval_command(
             try:
                 metrics = run_eval(cfg, out, executor=ex, progress=bar, preflight=preflight)
             except EvalBugs as exc:
-                _print_metrics(exc.metrics)
+                if exc.metrics is not None:
+                    _print_metrics(exc.metrics)
                 raise
         _print_metrics(metrics)
         console.print(f"results: {out / 'results.jsonl'}\nreport:  {out / 'report.html'}  (markdown: "

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from agentrag.config import load_config
-from agentrag.errors import AgentRagError, UserError
+from agentrag.errors import UserError
 from agentrag.eval.judge import LLMJudge
 from agentrag.eval.report import write_eval_report
 from agentrag.eval.result import EvalResult
 from agentrag.eval.runner import EvalConfig, evaluate_stage, summarize
-from agentrag.exec import Executor, ThreadExecutor
+from agentrag.exec import Executor, ItemBugs, ThreadExecutor
 from agentrag.llm.usage import llm_usage
 from agentrag.records import QAItem
 from agentrag.runs import LOCK_NAME, RunDir
@@ -37,15 +37,9 @@ from agentrag.runs import LOCK_NAME, RunDir
 Progress = Callable[[str, int, int], None]
 
 
-class EvalBugs(AgentRagError):
-    """Some items raised an unexpected exception (a bug; tracebacks in the log); they stay
-    unfinished. Raised after ``metrics.json`` and the report are written (the CLI exits 1)."""
-
-    def __init__(self, bugs: Mapping[str, str], metrics: dict[str, Any]) -> None:
-        key, why = next(iter(bugs.items()))
-        super().__init__(f"{len(bugs)} item(s) failed with an unexpected error (a bug; tracebacks in the log), "
-                         f"e.g. {key}: {why}")
-        self.bugs, self.metrics = dict(bugs), metrics
+class EvalBugs(ItemBugs):
+    """Some eval items hit a bug (see :class:`~agentrag.exec.ItemBugs`); ``metrics`` is what
+    ``metrics.json`` holds."""
 
 
 def _config(cfg: EvalConfig | None, overrides: Mapping[str, Any]) -> EvalConfig:

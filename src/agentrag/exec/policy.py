@@ -17,11 +17,11 @@ Eval and every synthesizer call it; it is the only place that decides what a fai
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from agentrag.errors import classify
+from agentrag.errors import AgentRagError, classify
 from agentrag.exec.base import Executor
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,18 @@ class StageResult:
         self.unfinished.update(other.unfinished)
         self.bugs.update(other.bugs)
         return self
+
+
+class ItemBugs(AgentRagError):
+    """Some items raised an unexpected exception (a bug; tracebacks in the log); they stay
+    unfinished. Raised by a run after its ``metrics.json`` and report are written (the CLI exits 1);
+    ``bugs`` maps item keys to the errors, ``metrics`` is the run's metrics object when it has one."""
+
+    def __init__(self, bugs: Mapping[str, str], metrics: dict[str, Any] | None = None) -> None:
+        key, why = next(iter(bugs.items()))
+        super().__init__(f"{len(bugs)} item(s) failed with an unexpected error (a bug; tracebacks in the log), "
+                         f"e.g. {key}: {why}")
+        self.bugs, self.metrics = dict(bugs), metrics
 
 
 def item_key(item: Any) -> str:
@@ -99,4 +111,4 @@ def run_stage(executor: Executor, fn: Callable[[T], R], items: Iterable[T], *, s
     return res
 
 
-__all__ = ["StageResult", "run_stage", "item_key"]
+__all__ = ["StageResult", "run_stage", "item_key", "ItemBugs"]

@@ -31,8 +31,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentrag.errors import AgentRagError, UserError
-from agentrag.exec import Executor, StageResult, ThreadExecutor, run_stage
+from agentrag.errors import UserError
+from agentrag.exec import Executor, ItemBugs, StageResult, ThreadExecutor, run_stage
 from agentrag.llm.usage import llm_usage
 from agentrag.runs import RunDir
 from agentrag.synth.common import Progress
@@ -106,15 +106,8 @@ class SynthOutput:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-class SynthBugs(AgentRagError):
-    """Some items raised an unexpected exception (a bug); they stay unfinished. Raised after the
-    metrics and report are written; the CLI exits 1."""
-
-    def __init__(self, bugs: Mapping[str, str]) -> None:
-        first = next(iter(bugs.items()))
-        super().__init__(f"{len(bugs)} item(s) failed with an unexpected error (a bug; tracebacks in the log), "
-                         f"e.g. {first[0]}: {first[1]}")
-        self.bugs = dict(bugs)
+class SynthBugs(ItemBugs):
+    """Some items of a synthesizer run hit a bug (see :class:`~agentrag.exec.ItemBugs`)."""
 
 
 @dataclass
@@ -254,7 +247,7 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
         metrics = finish_run(synth, cfg, ctx, comps, output, time.monotonic() - start)
     bugs = {k: v for r in ctx.results.values() for k, v in r.bugs.items()}
     if bugs:
-        raise SynthBugs(bugs)
+        raise SynthBugs(bugs, metrics)
     return metrics
 
 

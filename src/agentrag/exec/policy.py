@@ -71,6 +71,23 @@ def item_key(item: Any) -> str:
     return repr(item)[:60]
 
 
+def settle_failure(res: StageResult, item: Any, error: BaseException, key: Callable[[Any], str] = item_key) -> None:
+    """The policy for one item whose work raised ``error``: a fatal error is raised; an outage is
+    noted in ``res.unfinished``; anything else is a bug, logged with its traceback, in ``res.bugs``."""
+    kind = classify(error)
+    why = f"{type(error).__name__}: {error}"
+    if kind == "fatal":
+        raise error
+    if kind == "outage":
+        log.warning("%s: item %s unfinished (%s); rerun the same command to redo it", res.stage or "run", key(item),
+                    why)
+        res.unfinished[key(item)] = why
+    else:
+        log.error("%s: item %s failed with a bug; it stays unfinished", res.stage or "run", key(item),
+                  exc_info=(type(error), error, error.__traceback__))
+        res.bugs[key(item)] = why
+
+
 def run_stage(executor: Executor, fn: Callable[[T], R], items: Iterable[T], *, stage: str = "",
               progress: Callable[[str, int, int], None] | None = None,
               on_result: Callable[[T, R], object] | None = None,
@@ -90,18 +107,7 @@ def run_stage(executor: Executor, fn: Callable[[T], R], items: Iterable[T], *, s
                     on_result(out.item, out.result)  # type: ignore[arg-type]
                 res.done += 1
             else:
-                kind = classify(out.error)
-                why = f"{type(out.error).__name__}: {out.error}"
-                if kind == "fatal":
-                    raise out.error
-                if kind == "outage":
-                    log.warning("%s: item %s unfinished (%s); rerun the same command to redo it", stage or "run",
-                                key(out.item), why)
-                    res.unfinished[key(out.item)] = why
-                else:
-                    log.error("%s: item %s failed with a bug; it stays unfinished", stage or "run", key(out.item),
-                              exc_info=(type(out.error), out.error, out.error.__traceback__))
-                    res.bugs[key(out.item)] = why
+                settle_failure(res, out.item, out.error, key)
             if progress:
                 progress(stage, n, len(todo))
     finally:
@@ -111,4 +117,4 @@ def run_stage(executor: Executor, fn: Callable[[T], R], items: Iterable[T], *, s
     return res
 
 
-__all__ = ["StageResult", "run_stage", "item_key", "ItemBugs"]
+__all__ = ["StageResult", "run_stage", "settle_failure", "item_key", "ItemBugs"]

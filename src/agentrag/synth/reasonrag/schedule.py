@@ -8,24 +8,20 @@ returns, the driver writes its result and queues the question's next task at onc
 executor (thread or Ray: both pull their items lazily, up to their in-flight limit) submits it on
 its next pull, so the executor's slots stay busy while any question has work left.
 
-The failure policy is :func:`agentrag.exec.run_stage`'s, applied per task: a fatal error is raised
+The failure policy is :func:`agentrag.exec.run_stage`'s (:func:`~agentrag.exec.policy.settle_failure`), applied per task: a fatal error is raised
 at once (what has not started is cancelled), an outage or a lost worker leaves the question
 unfinished, any other exception is a bug (logged, unfinished); such a question gets no follow-up.
 """
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar
 
-from agentrag.errors import classify
 from agentrag.exec import StageResult
-from agentrag.exec.policy import item_key
+from agentrag.exec.policy import settle_failure
 from agentrag.synth.driver import SynthRun
-
-log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -63,23 +59,13 @@ def run_chained(ctx: SynthRun, name: str, fn: Callable[[T], R], first: Iterable[
         try:
             for out in stream:
                 res.total += 1
-                if out.error is None:
-                    res.done += 1
-                    nxt = on_result(out.item, out.result)  # type: ignore[arg-type]
-                    if nxt is not None:
-                        feed.put(nxt)
+                if out.error is not None:
+                    settle_failure(res, out.item, out.error)
                     continue
-                kind, why = classify(out.error), f"{type(out.error).__name__}: {out.error}"
-                if kind == "fatal":
-                    raise out.error
-                if kind == "outage":
-                    log.warning("%s: item %s unfinished (%s); rerun the same command to redo it", name,
-                                item_key(out.item), why)
-                    res.unfinished[item_key(out.item)] = why
-                else:
-                    log.error("%s: item %s failed with a bug; it stays unfinished", name, item_key(out.item),
-                              exc_info=(type(out.error), out.error, out.error.__traceback__))
-                    res.bugs[item_key(out.item)] = why
+                res.done += 1
+                nxt = on_result(out.item, out.result)  # type: ignore[arg-type]
+                if nxt is not None:
+                    feed.put(nxt)
         finally:
             close = getattr(stream, "close", None)
             if close is not None:

@@ -98,13 +98,17 @@ def dpo(
     tools: ToolsOpt = None,
     license: LicenseOpt = None,
 ) -> None:
-    """Write trl_dpo.jsonl (TRL prompt/chosen/rejected chats), dpo_alpaca.jsonl and dataset_info.json
-    (LLaMA-Factory ranking format) from a preference pairs file."""
+    """Write trl_dpo.jsonl (TRL prompt/chosen/rejected chats), dpo_sharegpt.jsonl (LLaMA-Factory
+    sharegpt ranking, tool turns typed), dpo_alpaca.jsonl (the single-turn plain pairs) and
+    dataset_info.json from a preference pairs file."""
     with user_errors():
         from agentrag.export.dpo import read_pairs, write_dpo_export
 
         summary = write_dpo_export(out, read_pairs(pairs), _tools(tools), license=license)
         console.print(f"exported {summary['exported']} preference pairs to {out}")
+        if summary["sharegpt_cut"]:
+            console.print(f"{summary['sharegpt_cut']} pairs cut after their first differing assistant turn in "
+                          "dpo_sharegpt.jsonl (LLaMA-Factory's ranking form holds one turn a side)")
 
 
 def register(app: typer.Typer) -> None:

@@ -52,7 +52,7 @@ def reasonrag(
     judge, -> process-level preference pairs among siblings -> DPO export + statistics report.
 
     Writes OUT/{questions,events,trees,greedy,pairs}.jsonl, OUT/dpo/ (TRL conversational
-    trl_dpo.jsonl + LLaMA-Factory dpo_alpaca.jsonl, dataset_info.json, dataset card),
+    trl_dpo.jsonl + LLaMA-Factory dpo_sharegpt.jsonl / dpo_alpaca.jsonl, dataset_info.json, dataset card),
     OUT/metrics.json and OUT/report.md (funnel, LLM usage, Table 1 / Figure 2 statistics, best leaf
     vs greedy agent).
     Rerunning the same command resumes each search where it stopped; LLM calls are cached in

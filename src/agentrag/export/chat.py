@@ -12,7 +12,14 @@ from typing import Any
 
 from agentrag.errors import UserError
 from agentrag.export.hf import write_card
-from agentrag.export.sft import DATASET_INFO_FILE, SHAREGPT_FILE, TRL_FILE, write_json, write_jsonl_dicts
+from agentrag.export.sft import (
+    DATASET_INFO_FILE,
+    SHAREGPT_FILE,
+    TRL_FILE,
+    sharegpt_turns,
+    write_json,
+    write_jsonl_dicts,
+)
 from agentrag.records import Message
 
 
@@ -27,9 +34,7 @@ def chat_record(messages: Sequence[Message]) -> dict[str, Any]:
 def chat_sharegpt(messages: Sequence[Message]) -> dict[str, Any]:
     """One LLaMA-Factory sharegpt record (``system`` apart, then human/gpt turns)."""
     system = next((m.content or "" for m in messages if m.role == "system"), "")
-    conv = [{"from": "human" if m.role == "user" else "gpt", "value": m.content or ""}
-            for m in messages if m.role != "system"]
-    return {"conversations": conv, "system": system}
+    return {"conversations": sharegpt_turns(messages), "system": system}
 
 
 def chat_dataset_info(name: str, file_name: str = SHAREGPT_FILE) -> dict[str, Any]:

@@ -1,28 +1,51 @@
 """DPO export: preference pairs as TRL conversational records and LLaMA-Factory ranking records.
 
 TRL: ``{"prompt": [messages], "chosen": [messages], "rejected": [messages]}`` (+ ``tools``).
-LLaMA-Factory (alpaca ranking): ``instruction`` (the prompt's turns after the system message,
-as text), ``input`` (empty), ``chosen`` / ``rejected`` (the continuations as text: assistant
-content with ``<tool_call>`` JSON, tool results in ``<tool_response>``), ``system``.
+
+LLaMA-Factory, sharegpt ranking (``dpo_sharegpt.jsonl``, every pair): ``conversations`` holds the
+shared prefix as typed turns (``human`` / ``function_call`` / ``observation`` / ``gpt``: the
+prompt after its system message, then the turns chosen and rejected share), ``chosen`` and
+``rejected`` one turn each (``gpt``, or ``function_call`` for a tool call), plus ``system`` and
+``tools``. LLaMA-Factory's ranking form holds one response per side, so a continuation that goes
+on after its first differing assistant turn (a tool result, more turns) is cut there: the
+preference is on that turn, and no observation is ever in a chosen/rejected response. The TRL file
+keeps the whole continuations.
+
+LLaMA-Factory, alpaca ranking (``dpo_alpaca.jsonl``): only the pairs alpaca holds exactly (a
+single user turn after an optional system message, one plain assistant turn each side); pairs
+with tool turns or multi-turn prompts are never flattened to text.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agentrag.errors import UserError
 from agentrag.export.hf import write_card
-from agentrag.export.sft import message_dict, record_tools, write_json, write_jsonl_dicts
+from agentrag.export.sft import (
+    SHAREGPT_TAGS,
+    message_dict,
+    record_tools,
+    sharegpt_tools,
+    sharegpt_turn,
+    sharegpt_turns,
+    write_json,
+    write_jsonl_dicts,
+)
 from agentrag.paths import check_out_dir
 from agentrag.records import Message, PreferencePair, iter_json_objects, read_jsonl
 
+log = logging.getLogger(__name__)
+
 TRL_FILE = "trl_dpo.jsonl"
+SHAREGPT_FILE = "dpo_sharegpt.jsonl"
 ALPACA_FILE = "dpo_alpaca.jsonl"
 DATASET_INFO_FILE = "dataset_info.json"
-ALPACA_DATASET = "agentrag_dpo"
+SHAREGPT_DATASET = "agentrag_dpo"
+ALPACA_DATASET = "agentrag_dpo_alpaca"
 
 
 def _check(pair: PreferencePair) -> None:
@@ -49,45 +72,110 @@ def to_trl_dpo(pairs: Iterable[PreferencePair],
     return out
 
 
-def message_text(msg: Message) -> str:
-    """One message as plain text in the ChatML tool convention (for text-only formats)."""
-    if msg.role == "tool":
-        return f"<tool_response>\n{msg.content or ''}\n</tool_response>"
-    parts = [msg.content] if msg.content else []
-    for tc in msg.tool_calls:
-        call = json.dumps({"name": tc.name, "arguments": tc.arguments}, ensure_ascii=False)
-        parts.append(f"<tool_call>\n{call}\n</tool_call>")
-    return "\n".join(parts)
+def _same(a: Message, b: Message) -> bool:
+    """The same turn (tool-call ids aside: two samples of one call get different ids)."""
+    return (a.role == b.role and (a.content or "") == (b.content or "")
+            and [(t.name, t.arguments) for t in a.tool_calls] == [(t.name, t.arguments) for t in b.tool_calls])
 
 
-def _transcript(msgs: list[Message]) -> str:
-    if len(msgs) == 1 and msgs[0].role in ("user", "assistant"):
-        return message_text(msgs[0])
-    return "\n\n".join(f"{m.role}: {message_text(m)}" if m.role != "tool" else message_text(m) for m in msgs)
+def ranking_split(pair: PreferencePair) -> tuple[list[Message], Message, Message, bool]:
+    """The pair in LLaMA-Factory's ranking form: the shared prefix (the prompt, then the leading
+    turns chosen and rejected share), the first differing chosen and rejected assistant turns, and
+    whether either continuation went on after that turn (cut: the form holds one turn a side)."""
+    _check(pair)
+    c, r = pair.chosen, pair.rejected
+    k = 0
+    while k < min(len(c), len(r)) and _same(c[k], r[k]):
+        k += 1
+    if k == len(c) or k == len(r):
+        raise UserError(f"preference pair {pair.id!r}: chosen and rejected do not differ "
+                        f"(one is the other's first {k} turns)")
+    if c[k].role != "assistant" or r[k].role != "assistant":
+        raise UserError(f"preference pair {pair.id!r}: chosen and rejected first differ at turn {k} "
+                        f"({c[k].role} vs {r[k].role}); a preference is between two assistant turns")
+    return list(pair.prompt) + list(c[:k]), c[k], r[k], len(c) > k + 1 or len(r) > k + 1
 
 
-def to_alpaca_dpo(pairs: Iterable[PreferencePair]) -> list[dict[str, Any]]:
-    """LLaMA-Factory alpaca ranking records (instruction/input/chosen/rejected/system)."""
+def _system_and_rest(pair: PreferencePair, msgs: list[Message]) -> tuple[str, list[Message]]:
+    system = (msgs[0].content or "") if msgs[0].role == "system" else ""
+    msgs = msgs[1:] if msgs[0].role == "system" else msgs
+    if any(m.role == "system" for m in msgs):
+        raise UserError(f"preference pair {pair.id!r}: a system message after the first turn")
+    if not msgs:
+        raise UserError(f"preference pair {pair.id!r}: the prompt has only a system message")
+    return system, msgs
+
+
+_PROMPT_SIDE = ("human", "observation")  # LLaMA-Factory: odd turns, and the last prefix turn
+_MODEL_SIDE = ("gpt", "function_call")
+
+
+def to_sharegpt_dpo(pairs: Iterable[PreferencePair],
+                    tools: Sequence[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """LLaMA-Factory sharegpt ranking records (see the module docstring); ``tools`` (OpenAI
+    schemas) becomes the ``tools`` JSON string, ``""`` when not given."""
+    tools_json = sharegpt_tools(tools) if tools else ""
     out = []
     for p in pairs:
-        _check(p)
-        system = (p.prompt[0].content or "") if p.prompt[0].role == "system" else ""
-        rest = p.prompt[1:] if p.prompt[0].role == "system" else p.prompt
-        if not rest:
-            raise UserError(f"preference pair {p.id!r}: the prompt has only a system message")
-        out.append({"instruction": _transcript(rest), "input": "",
-                    "chosen": _transcript(p.chosen), "rejected": _transcript(p.rejected), "system": system})
+        prefix, chosen, rejected, _ = ranking_split(p)
+        system, rest = _system_and_rest(p, prefix)
+        conv = sharegpt_turns(rest)
+        for i, turn in enumerate(conv):
+            if turn["from"] not in (_PROMPT_SIDE, _MODEL_SIDE)[i % 2] or len(conv) % 2 == 0:
+                raise UserError(
+                    f"preference pair {p.id!r}: LLaMA-Factory needs the shared turns to alternate user/tool and "
+                    f"assistant turns and to end on a user or tool turn; got {[t['from'] for t in conv]}")
+        out.append({"conversations": conv, "chosen": sharegpt_turn(chosen), "rejected": sharegpt_turn(rejected),
+                    "system": system, "tools": tools_json})
     return out
 
 
-def alpaca_dataset_info(file_name: str = ALPACA_FILE, name: str = ALPACA_DATASET) -> dict[str, Any]:
-    """LLaMA-Factory's ``dataset_info.json`` entry for the ranking export."""
-    return {name: {
-        "file_name": file_name,
+def alpaca_exact(pair: PreferencePair) -> bool:
+    """Whether alpaca holds the pair as it is: one user turn after an optional system message, and
+    one plain assistant turn on each side."""
+    rest = pair.prompt[1:] if pair.prompt and pair.prompt[0].role == "system" else pair.prompt
+    sides = (pair.chosen, pair.rejected)
+    return (len(rest) == 1 and rest[0].role == "user"
+            and all(len(s) == 1 and s[0].role == "assistant" and not s[0].tool_calls for s in sides))
+
+
+def to_alpaca_dpo(pairs: Iterable[PreferencePair]) -> list[dict[str, Any]]:
+    """LLaMA-Factory alpaca ranking records (instruction/input/chosen/rejected/system) of pairs
+    that alpaca holds exactly (:func:`alpaca_exact`); any other pair is a UserError (write it in
+    the sharegpt ranking form, :func:`to_sharegpt_dpo`)."""
+    out = []
+    for p in pairs:
+        _check(p)
+        if not alpaca_exact(p):
+            raise UserError(f"preference pair {p.id!r}: alpaca holds a single user turn and one plain assistant "
+                            "turn a side; this pair has tool or multi-turn turns (use the sharegpt ranking form)")
+        system = (p.prompt[0].content or "") if p.prompt[0].role == "system" else ""
+        out.append({"instruction": p.prompt[-1].content or "", "input": "",
+                    "chosen": p.chosen[0].content or "", "rejected": p.rejected[0].content or "",
+                    "system": system})
+    return out
+
+
+def dpo_dataset_info(*, alpaca: bool = True) -> dict[str, Any]:
+    """LLaMA-Factory's ``dataset_info.json`` entries of the DPO export: ``agentrag_dpo`` (sharegpt
+    ranking, every pair) and, when ``alpaca``, ``agentrag_dpo_alpaca``."""
+    info: dict[str, Any] = {SHAREGPT_DATASET: {
+        "file_name": SHAREGPT_FILE,
         "ranking": True,
-        "columns": {"prompt": "instruction", "query": "input", "chosen": "chosen", "rejected": "rejected",
-                    "system": "system"},
+        "formatting": "sharegpt",
+        "columns": {"messages": "conversations", "chosen": "chosen", "rejected": "rejected", "system": "system",
+                    "tools": "tools"},
+        "tags": dict(SHAREGPT_TAGS),
     }}
+    if alpaca:
+        info[ALPACA_DATASET] = {
+            "file_name": ALPACA_FILE,
+            "ranking": True,
+            "formatting": "alpaca",
+            "columns": {"prompt": "instruction", "query": "input", "chosen": "chosen", "rejected": "rejected",
+                        "system": "system"},
+        }
+    return info
 
 
 def read_pairs(path: str | os.PathLike[str]) -> list[PreferencePair]:
@@ -101,19 +189,29 @@ def read_pairs(path: str | os.PathLike[str]) -> list[PreferencePair]:
 def write_dpo_export(out_dir: str | os.PathLike[str], pairs: Iterable[PreferencePair],
                      tools: Sequence[dict[str, Any]] | None = None, *,
                      license: str | None = None) -> dict[str, Any]:
-    """Write ``trl_dpo.jsonl``, ``dpo_alpaca.jsonl`` and ``dataset_info.json`` into ``out_dir``
-    (``license``: the dataset card's, see :mod:`agentrag.export.hf`)."""
+    """Write ``trl_dpo.jsonl``, ``dpo_sharegpt.jsonl``, ``dpo_alpaca.jsonl`` (the pairs alpaca holds
+    exactly; possibly empty), ``dataset_info.json`` and the card into ``out_dir`` (``license``: the
+    card's, see :mod:`agentrag.export.hf`). The summary counts the pairs cut to their first
+    differing turn in the sharegpt file (``sharegpt_cut``) and those in the alpaca file."""
     out = check_out_dir(out_dir)
     pair_list = list(pairs)
     n = write_jsonl_dicts(out / TRL_FILE, to_trl_dpo(pair_list, tools))
-    write_jsonl_dicts(out / ALPACA_FILE, to_alpaca_dpo(pair_list))
-    write_json(out / DATASET_INFO_FILE, alpaca_dataset_info())
-    card = write_card(out, "dpo", TRL_FILE, {"exported": n},
+    write_jsonl_dicts(out / SHAREGPT_FILE, to_sharegpt_dpo(pair_list, tools))
+    cut = sum(ranking_split(p)[3] for p in pair_list)
+    if cut:
+        log.warning("%d of %d pairs go on after their first differing assistant turn: cut there in %s "
+                    "(LLaMA-Factory's ranking form holds one turn a side); %s keeps them whole", cut, n,
+                    SHAREGPT_FILE, TRL_FILE)
+    n_alpaca = write_jsonl_dicts(out / ALPACA_FILE, to_alpaca_dpo(p for p in pair_list if alpaca_exact(p)))
+    write_json(out / DATASET_INFO_FILE, dpo_dataset_info(alpaca=n_alpaca > 0))
+    summary: dict[str, Any] = {"exported": n, "sharegpt_cut": cut, "alpaca": n_alpaca}
+    card = write_card(out, "dpo", TRL_FILE, summary,
                       "Preference pairs as TRL conversational records (`prompt`, `chosen`, `rejected` chats); "
-                      "`dpo_alpaca.jsonl` and `dataset_info.json` hold them for LLaMA-Factory (ranking).",
-                      license=license)
-    return {"exported": n, "files": [str(out / TRL_FILE), str(out / ALPACA_FILE), str(out / DATASET_INFO_FILE),
-                                     str(card)]}
+                      "`dpo_sharegpt.jsonl` (sharegpt ranking, tool turns typed) and `dataset_info.json` hold "
+                      "them for LLaMA-Factory.", license=license)
+    summary["files"] = [str(out / name) for name in (TRL_FILE, SHAREGPT_FILE, ALPACA_FILE, DATASET_INFO_FILE)]
+    summary["files"].append(str(card))
+    return summary
 
 
 def read_trl_dpo(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -132,5 +230,5 @@ def read_trl_dpo(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["to_trl_dpo", "to_alpaca_dpo", "message_text", "alpaca_dataset_info", "read_pairs",
-           "write_dpo_export", "read_trl_dpo"]
+__all__ = ["to_trl_dpo", "to_sharegpt_dpo", "ranking_split", "to_alpaca_dpo", "alpaca_exact", "dpo_dataset_info",
+           "read_pairs", "write_dpo_export", "read_trl_dpo"]

@@ -35,6 +35,9 @@ TRL_FILE = "trl_sft.jsonl"
 SHAREGPT_FILE = "sharegpt.jsonl"
 DATASET_INFO_FILE = "dataset_info.json"
 SHAREGPT_DATASET = "agentrag_sft"
+#: the sharegpt tags of our LLaMA-Factory exports (``dataset_info.json`` ``tags``)
+SHAREGPT_TAGS = {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt",
+                 "observation_tag": "observation", "function_tag": "function_call"}
 
 
 def default_tools() -> list[dict[str, Any]]:
@@ -130,6 +133,11 @@ def _function_of(tool: dict[str, Any]) -> dict[str, Any]:
     return fn
 
 
+def sharegpt_tools(tools: Sequence[dict[str, Any]]) -> str:
+    """The sharegpt ``tools`` column: a JSON string of the function schemas."""
+    return json.dumps([_function_of(t) for t in tools], ensure_ascii=False)
+
+
 def to_sharegpt(trajs: Iterable[Trajectory], system_prompt: str | None = None,
                 tools: Sequence[dict[str, Any]] | None = None, *,
                 only_answered: bool = True, reasoning: bool = False) -> list[dict[str, Any]]:
@@ -139,28 +147,40 @@ def to_sharegpt(trajs: Iterable[Trajectory], system_prompt: str | None = None,
     A function_call turn holds the thought and the call (:func:`function_call_value`).
     """
     tool_list = list(tools) if tools is not None else default_tools()
-    tools_json = json.dumps([_function_of(t) for t in tool_list], ensure_ascii=False)
+    tools_json = sharegpt_tools(tool_list)
     out = []
     for t in _exportable(trajs, only_answered):
         msgs = trajectory_messages(t, system_prompt, tool_list, reasoning=reasoning)
         system = (msgs[0].content or "") if msgs and msgs[0].role == "system" else ""
-        conv: list[dict[str, str]] = []
-        for m in msgs:
-            if m.role == "system":
-                continue
-            if m.role == "user":
-                conv.append({"from": "human", "value": m.content or ""})
-            elif m.role == "tool":
-                if conv and conv[-1]["from"] == "observation":  # parallel calls: one observation turn
-                    conv[-1]["value"] += "\n" + (m.content or "")
-                else:
-                    conv.append({"from": "observation", "value": m.content or ""})
-            elif m.tool_calls:
-                conv.append({"from": "function_call", "value": function_call_value(m)})
-            else:
-                conv.append({"from": "gpt", "value": m.content or ""})
-        out.append({"conversations": conv, "system": system, "tools": tools_json})
+        out.append({"conversations": sharegpt_turns(msgs), "system": system, "tools": tools_json})
     return out
+
+
+def sharegpt_turns(msgs: Sequence[Message]) -> list[dict[str, str]]:
+    """Chat messages as sharegpt turns: ``human``, ``function_call`` (an assistant turn with tool
+    calls, :func:`function_call_value`), ``observation`` (the tool results; those of parallel calls
+    joined into one turn) and ``gpt``; system messages are left out (sharegpt keeps them apart)."""
+    conv: list[dict[str, str]] = []
+    for m in msgs:
+        if m.role == "system":
+            continue
+        if m.role == "user":
+            conv.append({"from": "human", "value": m.content or ""})
+        elif m.role == "tool":
+            if conv and conv[-1]["from"] == "observation":  # parallel calls: one observation turn
+                conv[-1]["value"] += "\n" + (m.content or "")
+            else:
+                conv.append({"from": "observation", "value": m.content or ""})
+        else:
+            conv.append(sharegpt_turn(m))
+    return conv
+
+
+def sharegpt_turn(m: Message) -> dict[str, str]:
+    """An assistant message as one sharegpt turn: ``function_call`` when it calls tools, else ``gpt``."""
+    if m.tool_calls:
+        return {"from": "function_call", "value": function_call_value(m)}
+    return {"from": "gpt", "value": m.content or ""}
 
 
 def function_call_value(m: Message) -> str:
@@ -181,9 +201,9 @@ def sharegpt_dataset_info(file_name: str = SHAREGPT_FILE, name: str = SHAREGPT_D
         "file_name": file_name,
         "formatting": "sharegpt",
         "columns": {"messages": "conversations", "system": "system", "tools": "tools"},
-        "tags": {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt",
-                 "observation_tag": "observation", "function_tag": "function_call"},
+        "tags": dict(SHAREGPT_TAGS),
     }}
+
 
 
 def write_jsonl_dicts(path: Path, rows: Iterable[dict[str, Any]]) -> int:
@@ -269,5 +289,6 @@ def read_trl_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "default_tools", "trajectory_messages", "message_dict", "to_trl_records",
-           "to_sharegpt", "sharegpt_dataset_info", "write_sft_export", "read_trajectories",
+           "to_sharegpt", "sharegpt_turns", "sharegpt_turn", "sharegpt_tools", "function_call_value",
+           "sharegpt_dataset_info", "SHAREGPT_TAGS", "write_sft_export", "read_trajectories",
            "read_trl_records", "record_tools"]

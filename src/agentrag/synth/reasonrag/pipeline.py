@@ -190,7 +190,7 @@ def export(cfg: ReasonRagConfig, files: RunFiles, pairs: list[PreferencePair]) -
     if not cfg.export:
         return {"skipped": "export disabled in config", "exported": 0}
     if not pairs:
-        for name in ("trl_dpo.jsonl", "dpo_alpaca.jsonl"):  # an export of earlier (stale) pairs goes
+        for name in ("trl_dpo.jsonl", "dpo_sharegpt.jsonl", "dpo_alpaca.jsonl"):  # an export of earlier (stale) pairs goes
             (files.run.path / "dpo" / name).unlink(missing_ok=True)
         return {"skipped": "no preference pair passed the filters", "exported": 0}
     from agentrag.export.dpo import write_dpo_export

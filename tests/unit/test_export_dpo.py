@@ -191,8 +191,14 @@ def test_cli_export_dpo(tmp_path):
 
     from agentrag.cli.main import app
 
-    write_jsonl(tmp_path / "pairs.jsonl", [make_pair(0), make_pair(1)])
+    write_jsonl(tmp_path / "pairs.jsonl", [make_pair(0), make_pair(1), tool_pair()])
     res = CliRunner().invoke(app, ["export", "dpo", "--pairs", str(tmp_path / "pairs.jsonl"),
                                    "--out", str(tmp_path / "o")])
     assert res.exit_code == 0, res.output
-    assert len((tmp_path / "o" / "trl_dpo.jsonl").read_text().splitlines()) == 2
+    assert "3 pairs cut" in res.output
+    assert len((tmp_path / "o" / "trl_dpo.jsonl").read_text().splitlines()) == 3
+    rows = [json.loads(line) for line in (tmp_path / "o" / "dpo_sharegpt.jsonl").read_text().splitlines()]
+    assert [r["chosen"]["from"] for r in rows] == ["function_call", "function_call", "function_call"]
+    assert [t["from"] for t in rows[2]["conversations"]] == ["human", "function_call", "observation"]
+    assert not any("Doc 1 fact" in r[side]["value"] or "OBS" in r[side]["value"]
+                   for r in rows for side in ("chosen", "rejected"))

@@ -45,7 +45,8 @@ def test_continuation_past_query_reaches_no_tree_pair_export_or_prompt(tmp_path)
     assert queries and metrics["pairs"] > 0
     for n in queries:
         assert n.response.endswith("</query>") and "INVENTED" not in n.response
-    for name in ("trees.jsonl", "pairs.jsonl", "dpo/trl_dpo.jsonl", "dpo/dpo_alpaca.jsonl"):
+    for name in ("trees.jsonl", "pairs.jsonl", "dpo/trl_dpo.jsonl", "dpo/dpo_sharegpt.jsonl",
+                 "dpo/dpo_alpaca.jsonl"):
         text = (tmp_path / name).read_text()
         assert text and "INVENTED" not in text and "Documents: Doc 1" not in text, name
     greedy = files.greedy.read()[0]

@@ -89,6 +89,7 @@ _EXPORTS: dict[str, str] = {
     # export and training
     "to_trl_records": "agentrag.export", "to_sharegpt": "agentrag.export",
     "write_sft_export": "agentrag.export", "to_trl_dpo": "agentrag.export", "to_alpaca_dpo": "agentrag.export",
+    "to_sharegpt_dpo": "agentrag.export",
     "write_dpo_export": "agentrag.export", "assistant_mask": "agentrag.export",
     "SFTTrainConfig": "agentrag.train", "DPOTrainConfig": "agentrag.train", "train_sft": "agentrag.train",
     "train_dpo": "agentrag.train",

@@ -80,9 +80,8 @@ def _ragshaper(out: Path, n: int) -> None:
 
 
 def _evipath(out: Path, n: int) -> None:
-    from evipath_fakes import CleanGoldLLM, ContentWordEmbedder
-
     from agentrag.synth.evipath import EviPathRunConfig, run_evipath
+    from evipath_fakes import CleanGoldLLM, ContentWordEmbedder
 
     data = out.parent / "musique.jsonl"
     shared = Path(os.environ.get("AGENTRAG_SHARED", ROOT.parent / "shared")) / "data" / "musique" / "train_397.jsonl"

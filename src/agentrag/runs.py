@@ -265,15 +265,45 @@ class RunDir:
         return target
 
 
+def same_bytes(a: str | os.PathLike[str], b: str | os.PathLike[str], chunk: int = 1 << 20) -> bool:
+    """Whether two files hold the same bytes (read in chunks: memory bounded by ``chunk``)."""
+    a, b = Path(a), Path(b)
+    try:
+        if a.stat().st_size != b.stat().st_size:
+            return False
+        with a.open("rb") as fa, b.open("rb") as fb:
+            while True:
+                x, y = fa.read(chunk), fb.read(chunk)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    except FileNotFoundError:
+        return False
+
+
+def replace_if_changed(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:
+    """Move the freshly written ``tmp`` over ``path`` unless ``path`` already holds the same bytes
+    (then ``tmp`` is removed and ``path`` keeps its mtime); returns whether ``path`` was replaced.
+
+    Every derived file of a run (exports, ``config.yaml``, benchmark files) is written this way, so
+    a no-op rerun rewrites nothing that did not change."""
+    if same_bytes(tmp, path):
+        Path(tmp).unlink()
+        return False
+    os.replace(tmp, path)
+    return True
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        replace_if_changed(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise storage_error(exc, path) from exc
 
 
-__all__ = ["JsonlStore", "RunDir", "LOCK_NAME"]
+__all__ = ["JsonlStore", "RunDir", "LOCK_NAME", "replace_if_changed", "same_bytes"]

@@ -5,7 +5,8 @@ on the scripted fakes of the unit tests (instant LLMs, in-memory retrievers), th
 unchanged (a no-op rerun: every item is done). It prints, per (workload, N): the run's wall time
 and time per item, the time of the report (statistics + metrics + rendering, summed over the
 functions that build it), the no-op rerun's time and its share of the run, the peak RSS of the
-process, and the files the no-op rerun rewrote (content hash or mtime changed). At the end, the
+process (and the peak when the report started: the difference is what the report adds), and the
+files the no-op rerun rewrote (content hash or mtime changed). At the end, the
 growth exponent of the wall time between the two largest sizes (1.0 = time per item flat).
 
     PYTHONPATH=src python benchmarks/synth_scale.py                       # 250,500,1000 (a few minutes)
@@ -186,6 +187,7 @@ def _timed(spent: dict[str, float]) -> None:
                 continue
 
             def wrapped(*a: Any, _fn: Any = fn, **kw: Any) -> Any:
+                spent.setdefault("rss_at_report", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
                 t0 = time.perf_counter()
                 try:
                     return _fn(*a, **kw)
@@ -196,16 +198,18 @@ def _timed(spent: dict[str, float]) -> None:
 
 
 def child(workload: str, n: int, out: Path) -> dict[str, Any]:
+    """One size of one workload in this (fresh) process: the run, then a no-op rerun."""
     import logging
 
     logging.disable(logging.WARNING)
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "unit")]
-    spent = {"report": 0.0}
+    spent: dict[str, float] = {"report": 0.0}
     _timed(spent)
     t0 = time.perf_counter()
     RUNNERS[workload](out, n)
     wall = time.perf_counter() - t0
     report = spent["report"]
+    rss_at_report = spent.get("rss_at_report", 0.0)
     before = _snapshot(out)
     time.sleep(0.02)  # a rewrite shows in the mtime
     spent["report"] = 0.0
@@ -218,6 +222,7 @@ def child(workload: str, n: int, out: Path) -> dict[str, Any]:
             "report_s": round(report, 2), "rerun_s": round(rerun, 2), "rerun_share": round(rerun / wall, 3),
             "rerun_report_s": round(spent["report"], 2),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "peak_rss_before_report_mb": round(rss_at_report, 1),
             "run_dir_mb": round(sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 2**20, 1),
             "rewritten": rewritten}
 

@@ -112,11 +112,10 @@ class CountingList(list):  # type: ignore[type-arg]
 @pytest.mark.parametrize("n", [20, 200])
 def test_ragshaper_statistics_scan_the_distractors_a_fixed_number_of_times(n: int) -> None:
     """The distractor quota counted documents per tree by scanning every distractor once per tree."""
+    from agentrag.records import Provenance
     from agentrag.synth.ragshaper import analysis
     from agentrag.synth.ragshaper.config import RagShaperConfig
     from agentrag.synth.ragshaper.schema import DistractorDoc, InfoTree
-
-    from agentrag.records import Provenance
 
     trees = [InfoTree(id=f"t{i}", seed=f"s{i}", distractor_calls=3) for i in range(n)]
     # every other tree gets the 5 documents of the quota, the others 4

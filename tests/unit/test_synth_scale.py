@@ -152,3 +152,42 @@ def test_resume_index_reads_ids_without_validating_and_still_names_a_bad_line(tm
     path.write_text('{"id":"a","text":"t"}\n{"id": "b", oops\n{"id":"c","text":"t"}\n')
     with pytest.raises(Exception, match="x.jsonl:2"):
         JsonlStore(path, Rec)
+
+
+def test_evipath_statistics_stream_the_records(tmp_path: Path) -> None:
+    """The statistics hold no record: each is collectable once the next is read (they built lists
+    of every record of the run), and the counts are those of the records."""
+    import gc
+    import weakref
+
+    from agentrag.records import Provenance, Usage
+    from agentrag.synth.evipath.report import statistics
+    from agentrag.synth.evipath.schema import EviItem, IterationRecord, PlanRecord
+
+    n = 200
+    alive = {"now": 0, "max": 0}
+
+    def gone() -> None:
+        alive["now"] -= 1
+
+    def stream(make: Any) -> Any:
+        for i in range(n):
+            rec = make(i)
+            alive["now"] += 1
+            alive["max"] = max(alive["max"], alive["now"])
+            weakref.finalize(rec, gone)
+            yield rec
+            del rec
+            gc.collect(0)
+
+    items = [EviItem(id=f"i{i}", question="q", answer="a") for i in range(n)]
+    prov = Provenance(stage="plans", model="m", usage=Usage(calls=2, prompt_tokens=10))
+    plans = stream(lambda i: PlanRecord(id=f"i{i}", status="ok" if i % 4 else "failed", reason="parse_error: x",
+                                        provenance=prov))
+    iters = stream(lambda i: IterationRecord(id=f"i{i}-it0", item_id=f"i{i}", n=0, last=True, actions=[],
+                                             provenance=prov))
+    counts, details = statistics(mode="abductive", split="both", items=items, plans=plans, iterations=iters,
+                                 subs=[], sels=[], gates=[], convs=[], exported={}, export_roles=("planner",))
+    assert alive["max"] <= 3
+    assert counts["plans"] == (n, n - n // 4, {"parse_error": n // 4}) and counts["paths"][0] == n
+    assert details["llm_per_item"]["calls"] == 4 and details["items_finished"] == n

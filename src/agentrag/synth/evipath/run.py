@@ -165,8 +165,8 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
             exported = stages.export()
             counts, details = statistics(
                 mode=cfg.mode, split=cfg.split, items=[i for i in stages.items if i.id in wanted],
-                plans=stages.plans.read(), iterations=stages.iterations.read(), subs=stages.sub_answers.read(),
-                sels=stages.selections.read(), gates=stages.gates.read(), convs=stages.conversations.read(),
+                plans=stages.plans, iterations=stages.iterations, subs=stages.sub_answers,  # streamed
+                sels=stages.selections, gates=stages.gates, convs=stages.conversations,
                 exported=exported, export_roles=stages.export_roles())
             return SynthOutput(counts=counts, export=exported, details=details)
         return reuse_output(ctx.run, ids_key(wanted), report)

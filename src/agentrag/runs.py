@@ -362,4 +362,4 @@ def _atomic_write(path: Path, text: str) -> None:
         raise storage_error(exc, path) from exc
 
 
-__all__ = ["JsonlStore", "RunDir", "LOCK_NAME", "replace_if_changed", "same_bytes", "fingerprint"]
+__all__ = ["JsonlStore", "RunDir", "LOCK_NAME"]

@@ -274,4 +274,4 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
 
 
 __all__ = ["Stage", "FunnelRow", "SynthMetrics", "SynthOutput", "SynthRun", "SynthBugs", "Synthesizer",
-           "run_synthesizer", "funnel_rows", "finish_run", "run_sections", "reuse_output", "ids_key"]
+           "run_synthesizer", "funnel_rows", "finish_run", "run_sections"]

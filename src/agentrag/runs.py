@@ -16,6 +16,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,11 +29,14 @@ from pydantic import BaseModel
 from agentrag.config import dump_config
 from agentrag.errors import RunLockedError, UserError, storage_error
 from agentrag.paths import check_out_dir
-from agentrag.records import dump_record, parse_record
+from agentrag.records import _load_object, dump_record, parse_record
 
 log = logging.getLogger(__name__)
 
 R = TypeVar("R", bound=BaseModel)
+
+
+_ID_FIRST = re.compile(r'\{"id":"((?:[^"\\]|\\.)+)"[,}]')
 
 
 def _default_key(record: BaseModel) -> str:
@@ -85,14 +89,13 @@ class JsonlStore(Generic[R]):
             line = data[pos:nl].decode("utf-8", errors="replace")
             if line.strip():
                 try:
-                    rec = parse_record(self.model, line, path=self.path, lineno=lineno)
+                    k = self._line_key(line, lineno)
                 except UserError:
                     if data.find(b"\n", nl + 1) == -1 and not data[nl + 1:].strip():
                         log.warning("%s:%d: dropping an unreadable last line left by an interrupted write",
                                     self.path, lineno)
                         break
                     raise
-                k = self.key(rec)
                 if k in self._ids:
                     log.warning("%s:%d: duplicate id %r ignored", self.path, lineno, k)
                 self._ids.add(k)
@@ -101,6 +104,20 @@ class JsonlStore(Generic[R]):
         if good_end < len(data):
             with self.path.open("r+b") as fh:
                 fh.truncate(good_end)
+
+    def _line_key(self, line: str, lineno: int) -> str:
+        """The id of one line. With the default key only the JSON is parsed (the record is
+        validated when read): a resume opens every stage file, and validating each record there
+        cost about as much as parsing it."""
+        if self.key is _default_key:
+            m = _ID_FIRST.match(line)  # dump_record's compact line of a model whose first field is id
+            if m and line.rstrip().endswith("}"):
+                return json.loads(f'"{m.group(1)}"') if "\\" in m.group(1) else m.group(1)
+            obj = _load_object(line, self.path, lineno)
+            key = obj.get("id")
+            if isinstance(key, str) and key:
+                return key
+        return self.key(parse_record(self.model, line, path=self.path, lineno=lineno))
 
     def __contains__(self, key: object) -> bool:
         return key in self._ids
@@ -259,17 +276,89 @@ class RunDir:
         _atomic_write(target, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
         return target
 
+    def derived(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` (a JSON-able value derived from the run's files: statistics, an export
+        summary), or the value stored by the last call when no data file of the run changed since
+        (see :func:`fingerprint`; ``key`` names whatever else it depends on, e.g. the config and
+        the item ids asked for). A no-op rerun then reads no record for its report and exports."""
+        from agentrag import __version__
+
+        state = self.path / ".derived.json"
+        key = f"{__version__}\n{key}"  # another release may compute it differently
+        fp = fingerprint(self.path, key)
+        try:
+            old = json.loads(state.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = {}
+        if old.get("fingerprint") == fp and "value" in old:
+            return old["value"]
+        value = json.loads(json.dumps(compute(), default=str))  # as a reuse returns it
+        # taken after compute(): the exports it writes are part of the state a rerun compares with
+        self.write_json(".derived.json", {"fingerprint": fingerprint(self.path, key), "value": value})
+        return value
+
     def write_text(self, name: str, text: str) -> Path:
         target = self.path / name
         _atomic_write(target, text)
         return target
 
 
+#: files of a run directory that describe an invocation, not the run's data (left out of its fingerprint)
+_NOT_DATA = ("metrics.json", "report.md", "report.html", "unfinished.json", ".agentrag.lock",
+             ".derived.json", "config.prev.yaml")
+
+
+def fingerprint(path: str | os.PathLike[str], extra: str = "") -> str:
+    """A hash of the run directory's data files (name, size, mtime; not their contents, so it
+    reads nothing) and ``extra``: unchanged when a rerun added, removed or rewrote nothing."""
+    import hashlib
+
+    root = Path(path)
+    h = hashlib.sha1(extra.encode("utf-8"))
+    for p in sorted(root.rglob("*")):
+        name = p.name
+        if name in _NOT_DATA or name.endswith(".tmp") or name.startswith("llm_cache.sqlite") or not p.is_file():
+            continue
+        st = p.stat()
+        h.update(f"{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def same_bytes(a: str | os.PathLike[str], b: str | os.PathLike[str], chunk: int = 1 << 20) -> bool:
+    """Whether two files hold the same bytes (read in chunks: memory bounded by ``chunk``)."""
+    a, b = Path(a), Path(b)
+    try:
+        if a.stat().st_size != b.stat().st_size:
+            return False
+        with a.open("rb") as fa, b.open("rb") as fb:
+            while True:
+                x, y = fa.read(chunk), fb.read(chunk)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    except FileNotFoundError:
+        return False
+
+
+def replace_if_changed(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:
+    """Move the freshly written ``tmp`` over ``path`` unless ``path`` already holds the same bytes
+    (then ``tmp`` is removed and ``path`` keeps its mtime); returns whether ``path`` was replaced.
+
+    Every derived file of a run (exports, ``config.yaml``, benchmark files) is written this way, so
+    a no-op rerun rewrites nothing that did not change."""
+    if same_bytes(tmp, path):
+        Path(tmp).unlink()
+        return False
+    os.replace(tmp, path)
+    return True
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        replace_if_changed(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)

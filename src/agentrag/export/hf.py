@@ -63,7 +63,9 @@ def write_card(out_dir: str | os.PathLike[str], kind: str, data_file: str, summa
     config = content_config_name(kind, Path(out_dir) / data_file)
     tmp.write_text(dataset_card(kind, data_file, summary, description, config_name=config,
                                 license=license or DEFAULT_LICENSE), encoding="utf-8")
-    os.replace(tmp, path)
+    from agentrag.runs import replace_if_changed
+
+    replace_if_changed(tmp, path)
     return path
 
 

@@ -23,6 +23,7 @@ from agentrag.errors import UserError
 from agentrag.export.hf import write_card
 from agentrag.paths import check_out_dir
 from agentrag.records import Message, ToolCall, Trajectory, iter_json_objects, read_jsonl
+from agentrag.runs import replace_if_changed
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +216,7 @@ def write_jsonl_dicts(path: Path, rows: Iterable[dict[str, Any]]) -> int:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             n += 1
-    os.replace(tmp, path)
+    replace_if_changed(tmp, path)  # a rerun that exports the same rows leaves the file untouched
     return n
 
 
@@ -223,7 +224,7 @@ def write_json(path: Path, obj: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    replace_if_changed(tmp, path)
 
 
 def write_sft_export(out_dir: str | os.PathLike[str], trajs: Iterable[Trajectory],

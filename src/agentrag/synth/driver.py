@@ -106,6 +106,28 @@ class SynthOutput:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+def ids_key(ids: Iterable[str]) -> str:
+    """A short key of a set of item ids (for :func:`reuse_output`)."""
+    import hashlib
+
+    return hashlib.sha1("\n".join(sorted(ids)).encode("utf-8")).hexdigest()
+
+
+def reuse_output(run: RunDir, key: str, compute: Callable[[], SynthOutput]) -> SynthOutput:
+    """``compute()`` (a pipeline's statistics and exports after its stages), or the output of the
+    last run when none of the run's data files changed since (:meth:`RunDir.derived`; ``key``:
+    what else the output depends on, e.g. the config and the item ids). A no-op rerun then reads
+    no record and writes no export."""
+    def as_json() -> dict[str, Any]:
+        out = compute()
+        return {"counts": {k: [a, b, dict(c)] for k, (a, b, c) in out.counts.items()}, "export": out.export,
+                "details": out.details}
+
+    got = run.derived(key, as_json)
+    return SynthOutput(counts={k: (a, b, c) for k, (a, b, c) in got["counts"].items()}, export=got["export"],
+                       details=got["details"])
+
+
 class SynthBugs(ItemBugs):
     """Some items of a synthesizer run hit a bug (see :class:`~agentrag.exec.ItemBugs`)."""
 

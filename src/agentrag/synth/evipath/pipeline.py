@@ -219,14 +219,15 @@ class EviPathStages:
                 info["roles"][r] = {"dir": str(out / f"sft_{r}"), "exported": sub["exported"]}
         return info
 
-    def run(self, items: list[EviItem]) -> tuple[set[str], dict[str, Any]]:
-        """Every stage over the pending items; returns the wanted item ids and the export summary."""
+    def run(self, items: list[EviItem], *, export: bool = True) -> tuple[set[str], dict[str, Any]]:
+        """Every stage over the pending items; returns the wanted item ids and the export summary
+        (``export=False``: no export, an empty summary; the caller exports)."""
         self.add_items(items)
         wanted = {i.id for i in items}
         self.synthesize_paths(wanted)
         self.select()
         self.gate_and_convert()
-        return wanted, self.export()
+        return wanted, self.export() if export else {}
 
 
 __all__ = ["EviPathStages", "EviPathComponents"]

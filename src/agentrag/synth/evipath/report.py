@@ -6,10 +6,11 @@ Eq. 6 fallback rate, LLM cost and time per item. The driver assembles ``metrics.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agentrag.synth.common import reason_counts, total_usage
+from agentrag.records import Usage
+from agentrag.synth.common import reason_counts
 from agentrag.synth.evipath.schema import (
     ConversationRecord,
     EviItem,
@@ -23,77 +24,121 @@ from agentrag.synth.evipath.schema import (
 Counts = dict[str, tuple[int, int, Mapping[str, int]]]
 
 
-def _hist(values: list[int]) -> dict[str, int]:
-    return {str(k): v for k, v in sorted(Counter(values).items())}
+def _hist(values: Iterable[int] | Counter[int]) -> dict[str, int]:
+    counts = values if isinstance(values, Counter) else Counter(values)
+    return {str(k): v for k, v in sorted(counts.items())}
 
 
-def statistics(*, mode: str, split: str, items: list[EviItem], plans: list[PlanRecord],
-               iterations: list[IterationRecord], subs: list[SubAnswerRecord], sels: list[SelectionRecord],
-               gates: list[GateRecord], convs: list[ConversationRecord], exported: dict[str, Any],
+class _Tally:
+    """Records in, records out, and the rejection reasons (kind before the colon) of the others."""
+
+    def __init__(self) -> None:
+        self.n = self.ok = 0
+        self.rejected: Counter[str] = Counter()
+
+    def add(self, ok: bool, reason: str | None) -> None:
+        self.n += 1
+        self.ok += ok
+        if not ok and reason:
+            self.rejected[reason.split(":")[0]] += 1
+
+    def row(self) -> tuple[int, int, Mapping[str, int]]:
+        return self.n, self.ok, dict(self.rejected)
+
+
+def statistics(*, mode: str, split: str, items: Sequence[EviItem], plans: Iterable[PlanRecord],
+               iterations: Iterable[IterationRecord], subs: Iterable[SubAnswerRecord], sels: Iterable[SelectionRecord],
+               gates: Iterable[GateRecord], convs: Iterable[ConversationRecord], exported: dict[str, Any],
                export_roles: tuple[str, ...]) -> tuple[Counts, dict[str, Any]]:
-    """``(counts per declared stage, details)`` over the records of ``items``."""
+    """``(counts per declared stage, details)`` over the records of ``items``.
+
+    One streaming pass over each record kind (the stage files can be passed as they are: a
+    :class:`~agentrag.runs.JsonlStore` is read line by line): memory holds counters per item,
+    never the records, and the work is linear in the records."""
     wanted = {i.id for i in items}
-    plans = [p for p in plans if p.id in wanted]
-    iterations = [r for r in iterations if r.item_id in wanted]
-    subs = [s for s in subs if s.item_id in wanted]
-    sels = [s for s in sels if s.item_id in wanted]
-    gates = [g for g in gates if g.id in wanted]
-    convs = [c for c in convs if c.item_id in wanted]
-    lasts = [r for r in iterations if r.last]
-    kept: Counter[str] = Counter(c.role for c in convs if c.kept)
+    usage: dict[str, Usage] = defaultdict(Usage)
+    seconds: dict[str, float] = defaultdict(float)
+    n_subq: dict[str, int] = defaultdict(int)
+    t_plans, t_paths, t_subs, t_sels, t_gates = _Tally(), _Tally(), _Tally(), _Tally(), _Tally()
+    for p in plans:
+        if p.id in wanted:
+            t_plans.add(p.status == "ok", p.reason)
+            usage[p.id] += p.provenance.usage
+            seconds[p.id] += p.elapsed
+    done: set[str] = set()
+    sequential = parallel = 0
+    for r in iterations:
+        if r.item_id not in wanted:
+            continue
+        if r.last:
+            t_paths.add(r.status == "ok", r.reason)
+            done.add(r.item_id)
+        usage[r.item_id] += r.provenance.usage
+        seconds[r.item_id] += r.elapsed
+        n_subq[r.item_id] += len(r.actions)
+        sequential += len(r.actions) == 1
+        parallel += len(r.actions) > 1
+    for s in subs:
+        if s.item_id in wanted:
+            t_subs.add(s.status == "ok", s.reason)
+            usage[s.item_id] += s.provenance.usage
+    sizes: Counter[int] = Counter()
+    with_sims = fallbacks = 0
+    for sel in sels:
+        if sel.item_id not in wanted:
+            continue
+        t_sels.add(sel.status == "ok", sel.reason)
+        usage[sel.item_id] += sel.provenance.usage
+        if sel.similarities:
+            with_sims += 1
+            fallbacks += sel.fallback
+            sizes[len(sel.gold_positions)] += 1
+    first_reasons: Counter[str] = Counter()
+    gate_failures: Counter[str] = Counter()
+    for g in gates:
+        if g.id not in wanted:
+            continue
+        t_gates.n += 1
+        t_gates.ok += g.passed
+        if g.reasons:
+            first_reasons[g.reasons[0].split(":")[0]] += 1
+        gate_failures.update(r.split(":")[0] for r in g.reasons)
+    kept: Counter[str] = Counter()
+    n_convs = 0
+    for c in convs:
+        if c.item_id in wanted:
+            n_convs += 1
+            if c.kept:
+                kept[c.role] += 1
     to_export = sum(kept[r] for r in export_roles)
+    n_kept = sum(kept.values())
     counts: Counts = {
         "items": (len(items), sum(i.status == "ok" for i in items),
                   reason_counts(i.reason for i in items if i.status != "ok")),
-        "plans": (len(plans), sum(p.status == "ok" for p in plans),
-                  reason_counts(p.reason for p in plans if p.status != "ok")),
-        "paths": (len(lasts), sum(r.status == "ok" for r in lasts),
-                  reason_counts(r.reason for r in lasts if r.status != "ok")),
-        "sub_answers": (len(subs), sum(s.status == "ok" for s in subs),
-                        reason_counts(s.reason for s in subs if s.status != "ok")),
-        "selections": (len(sels), sum(s.status == "ok" for s in sels),
-                       reason_counts(s.reason for s in sels if s.status != "ok")),
-        "gates": (len(gates), sum(g.passed for g in gates),
-                  dict(Counter(g.reasons[0].split(":")[0] for g in gates if g.reasons))),
-        "conversations": (len(convs), sum(kept.values()), {"failed_gates": len(convs) - sum(kept.values())}
-                          if len(convs) > sum(kept.values()) else {}),
+        "plans": t_plans.row(),
+        "paths": t_paths.row(),
+        "sub_answers": t_subs.row(),
+        "selections": t_sels.row(),
+        "gates": (t_gates.n, t_gates.ok, dict(first_reasons)),
+        "conversations": (n_convs, n_kept, {"failed_gates": n_convs - n_kept} if n_convs > n_kept else {}),
         "export": (to_export, int(exported.get("exported", 0) or 0),
                    {"not_exported": to_export} if "skipped" in exported and to_export else {}),
     }
-    done_items = sorted({r.item_id for r in lasts})
-    # one pass per record kind, grouped by item (linear in the number of records)
-    provs: dict[str, list[Any]] = defaultdict(list)
-    seconds: dict[str, float] = defaultdict(float)
-    n_subq: dict[str, int] = defaultdict(int)
-    for p in plans:
-        provs[p.id].append(p.provenance)
-        seconds[p.id] += p.elapsed
-    for r in iterations:
-        provs[r.item_id].append(r.provenance)
-        seconds[r.item_id] += r.elapsed
-        n_subq[r.item_id] += len(r.actions)
-    for s in subs:
-        provs[s.item_id].append(s.provenance)
-    for sel in sels:
-        provs[sel.item_id].append(sel.provenance)
-    per_item_usage = {k: total_usage(provs[k]) for k in done_items}
+    done_items = sorted(done)
     n = max(1, len(done_items))
-    path_seconds = {k: round(seconds[k], 1) for k in done_items}
-    actions = [len(r.actions) for r in iterations if r.actions]
-    with_sims = [s for s in sels if s.similarities]
+    per_item = [usage[k] for k in done_items]
     details = {
         "mode": mode, "split": split, "items": len(items),
-        "gate_failures": dict(Counter(r.split(":")[0] for g in gates for r in g.reasons)),
+        "gate_failures": dict(gate_failures),
         "conversations_kept": dict(kept),
-        "subquestions_per_item": _hist([n_subq[k] for k in done_items]),
-        "actions": {"sequential (1 sub-question)": sum(a == 1 for a in actions),
-                    "parallel (>1 sub-questions)": sum(a > 1 for a in actions)},
-        "selected_evidence_sizes": _hist([len(s.gold_positions) for s in with_sims]),
-        "eq6_fallback_rate": round(sum(s.fallback for s in with_sims) / len(with_sims), 3) if with_sims else None,
-        "llm_per_item": {"calls": round(sum(u.calls for u in per_item_usage.values()) / n, 2),
-                         "prompt_tokens": round(sum(u.prompt_tokens for u in per_item_usage.values()) / n, 1),
-                         "completion_tokens": round(sum(u.completion_tokens for u in per_item_usage.values()) / n, 1)},
-        "path_seconds_per_item": path_seconds,
+        "subquestions_per_item": _hist(n_subq[k] for k in done_items),
+        "actions": {"sequential (1 sub-question)": sequential, "parallel (>1 sub-questions)": parallel},
+        "selected_evidence_sizes": _hist(sizes),
+        "eq6_fallback_rate": round(fallbacks / with_sims, 3) if with_sims else None,
+        "llm_per_item": {"calls": round(sum(u.calls for u in per_item) / n, 2),
+                         "prompt_tokens": round(sum(u.prompt_tokens for u in per_item) / n, 1),
+                         "completion_tokens": round(sum(u.completion_tokens for u in per_item) / n, 1)},
+        "path_seconds_per_item": {k: round(seconds[k], 1) for k in done_items},
         "items_finished": len(done_items),
     }
     return counts, details

@@ -20,7 +20,15 @@ from agentrag.kb.base import Embedder
 from agentrag.paths import check_out_dir
 from agentrag.runs import RunDir
 from agentrag.synth.common import Progress
-from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
+from agentrag.synth.driver import (
+    Stage,
+    Synthesizer,
+    SynthOutput,
+    SynthRun,
+    ids_key,
+    reuse_output,
+    run_synthesizer,
+)
 from agentrag.synth.evipath.config import EviPathRunConfig
 from agentrag.synth.evipath.gates import GATES
 from agentrag.synth.evipath.inputs import read_items
@@ -151,13 +159,17 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
     def execute(self, ctx: SynthRun, cfg: EviPathRunConfig, comps: EviPathComponents,
                 inputs: EviInputs) -> SynthOutput:
         stages = EviPathStages(ctx, cfg, comps)
-        wanted, exported = stages.run(inputs.items)
-        counts, details = statistics(
-            mode=cfg.mode, split=cfg.split, items=[i for i in stages.items if i.id in wanted],
-            plans=stages.plans.read(), iterations=stages.iterations.read(), subs=stages.sub_answers.read(),
-            sels=stages.selections.read(), gates=stages.gates.read(), convs=stages.conversations.read(),
-            exported=exported, export_roles=stages.export_roles())
-        return SynthOutput(counts=counts, export=exported, details=details)
+        wanted, _ = stages.run(inputs.items, export=False)
+
+        def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
+            exported = stages.export()
+            counts, details = statistics(
+                mode=cfg.mode, split=cfg.split, items=[i for i in stages.items if i.id in wanted],
+                plans=stages.plans, iterations=stages.iterations, subs=stages.sub_answers,  # streamed
+                sels=stages.selections, gates=stages.gates, convs=stages.conversations,
+                exported=exported, export_roles=stages.export_roles())
+            return SynthOutput(counts=counts, export=exported, details=details)
+        return reuse_output(ctx.run, ids_key(wanted), report)
 
     def concurrency(self, cfg: EviPathRunConfig) -> int:
         return cfg.items_in_flight()

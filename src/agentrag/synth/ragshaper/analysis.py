@@ -108,14 +108,15 @@ def details(r: RunRecords, cfg: RagShaperConfig, notes: dict[str, dict[str, Any]
         if s is not None:
             per_seed[s] = round(per_seed.get(s, 0) + t.elapsed, 1)
     tags = r.tags or []
+    docs_per_seed = Counter(d.seed_id for d in r.distractors)
     return {
         "ablation_no_distractors": not cfg.distractors.enabled, "seed_source": seed_source,
         "funnel_notes": notes, "repaired": repairs(r.trees),
         "tool_calls": tool_calls_distribution(r.trajs),
         "distractors": distractor_stats(r.distractors, r.trajs, r.filters),
-        "seeds_meeting_distractor_quota": sum(
+        "seeds_meeting_distractor_quota": sum(  # documents per tree counted in one pass (was per tree)
             1 for t in r.trees if t.distractor_calls >= cfg.distractors.min_calls
-            and sum(d.seed_id == t.id for d in r.distractors) >= cfg.distractors.min_docs),
+            and docs_per_seed[t.id] >= cfg.distractors.min_docs),
         "tags": dict(Counter(t.tag for t in tags)), "tags_rule": dict(Counter(t.rule_tag for t in tags)),
         "seconds_per_seed": per_seed,
     }

@@ -16,7 +16,7 @@ from typing import Any
 
 from agentrag.kb.base import Retriever
 from agentrag.records import Passage, Trajectory
-from agentrag.synth.driver import SynthOutput, SynthRun
+from agentrag.synth.driver import SynthOutput, SynthRun, reuse_output
 from agentrag.synth.ragshaper import analysis
 from agentrag.synth.ragshaper.components import RagShaperComponents, seed_id
 from agentrag.synth.ragshaper.config import RagShaperConfig
@@ -156,14 +156,17 @@ class RagShaperPipeline:
         self.synthesize()
         self.elicit()
         self.filter_and_tag()
-        exported = self.export()
-        recs = analysis.RunRecords(seeds=len(self.seeds), trees=self.trees.read(),
-                                   distractors=self.distractors.read(), paths=self.paths.read(),
-                                   qas=self.qas.read(), trajs=self.trajs.read(), filters=self.filters.read(),
-                                   tags=self.tags.read() if self.cfg.tag_behaviours else None)
-        counts, notes = analysis.stage_counts(recs, exported)
-        return SynthOutput(counts=counts, export=exported,
-                           details=analysis.details(recs, self.cfg, notes, self.seed_source))
+
+        def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
+            exported = self.export()
+            recs = analysis.RunRecords(seeds=len(self.seeds), trees=self.trees.read(),
+                                       distractors=self.distractors.read(), paths=self.paths.read(),
+                                       qas=self.qas.read(), trajs=self.trajs.read(), filters=self.filters.read(),
+                                       tags=self.tags.read() if self.cfg.tag_behaviours else None)
+            counts, notes = analysis.stage_counts(recs, exported)
+            return SynthOutput(counts=counts, export=exported,
+                               details=analysis.details(recs, self.cfg, notes, self.seed_source))
+        return reuse_output(self.ctx.run, self.seed_source, report)
 
 
 __all__ = ["RagShaperPipeline"]

@@ -24,7 +24,15 @@ from agentrag.exec import Executor
 from agentrag.records import QAItem
 from agentrag.runs import RunDir, check_out_dir
 from agentrag.synth.common import Progress
-from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
+from agentrag.synth.driver import (
+    Stage,
+    Synthesizer,
+    SynthOutput,
+    SynthRun,
+    ids_key,
+    reuse_output,
+    run_synthesizer,
+)
 from agentrag.synth.reasonrag.config import ReasonRagRunConfig
 from agentrag.synth.reasonrag.pairs import PAIR_GATES
 from agentrag.synth.reasonrag.pipeline import (
@@ -181,20 +189,23 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
         ids = {q.id for q in inputs}
         trees = [t for t in files.trees.read() if t.id in ids]
         candidates, rejected = build_pairs(cfg, files, trees)
-        pairs = [p for p in files.pairs.read() if p.metadata.get("question_id") in ids]
-        exported = export(cfg, files, pairs)
-        greedy = [g for g in files.greedy.read() if g.id in ids]
-        events = [ev for ev in files.events.read() if ev.question_id in ids]
-        counts: dict[str, tuple[int, int, Mapping[str, int]]] = {
-            "questions": (len(inputs), len(inputs), {}),
-            "mcts": (len(inputs), len(trees), mcts_flags(trees, events)),
-            "pairs": (candidates, len(pairs), dict(rejected)),
-            "dpo": (len(pairs), int(exported.get("exported", 0)), {}),
-        }
-        if cfg.greedy_baseline:
-            counts["greedy"] = (len(trees), len(greedy), {})
-        details = {"value": cfg.value.kind, **run_statistics(trees, events, pairs, greedy)}
-        return SynthOutput(counts=counts, export=exported, details=details)
+
+        def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
+            pairs = [p for p in files.pairs.read() if p.metadata.get("question_id") in ids]
+            exported = export(cfg, files, pairs)
+            greedy = [g for g in files.greedy.read() if g.id in ids]
+            events = [ev for ev in files.events.read() if ev.question_id in ids]
+            counts: dict[str, tuple[int, int, Mapping[str, int]]] = {
+                "questions": (len(inputs), len(inputs), {}),
+                "mcts": (len(inputs), len(trees), mcts_flags(trees, events)),
+                "pairs": (candidates, len(pairs), dict(rejected)),
+                "dpo": (len(pairs), int(exported.get("exported", 0)), {}),
+            }
+            if cfg.greedy_baseline:
+                counts["greedy"] = (len(trees), len(greedy), {})
+            details = {"value": cfg.value.kind, **run_statistics(trees, events, pairs, greedy)}
+            return SynthOutput(counts=counts, export=exported, details=details)
+        return reuse_output(ctx.run, ids_key(ids), report)
 
     def title(self, cfg: ReasonRagRunConfig, name: str) -> str:
         return f"ReasonRAG run {name} ({cfg.value.kind} values)"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrag.records import QAItem, read_jsonl, write_jsonl
+from agentrag.runs import replace_if_changed
 from agentrag.synth.tracer.oracle import is_no_answer, real_golds
 from agentrag.synth.tracer.schema import AtomicPair, AtomicRecord, Chain, Check, HopRecord
 
@@ -49,7 +50,8 @@ def _flashrag(item: QAItem) -> dict[str, Any]:
 def export_benchmark(chains: Sequence[Chain], out_dir: str | Path) -> dict[str, Any]:
     """Write ``chains.jsonl``, ``benchmark.jsonl`` and ``benchmark_<L>hop.jsonl``; returns counts."""
     out = Path(out_dir)
-    write_jsonl(out / "chains.jsonl", chains)
+    write_jsonl(out / "chains.jsonl.new", chains)
+    replace_if_changed(out / "chains.jsonl.new", out / "chains.jsonl")
     items = [benchmark_item(c, level) for c in chains for level in range(2, c.depth + 1)
              if all(h.verified and not is_no_answer(h.answer) for h in c.hops[:level])]
     files: dict[str, int] = {}
@@ -59,7 +61,7 @@ def export_benchmark(chains: Sequence[Chain], out_dir: str | Path) -> dict[str, 
         with tmp.open("w", encoding="utf-8") as fh:
             for i in subset:
                 fh.write(json.dumps(_flashrag(i), ensure_ascii=False) + "\n")
-        tmp.replace(out / name)
+        replace_if_changed(tmp, out / name)
         files[name] = len(subset)
     by = Counter((i.metadata["hops"], i.metadata["type"]) for i in items)
     return {"files": files, "items": len(items),

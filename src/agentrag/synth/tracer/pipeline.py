@@ -15,6 +15,7 @@ plain data, so on the Ray executor they run in worker processes that rebuild the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -24,7 +25,7 @@ from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Passage
 from agentrag.runs import JsonlStore
-from agentrag.synth.driver import SynthOutput, SynthRun
+from agentrag.synth.driver import SynthOutput, SynthRun, ids_key, reuse_output
 from agentrag.synth.tracer import sampling
 from agentrag.synth.tracer.atomic import atomic_qa
 from agentrag.synth.tracer.compose import extend
@@ -136,12 +137,16 @@ class TracerStages:
         self.atomic_stage(docs)
         for level in range(2, self.cfg.max_hops + 1):
             self.extend_stage(level, docs)
-        chains = self.chains(docs)
-        exported = export_benchmark(chains, self.ctx.run.path)
-        counts, details = tracer_counts(self.docs.read(), docs, self.atomic.read(),
-                                        {level: store.read() for level, store in self.hops.items()}, chains,
-                                        exported, self.sampling_stats)
-        return SynthOutput(counts=counts, export=exported, details=details)
+
+        def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
+            chains = self.chains(docs)
+            exported = export_benchmark(chains, self.ctx.run.path)
+            counts, details = tracer_counts(self.docs.read(), docs, self.atomic.read(),
+                                            {level: store.read() for level, store in self.hops.items()}, chains,
+                                            exported, self.sampling_stats)
+            return SynthOutput(counts=counts, export=exported, details=details)
+        key = ids_key(d.id for d in docs) + json.dumps(self.sampling_stats, sort_keys=True)
+        return reuse_output(self.ctx.run, key, report)
 
 
 __all__ = ["TracerComponents", "TracerStages", "seed_hop", "assemble_chains"]

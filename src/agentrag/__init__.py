@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from agentrag._version import __version__
 
 PUBLIC_MODULES: list[str] = [
     "agentrag.errors",

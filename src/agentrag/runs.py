@@ -281,7 +281,7 @@ class RunDir:
         summary), or the value stored by the last call when no data file of the run changed since
         (see :func:`fingerprint`; ``key`` names whatever else it depends on, e.g. the config and
         the item ids asked for). A no-op rerun then reads no record for its report and exports."""
-        from agentrag import __version__
+        from agentrag._version import __version__
 
         state = self.path / ".derived.json"
         key = f"{__version__}\n{key}"  # another release may compute it differently

@@ -91,7 +91,7 @@ def test_library_code_sets_no_process_wide_state():
 #: areas of src/agentrag (a top-level module or package) from the ground floor up; an area may
 #: import areas of its own layer or below, never above
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors"}),
+    frozenset({"errors", "_version"}),
     frozenset({"_extras", "config", "records", "paths", "threads", "render"}),
     frozenset({"exec", "llm", "protocols", "runs"}),
     frozenset({"kb", "agents"}),  # agents must not import kb (FORBIDDEN): both read the seams in protocols

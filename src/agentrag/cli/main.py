@@ -53,7 +53,7 @@ def version() -> None:
 @app.command()
 def doctor(
     check: Annotated[list[str] | None, typer.Option("--check", help="Run only this check (repeatable): "
-                     "llm-chat, llm-json, embed, faiss, bm25, trl.")] = None,
+                     "llm-chat, llm-json, embed, faiss, bm25, trl. Default: all.")] = None,
 ) -> None:
     """Check each embedded component the way the pipelines use it and print versions and pass/fail.
 

@@ -11,15 +11,20 @@ from agentrag.cli import synth_evipath
 from agentrag.cli.common import (
     ConfigOpt,
     ExecutorOpt,
+    ForceNewConfigOpt,
     OutOpt,
+    PrintConfigOpt,
     RayAddressOpt,
     SetOpt,
     WorkersOpt,
     console,
     executor_from_options,
     exit_if_unfinished,
+    need_out,
     preflight,
+    print_config,
     resolve_config,
+    run_dir_for,
     stage_progress,
     user_errors,
 )
@@ -31,12 +36,15 @@ synth_evipath.register(synth_app)
 
 @synth_app.command("ragshaper")
 def ragshaper(
-    out: OutOpt,
-    kb: Annotated[str | None, typer.Option("--kb", help="Knowledge-base directory K (agentrag kb build).")] = None,
+    out: OutOpt = None,
+    kb: Annotated[str | None, typer.Option("--kb", help="Knowledge-base directory K (agentrag kb build; "
+                                           "required).")] = None,
     seeds: Annotated[str | None, typer.Option("--seeds", help="File of seed entities (one per line, or JSONL "
-                                              "with 'entity'/'title'), or a number N to sample N KB titles.")] = None,
-    llm: Annotated[str | None, typer.Option("--llm", help="Curator LLM (also writes distractors and QA): "
-                                            "embedded | openai:MODEL | openai:MODEL@URL | YAML.")] = None,
+                                              "with 'entity'/'title'), or a number N to sample N KB titles "
+                                              "(required).")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", "-m", help="Curator LLM (also writes distractors and QA): "
+                                            "embedded | openai:MODEL | openai:MODEL@URL | YAML. Default: "
+                                            "embedded.")] = None,
     teacher: Annotated[str | None, typer.Option("--teacher", help="Teacher LLM for behavior elicitation "
                                                 "(default: --llm).")] = None,
     preset: Annotated[str, typer.Option("--preset", help="Starting settings: 'paper' (the paper's §4.1 values: "
@@ -49,6 +57,8 @@ def ragshaper(
     workers: WorkersOpt = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
+    show_config: PrintConfigOpt = False,
+    force_new_config: ForceNewConfigOpt = False,
 ) -> None:
     """Run RAGShaper: InfoCurator trees with distractors -> Eq. 5 paths -> QA -> teacher
     trajectories under constrained navigation -> F1 > 0.9 filter -> SFT export + report.
@@ -79,6 +89,9 @@ def ragshaper(
         if no_distractors:
             base["distractors"] = {"enabled": False}
         cfg = resolve_config(RagShaperRunConfig, config, sets, base=preset_base(preset, base))
+        if show_config:
+            print_config(cfg)
+        out = run_dir_for(need_out(out), cfg, force_new=force_new_config)
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
                 stage_progress() as progress:
             metrics = run_ragshaper(cfg, out, progress=progress, executor=ex, preflight=preflight)

@@ -9,25 +9,33 @@ import typer
 
 from agentrag.cli.common import (
     ConfigOpt,
+    ForceNewConfigOpt,
     OutOpt,
+    PrintConfigOpt,
     SetOpt,
     console,
     exit_if_unfinished,
+    need_out,
+    print_config,
     resolve_config,
+    run_dir_for,
     stage_progress,
     user_errors,
 )
 
 
 def annotated(
-    out: OutOpt,
+    out: OutOpt = None,
     dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Raw MuSiQue / 2WikiMultihopQA "
-                                                      "TRAINING file (repeatable).")] = None,
+                                                      "TRAINING file (repeatable; required).")] = None,
     kb: Annotated[str | None, typer.Option("--kb", help="KB built from the training contexts; every hop is "
-                                           "searched there.")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", help="First N items of each dataset.")] = None,
+                                           "searched there (required).")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="First N items of each dataset. Default: "
+                                              "all.")] = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
+    show_config: PrintConfigOpt = False,
+    force_new_config: ForceNewConfigOpt = False,
 ) -> None:
     """Turn human annotations into react trajectories: each hop of a MuSiQue decomposition or a 2Wiki
     evidence triple is searched in the KB (the observation is what the KB returns); a path is kept
@@ -44,6 +52,9 @@ def annotated(
 
         base: dict[str, Any] = {"datasets": dataset, "kb": kb, "limit": limit}
         cfg = resolve_config(AnnotatedRunConfig, config, sets, base=base)
+        if show_config:
+            print_config(cfg)
+        out = run_dir_for(need_out(out), cfg, force_new=force_new_config)
         with stage_progress() as progress:
             metrics = run_annotated(cfg, out, progress=progress)
         for row in metrics["funnel"]:

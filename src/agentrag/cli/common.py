@@ -261,7 +261,7 @@ __all__ = ["console", "err_console", "ConfigOpt", "SetOpt", "OutOpt", "ExecutorO
            "executor_from_options", "setup_logging", "resolve_config", "user_errors", "exit_if_unfinished", "styled",
            "is_tty", "install_interrupt_handler", "exit_now_if_interrupted", "preflight", "preflight_llm",
            "stage_progress", "PrintConfigOpt", "ForceNewConfigOpt", "alias", "pick", "need_out", "print_config",
-           "config_diff", "run_dir_for", "RESUMABLE_KEYS"]
+           "config_diff", "run_dir_for", "RESUMABLE_KEYS", "has_results", "LogProgress", "progress_output"]
 
 
 #: seconds the pre-flight waits for an endpoint to answer
@@ -433,3 +433,69 @@ def run_dir_for(out: Path, cfg: Any, *, force_new: bool = False, may_change: tup
                                       "yellow")))
             return candidate
         n += 1
+
+
+# -- progress in logs ------------------------------------------------------------------------------
+
+#: a progress line at least this often (seconds) and at every this fraction of a stage
+PROGRESS_EVERY_S = 30.0
+PROGRESS_EVERY_FRAC = 0.05
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class LogProgress:
+    """The progress callback ``(stage, done, total)`` for output that is not a terminal (nohup,
+    Slurm, a pipe): one plain line per stage every :data:`PROGRESS_EVERY_S` seconds or
+    :data:`PROGRESS_EVERY_FRAC` of the stage, and at its end, with done/total, rate and ETA. The
+    rate counts this run's items only (a resumed run's earlier items are not in it)."""
+
+    def __init__(self, emit: Callable[[str], None] | None = None, every_s: float = PROGRESS_EVERY_S,
+                 every_frac: float = PROGRESS_EVERY_FRAC, clock: Callable[[], float] = time.monotonic,
+                 unit: str = "items"):
+        self.emit = emit or (lambda line: err_console.print(line, markup=False, highlight=False, soft_wrap=True))
+        self.every_s, self.every_frac, self.clock, self.unit = every_s, every_frac, clock, unit
+        self._stages: dict[str, dict[str, float]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = self.clock()
+        with self._lock:
+            line = self._due(stage, done, total, now)
+        if line is not None:
+            self.emit(line)
+
+    def _due(self, stage: str, done: int, total: int, now: float) -> str | None:
+        st = self._stages.get(stage)
+        if st is None:  # first sight: say the stage started (a resumed one from where it is)
+            self._stages[stage] = {"t0": now, "done0": done, "last_t": now, "last_done": done}
+            pct = f" ({100 * done / total:.0f}%)" if total else ""
+            return f"[{time.strftime('%H:%M:%S')}] {stage}: {done}/{total}{pct}, started"
+        frac_step = (done - st["last_done"]) / total if total else 0.0
+        finished = total > 0 and done >= total > st["last_done"]
+        if not (finished or now - st["last_t"] >= self.every_s or frac_step >= self.every_frac):
+            return None
+        st["last_t"], st["last_done"] = now, done
+        return self.line(stage, done, total, done - st["done0"], now - st["t0"])
+
+    def line(self, stage: str, done: int, total: int, new: float, elapsed: float) -> str:
+        pct = f" ({100 * done / total:.0f}%)" if total else ""
+        rate = new / elapsed if elapsed > 0 else 0.0
+        eta = (f", ETA {_duration((total - done) / rate)}" if rate > 0 and done < total else
+               ", done" if total and done >= total else "")
+        return (f"[{time.strftime('%H:%M:%S')}] {stage}: {done}/{total}{pct}, {rate:.2f} {self.unit}/s, "
+                f"elapsed {_duration(elapsed)}{eta}")
+
+
+@contextmanager
+def progress_output() -> Iterator[Callable[[str, int, int], None]]:
+    """The progress callback of a long command: a live bar per stage on a terminal, else
+    :class:`LogProgress` lines (on by default; nothing to set)."""
+    if is_tty():
+        with stage_progress() as bar:
+            yield bar
+    else:
+        yield LogProgress()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from typing import Annotated, Any
 
 import typer
@@ -19,13 +18,12 @@ from agentrag.cli.common import (
     console,
     executor_from_options,
     exit_if_unfinished,
-    is_tty,
     need_out,
     preflight,
     print_config,
+    progress_output,
     resolve_config,
     run_dir_for,
-    stage_progress,
     styled,
     user_errors,
 )
@@ -90,8 +88,8 @@ def eval_command(
         if show_config:
             print_config(cfg)
         out = run_dir_for(need_out(out), cfg, force_new=force_new_config, normalize=resolved_eval_config)
-        bars = stage_progress() if is_tty() else nullcontext(None)
-        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, bars as bar:
+        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+                progress_output() as bar:
             try:
                 metrics = run_eval(cfg, out, executor=ex, progress=bar, preflight=preflight)
             except EvalBugs as exc:

@@ -23,9 +23,9 @@ from agentrag.cli.common import (
     need_out,
     preflight,
     print_config,
+    progress_output,
     resolve_config,
     run_dir_for,
-    stage_progress,
     user_errors,
 )
 
@@ -93,7 +93,7 @@ def ragshaper(
             print_config(cfg)
         out = run_dir_for(need_out(out), cfg, force_new=force_new_config)
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
-                stage_progress() as progress:
+                progress_output() as progress:
             metrics = run_ragshaper(cfg, out, progress=progress, executor=ex, preflight=preflight)
         _summary(metrics, out)
     exit_if_unfinished(int(metrics["unfinished"]))

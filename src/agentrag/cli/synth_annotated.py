@@ -17,9 +17,9 @@ from agentrag.cli.common import (
     exit_if_unfinished,
     need_out,
     print_config,
+    progress_output,
     resolve_config,
     run_dir_for,
-    stage_progress,
     user_errors,
 )
 
@@ -55,7 +55,7 @@ def annotated(
         if show_config:
             print_config(cfg)
         out = run_dir_for(need_out(out), cfg, force_new=force_new_config)
-        with stage_progress() as progress:
+        with progress_output() as progress:
             metrics = run_annotated(cfg, out, progress=progress)
         for row in metrics["funnel"]:
             rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())

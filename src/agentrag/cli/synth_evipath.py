@@ -22,9 +22,9 @@ from agentrag.cli.common import (
     need_out,
     preflight,
     print_config,
+    progress_output,
     resolve_config,
     run_dir_for,
-    stage_progress,
     user_errors,
 )
 
@@ -92,7 +92,7 @@ def _with_progress(cfg: Any, out: Path, executor: str | None, workers: int | Non
                    ray_address: str | None) -> dict[str, Any]:
     from agentrag.synth.evipath import run_evipath
 
-    with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, stage_progress() as progress:
+    with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, progress_output() as progress:
         return run_evipath(cfg, out, progress=progress, executor=ex, preflight=preflight)
 
 

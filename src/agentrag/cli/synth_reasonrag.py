@@ -22,9 +22,9 @@ from agentrag.cli.common import (
     need_out,
     preflight,
     print_config,
+    progress_output,
     resolve_config,
     run_dir_for,
-    stage_progress,
     styled,
     user_errors,
 )
@@ -94,7 +94,7 @@ def reasonrag(
         # pair and label settings may change: the pairs are rebuilt from the stored trees (issue 21)
         out = run_dir_for(need_out(out), cfg, force_new=force_new_config, may_change=REBUILT_KEYS)
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
-                stage_progress() as progress:
+                progress_output() as progress:
             metrics = run_reasonrag(cfg, out, progress=progress, executor=ex, preflight=preflight)
         _summary(metrics, out)
     exit_if_unfinished(metrics["unfinished"], "questions")

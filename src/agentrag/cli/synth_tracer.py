@@ -25,9 +25,9 @@ from agentrag.cli.common import (
     pick,
     preflight,
     print_config,
+    progress_output,
     resolve_config,
     run_dir_for,
-    stage_progress,
     user_errors,
 )
 
@@ -101,7 +101,7 @@ def build(
             print_config(cfg)
         out = run_dir_for(need_out(out), cfg, force_new=force_new_config)
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
-                stage_progress() as progress:
+                progress_output() as progress:
             metrics = run_tracer(cfg, out, progress=progress, executor=ex, preflight=preflight)
         for row in metrics["funnel"]:
             rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())

@@ -110,7 +110,11 @@ def _summary(metrics: dict[str, Any], path: Path) -> None:
         console.print(f"  {row.stage:<12} {row.n_in:>5} -> {row.out:<5} {rej}{left}")
     for name, st in m.llm.items():
         console.print(f"  LLM {name}: {st}")
-    console.print(f"report: {path / 'report.md'}   metrics: {path / 'metrics.json'}")
+    from agentrag.cli.funnel import print_empty_funnel, print_outputs
+
+    print_empty_funnel(metrics, path)
+    print_outputs([("sft", path / "sft" / "trl_sft.jsonl"), ("report", path / "report.md"),
+                   ("metrics", path / "metrics.json")])
 
 
 def register(app: typer.Typer) -> None:

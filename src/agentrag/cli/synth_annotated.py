@@ -61,7 +61,10 @@ def annotated(
             rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
             console.print(f"  {row['stage']:<8} {row['in']:>5} -> {row['out']:<5} {rej}")
         console.print(f"kept by source: {metrics.get('kept_by_source')}  wall time: {metrics['wall_s']} s")
-        console.print(f"sft: {out / 'sft' / 'trl_sft.jsonl'}   report: {out / 'report.md'}")
+        from agentrag.cli.funnel import print_empty_funnel, print_outputs
+
+        print_empty_funnel(metrics, out)
+        print_outputs([("sft", out / "sft" / "trl_sft.jsonl"), ("report", out / "report.md")])
     exit_if_unfinished(metrics["unfinished"])
 
 

@@ -104,8 +104,12 @@ def _summary(metrics: dict[str, Any], path: Path) -> None:
     console.print(f"  LLM per finished item: {metrics['llm_per_item']}  wall time: {metrics['wall_s']} s")
     for name, st in metrics.get("llm", {}).items():
         console.print(f"  LLM {name}: {st}")
-    console.print(f"export: {metrics['export']}")
-    console.print(f"report: {path / 'report.md'}   metrics: {path / 'metrics.json'}")
+    from agentrag.cli.funnel import print_empty_funnel, print_outputs
+
+    if not print_empty_funnel(metrics, path):
+        console.print(f"export: {metrics['export']}")
+    print_outputs([("sft", path / "sft" / "trl_sft.jsonl"), ("report", path / "report.md"),
+                   ("metrics", path / "metrics.json")])
 
 
 def register(synth_app: typer.Typer) -> None:

@@ -108,13 +108,15 @@ def _summary(m: dict[str, Any], path: Path) -> None:
                   f"{calls['per_kept_pair']} per kept pair)  best-leaf F1 "
                   f"{m['best_leaf_vs_greedy']['mean_best_leaf_f1']} vs greedy F1 "
                   f"{m['best_leaf_vs_greedy']['mean_greedy_f1']}  wall time {m['wall_s']} s")
+    from agentrag.cli.funnel import print_empty_funnel, print_outputs, written
+
+    print_empty_funnel(m, path)
     files = m["export"].get("files") or []
-    trl = next((f for f in files if f.endswith("trl_dpo.jsonl")), None)
-    if trl:
-        console.print(f"report: {path / 'report.md'}   pairs: {trl}")
-    else:
+    trl = next((f for f in written(*files) if f.endswith("trl_dpo.jsonl")), None)
+    print_outputs([("report", path / "report.md"), ("pairs", trl or "")])
+    if not trl:
         reason = m["export"].get("skipped") or "no pair exported"
-        console.print(styled(f"report: {path / 'report.md'}   ", (f"no DPO export: {reason}", "yellow")))
+        console.print(styled((f"no DPO export: {reason}", "yellow")))
 
 
 def register(synth_app: typer.Typer) -> None:

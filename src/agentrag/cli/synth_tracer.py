@@ -107,8 +107,11 @@ def build(
             rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
             left = f"  unfinished: {row['unfinished']}" if row["unfinished"] else ""
             console.print(f"  {row['stage']:<20} {row['in']:>5} -> {row['out']:<5} {rej}{left}", markup=False)
-        console.print(f"  exported: {metrics['export']['files']}", markup=False)
-        console.print(f"report: {out / 'report.md'}   benchmark: {out / 'benchmark.jsonl'}", markup=False)
+        from agentrag.cli.funnel import print_empty_funnel, print_outputs
+
+        if not print_empty_funnel(metrics, out):
+            console.print(f"  exported: {metrics['export']['files']}", markup=False)
+        print_outputs([("report", out / "report.md"), ("benchmark", out / "benchmark.jsonl")])
         exit_if_unfinished(metrics["unfinished"])
 
 

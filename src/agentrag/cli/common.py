@@ -106,9 +106,11 @@ def need_out(out: Path | None) -> Path:
 def setup_logging(verbose: bool = False) -> None:
     """Configure logging once, for the CLI only (the library never configures logging)."""
     level = logging.DEBUG if verbose else logging.INFO
-    logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]",
-                        handlers=[RichHandler(console=err_console, show_path=False, rich_tracebacks=False)],
-                        force=True)
+    handler = RichHandler(console=err_console, show_path=False, rich_tracebacks=False)
+    # the handler's own level: a library logger set to DEBUG by its package still prints nothing
+    # below INFO unless --verbose
+    handler.setLevel(level)
+    logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]", handlers=[handler], force=True)
     for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "faiss", "filelock",
                   "transformers", "bm25s", "openai"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -133,7 +135,8 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except UserError as exc:
-        err_console.print(styled(("error: ", "bold red"), str(exc)), highlight=False, soft_wrap=True)
+        err_console.print(styled(("error: ", "bold red"), str(exc) + csv_hint(str(exc))), highlight=False,
+                          soft_wrap=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     except AgentRagError as exc:
         err_console.print(styled((f"{type(exc).__name__}: ", "bold red"), str(exc)), highlight=False,
@@ -143,6 +146,48 @@ def user_errors() -> Iterator[None]:
         err_console.print(styled(("stopped: every finished item is kept; rerun the same command to finish the "
                                   "rest", "yellow")))
         raise typer.Exit(EXIT_UNFINISHED) from None
+
+
+def check_port_free(host: str, port: int) -> None:
+    """A :class:`UserError` when ``host:port`` cannot be bound (another server listens there), so
+    a server command fails before it prints "serving on"."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise UserError(f"cannot serve on {host}:{port}: {exc.strerror or exc} (another server listens "
+                            "there?); pick another --port, or stop that server") from None
+
+
+def looks_like_csv(path: Path) -> bool:
+    """A .csv/.tsv file, or one whose first line is comma- or tab-separated text, not JSON."""
+    if path.suffix.lower() in (".csv", ".tsv"):
+        return True
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            first = f.readline().strip()
+    except OSError:
+        return False
+    return bool(first) and first[0] not in "{[" and ("," in first or "\t" in first)
+
+
+def csv_hint(message: str) -> str:
+    """For an "invalid JSON" error on a file that looks like CSV: how to convert it to JSONL."""
+    import re
+
+    m = re.match(r"(.+?):\d+: invalid JSON", message)
+    if m is None or not Path(m.group(1)).is_file() or not looks_like_csv(Path(m.group(1))):
+        return ""
+    src = m.group(1)
+    dst = str(Path(src).with_suffix(".jsonl"))
+    sep = "'\\t'" if src.lower().endswith(".tsv") else "','"
+    return (f"\n  {src} looks like CSV; inputs are JSONL (one JSON object per line). Convert it, e.g.:\n"
+            f"  python -c \"import csv,json,sys; [print(json.dumps(r)) for r in csv.DictReader(open(sys.argv[1]), "
+            f"delimiter={sep})]\" {src} > {dst}")
 
 
 #: Ctrl-C presses seen by :func:`install_interrupt_handler`'s handler

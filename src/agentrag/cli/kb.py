@@ -19,6 +19,7 @@ from agentrag.cli.common import (
     LogProgress,
     SetOpt,
     alias,
+    check_port_free,
     console,
     err_console,
     pick,
@@ -308,6 +309,7 @@ def serve(
         if workers > 1 and navigation == "constrained":
             raise UserError(f"--workers {workers} with --navigation constrained: the per-trajectory state "
                             "lives in one process; serve constrained navigation with --workers 1")
+        check_port_free(host, port)
         # one search now: a method the KB cannot serve (dense on a BM25-only KB) fails here, not per request
         probe = method or (NAVIGATION_METHOD if distractors is not None else None)
         store = open_kb(kb, method=probe, overrides=set_ or [])

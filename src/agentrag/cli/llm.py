@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentrag.cli.common import SetOpt, console, err_console, styled, user_errors
+from agentrag.cli.common import SetOpt, check_port_free, console, err_console, styled, user_errors
 from agentrag.config import parse_override
 from agentrag.errors import UserError
 from agentrag.paths import check_input_file
@@ -54,6 +54,7 @@ def serve(
         from agentrag.llm.resolve import resolve_llm
         from agentrag.llm.server import serve as run_server
 
+        check_port_free(host, port)
         backend = resolve_llm(llm, **_overrides(sets))
         err_console.print(f"serving {backend.model!r} on http://{host}:{port}/v1 (Ctrl-C to stop)")
         run_server(backend, host=host, port=port)

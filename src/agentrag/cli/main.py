@@ -97,6 +97,8 @@ def main() -> None:
     # The CLI never downloads at run time: models come from installed packages or local paths (or
     # the Hugging Face cache). Export HF_HUB_OFFLINE=0 to let a named hub model be fetched.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # no "Loading weights" bars of transformers (and hub bars) in normal output; export =0 to see them
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     install_interrupt_handler()
     try:
         app()

@@ -46,14 +46,29 @@ def build_payload(run_dir: str | os.PathLike[str], *, text_chars: int | None = T
     return payload
 
 
+#: what every viewer page holds (its data block): an existing file without it is not a viewer page
+VIEWER_MARK = b'id="viewer-data"'
+
+
+def is_viewer_page(path: Path) -> bool:
+    """Whether ``path`` is a page this viewer wrote (it may be replaced without --force)."""
+    try:
+        with path.open("rb") as f:
+            return VIEWER_MARK in f.read()
+    except OSError:
+        return False
+
+
 def write_viewer(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
-                 doc_chars: int | None = None, text_chars: int | None = TEXT_CHARS, max_mb: float = MAX_MB) -> Path:
+                 doc_chars: int | None = None, text_chars: int | None = TEXT_CHARS, max_mb: float = MAX_MB,
+                 force: bool = False) -> Path:
     """Write the run viewer of ``run_dir`` — one self-contained HTML file that opens from disk —
     to ``out`` (default ``<run_dir>/viewer.html``); returns its path.
 
     Documents are kept whole when the file stays under ``max_mb`` MB, else cut at the longest
     limit that fits (``doc_chars`` fixes the limit; 0 keeps them whole); other long texts are cut
-    at ``text_chars`` characters (0 or ``None``: whole)."""
+    at ``text_chars`` characters (0 or ``None``: whole). An existing ``out`` that is not a viewer
+    page is refused unless ``force``."""
     from agentrag.report.viewer.page import render_page
 
     if doc_chars is not None and doc_chars < 0:
@@ -63,6 +78,9 @@ def write_viewer(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
     target = Path(out) if out is not None else Path(run_dir) / VIEWER_FILE
     if target.is_dir():
         raise UserError(f"--out {str(target)!r} is a directory: name the HTML file to write")
+    if target.exists() and not force and not is_viewer_page(target):
+        raise UserError(f"--out {target} exists and is not a viewer page; it is not overwritten (name another "
+                        "file, or pass --force to replace it)")
     page = render_page(build_payload(run_dir, text_chars=text_chars), doc_chars=doc_chars, max_mb=max_mb)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
@@ -71,4 +89,4 @@ def write_viewer(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
     return target
 
 
-__all__ = ["build_payload", "write_viewer", "VIEWER_FILE"]
+__all__ = ["build_payload", "write_viewer", "is_viewer_page", "VIEWER_FILE"]

@@ -34,6 +34,17 @@ def _loader(kind: str) -> Callable[[Path, Limits], Payload]:
     return tracer_payload
 
 
+def _run_parts(payload: Payload, kind: str, run_dir: Path) -> None:
+    """The run header and (synthesizers) every section of the run's report in the Summary tab."""
+    from agentrag.report.viewer.common import read_config, read_json
+    from agentrag.report.viewer.header import run_header, synth_summary
+
+    config, metrics = read_config(run_dir), read_json(run_dir, "metrics.json")
+    per_record = [d["usage"] for d in payload.details if isinstance(d.get("usage"), list)]
+    payload.header = run_header(kind, config, metrics, per_record)
+    payload.summary += synth_summary(kind, metrics, {str(t.get("title")) for t in payload.summary})
+
+
 def build_payload(run_dir: str | os.PathLike[str], *, text_chars: int | None = TEXT_CHARS) -> Payload:
     """The page data of the run in ``run_dir`` (its kind detected from its files); long texts other
     than documents are cut at ``text_chars`` characters (0 or ``None``: whole)."""
@@ -42,6 +53,7 @@ def build_payload(run_dir: str | os.PathLike[str], *, text_chars: int | None = T
     d = Path(run_dir)
     kind = detect_run_kind(d)
     payload = _loader(kind)(d, Limits(text_chars or None))
+    _run_parts(payload, kind, d)
     log.info("%s run %s: %d rows, %d distinct documents", kind, d, len(payload.rows), len(payload.docs.rows))
     return payload
 

@@ -128,6 +128,9 @@ def failure_help(reason: str | None, config: Mapping[str, Any], finish: str | No
     if finish == "max_steps":
         key = next((k for k in f if k.rsplit(".", 1)[-1] == "max_steps"), "max_steps")
         return f"the agent ran out of steps: raise {key} (now {f.get(key, '?')})"
+    if "no tool call" in text or "empty reply" in text:
+        return ("the model answered without a tool call or <answer> tags (the agent's format): a stronger --llm "
+                "(an instruct model that calls tools)")
     if "parse_error" in text or "format" in text:
         return "the model's output did not parse: a stronger --llm (an instruct model of 7B+)"
     return None

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 import agentrag.kb
 import agentrag.llm
-from agentrag.cli.common import LogProgress
 from agentrag.cli.main import app
+from agentrag.cli.progress import LogProgress
 from agentrag.records import Passage, ToolCall
 from agentrag.testing import FakeRetriever, ScriptedLLM
 
@@ -81,7 +81,7 @@ def test_eval_logs_progress_lines_when_output_is_not_a_terminal(tmp_path, data_d
 
 
 def test_kb_build_embedding_lines_come_from_its_checkpoint(tmp_path):
-    from agentrag.cli.kb import embedding_progress_lines
+    from agentrag.cli.progress import embedding_progress_lines
 
     lines: list[str] = []
     out = tmp_path / "kb"
@@ -115,7 +115,7 @@ def test_every_long_command_uses_the_progress_that_fits_its_output(cmd):
 
 def test_the_checkpoint_the_lines_read_is_the_one_the_embedding_writes(tmp_path):
     """The real embedding loop (a hashing embedder): its checkpoint gives the line's counts."""
-    from agentrag.cli.kb import embedding_progress_lines
+    from agentrag.cli.progress import embedding_progress_lines
     from agentrag.kb.indexes import embed_to_memmap
     from agentrag.testing import HashEmbedder
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 import agentrag.kb
 import agentrag.llm
-from agentrag.cli.common import config_diff
 from agentrag.cli.main import app
+from agentrag.cli.runconfig import config_diff
 from agentrag.records import Passage, ToolCall
 from agentrag.testing import FakeRetriever, ScriptedLLM
 
@@ -223,7 +223,7 @@ def test_config_diff_names_changed_keys_and_skips_allowed_ones():
 
 
 def test_reasonrag_pair_settings_may_change_on_a_run_but_search_settings_may_not(tmp_path):
-    from agentrag.cli.common import run_dir_for
+    from agentrag.cli.runconfig import run_dir_for
     from agentrag.cli.synth_reasonrag import REBUILT_KEYS
     from agentrag.config import dump_config
     from agentrag.synth.reasonrag.config import ReasonRagRunConfig
@@ -240,7 +240,7 @@ def test_reasonrag_pair_settings_may_change_on_a_run_but_search_settings_may_not
 
 
 def test_a_run_without_results_may_be_rerun_with_a_corrected_configuration(tmp_path):
-    from agentrag.cli.common import run_dir_for
+    from agentrag.cli.runconfig import run_dir_for
     from agentrag.config import dump_config
     from agentrag.synth.reasonrag.config import ReasonRagRunConfig
 

@@ -135,6 +135,8 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except UserError as exc:
+        from agentrag.cli.checks import csv_hint
+
         err_console.print(styled(("error: ", "bold red"), str(exc) + csv_hint(str(exc))), highlight=False,
                           soft_wrap=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
@@ -146,48 +148,6 @@ def user_errors() -> Iterator[None]:
         err_console.print(styled(("stopped: every finished item is kept; rerun the same command to finish the "
                                   "rest", "yellow")))
         raise typer.Exit(EXIT_UNFINISHED) from None
-
-
-def check_port_free(host: str, port: int) -> None:
-    """A :class:`UserError` when ``host:port`` cannot be bound (another server listens there), so
-    a server command fails before it prints "serving on"."""
-    import socket
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            raise UserError(f"cannot serve on {host}:{port}: {exc.strerror or exc} (another server listens "
-                            "there?); pick another --port, or stop that server") from None
-
-
-def looks_like_csv(path: Path) -> bool:
-    """A .csv/.tsv file, or one whose first line is comma- or tab-separated text, not JSON."""
-    if path.suffix.lower() in (".csv", ".tsv"):
-        return True
-    try:
-        with path.open(encoding="utf-8", errors="replace") as f:
-            first = f.readline().strip()
-    except OSError:
-        return False
-    return bool(first) and first[0] not in "{[" and ("," in first or "\t" in first)
-
-
-def csv_hint(message: str) -> str:
-    """For an "invalid JSON" error on a file that looks like CSV: how to convert it to JSONL."""
-    import re
-
-    m = re.match(r"(.+?):\d+: invalid JSON", message)
-    if m is None or not Path(m.group(1)).is_file() or not looks_like_csv(Path(m.group(1))):
-        return ""
-    src = m.group(1)
-    dst = str(Path(src).with_suffix(".jsonl"))
-    sep = "'\\t'" if src.lower().endswith(".tsv") else "','"
-    return (f"\n  {src} looks like CSV; inputs are JSONL (one JSON object per line). Convert it, e.g.:\n"
-            f"  python -c \"import csv,json,sys; [print(json.dumps(r)) for r in csv.DictReader(open(sys.argv[1]), "
-            f"delimiter={sep})]\" {src} > {dst}")
 
 
 #: Ctrl-C presses seen by :func:`install_interrupt_handler`'s handler
@@ -305,8 +265,7 @@ def stage_progress() -> Iterator[Callable[[str, int, int], None]]:
 __all__ = ["console", "err_console", "ConfigOpt", "SetOpt", "OutOpt", "ExecutorOpt", "RayAddressOpt", "WorkersOpt",
            "executor_from_options", "setup_logging", "resolve_config", "user_errors", "exit_if_unfinished", "styled",
            "is_tty", "install_interrupt_handler", "exit_now_if_interrupted", "preflight", "preflight_llm",
-           "stage_progress", "PrintConfigOpt", "ForceNewConfigOpt", "alias", "pick", "need_out", "print_config",
-           "config_diff", "run_dir_for", "RESUMABLE_KEYS", "has_results", "LogProgress", "progress_output"]
+           "stage_progress", "PrintConfigOpt", "ForceNewConfigOpt", "alias", "pick", "need_out"]
 
 
 #: seconds the pre-flight waits for an endpoint to answer
@@ -364,183 +323,3 @@ def preflight_llm(ref: str) -> None:
     if resp.status_code in (401, 403):
         raise UserError(f"LLM endpoint {base} ({ref}) refused the API key ({resp.status_code}); set "
                         "OPENAI_API_KEY or api_key in the --llm YAML file") from None
-
-
-# -- resolved configuration: --print-config, and one configuration per run directory -----------------
-
-#: keys that may change between runs on one directory: they decide how much is run or how fast,
-#: never what a finished row holds (``--limit 20`` after ``--limit 10`` extends the run)
-RESUMABLE_KEYS = ("concurrency", "limit")
-
-
-#: stage files that only copy a run's inputs (written before any model call): rows in them are not results
-INPUT_FILES = ("questions.jsonl", "items.jsonl", "seeds.jsonl")
-
-
-def has_results(path: Path) -> bool:
-    """Whether run directory ``path`` holds a finished row (a non-empty stage file other than the
-    input copies). A run stopped before its first result (a 401, a wrong URL) may be rerun with a
-    corrected configuration."""
-    return any(f.name not in INPUT_FILES and f.stat().st_size > 0 for f in path.glob("*.jsonl"))
-
-
-def print_config(cfg: Any) -> None:
-    """``--print-config``: the fully resolved configuration as YAML on stdout, then exit 0."""
-    from agentrag.config import dump_config
-
-    sys.stdout.write(dump_config(cfg))
-    sys.stdout.flush()
-    raise typer.Exit(0)
-
-
-def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
-    if not isinstance(d, dict):
-        return {prefix: d}
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) and v else {f"{prefix}{k}": v})
-    return out
-
-
-#: settings of an LLM reference that say where and how fast it is reached, not what it answers: an
-#: endpoint that moved (a restarted server, a new key) does not make another configuration
-_LLM_TRANSPORT = ("base_url", "api_key", "timeout", "max_retries", "backoff_initial", "backoff_max", "concurrency",
-                  "n_threads", "n_threads_batch", "extra_buffer_types", "cache")
-
-
-def _llm_identity(ref: Any) -> Any:
-    """What an LLM reference answers with (backend, model, sampling), without its endpoint."""
-    if not isinstance(ref, str) or not ref:
-        return ref
-    from agentrag.llm.resolve import llm_config_from_ref
-
-    try:
-        config = llm_config_from_ref(ref)
-    except (UserError, OSError):
-        return ref
-    return " ".join(f"{k}={v}" for k, v in config.model_dump(exclude=set(_LLM_TRANSPORT)).items() if v is not None)
-
-
-def config_diff(old: dict[str, Any], new: dict[str, Any], may_change: tuple[str, ...] = ()) -> list[str]:
-    """``key: old -> new`` for every dotted key that differs, except those under ``may_change``;
-    LLM references (``llm``, ``judge``, ...) compare by model and sampling settings, not endpoint."""
-    a, b = _flat(old), _flat(new)
-    for flat in (a, b):
-        for key, value in flat.items():
-            if key.rsplit(".", 1)[-1] in _LLM_KEYS + ("tagger",):
-                flat[key] = _llm_identity(value)
-    lines = []
-    for key in sorted(set(a) | set(b)):
-        if any(key == m or key.startswith(m + ".") for m in may_change):
-            continue
-        if a.get(key, "(unset)") != b.get(key, "(unset)"):
-            lines.append(f"{key}: {_flat(old).get(key, '(unset)')!r} -> {_flat(new).get(key, '(unset)')!r}")
-    return lines
-
-
-def _stored(path: Path, model: type[Any], normalize: Callable[[Any], Any]) -> dict[str, Any] | None:
-    import yaml
-    from pydantic import ValidationError
-
-    target = path / "config.yaml"
-    if not target.exists():
-        return None
-    raw = yaml.safe_load(target.read_text(encoding="utf-8")) or {}
-    try:  # an older run: its stored keys through today's model (defaults it did not write filled in)
-        return dict(normalize(model.model_validate(raw)).model_dump(mode="json"))
-    except (ValidationError, UserError):
-        return dict(raw)
-
-
-def run_dir_for(out: Path, cfg: Any, *, force_new: bool = False, may_change: tuple[str, ...] = (),
-                normalize: Callable[[Any], Any] = lambda c: c) -> Path:
-    """The directory this run writes to. A fresh ``out``, one without results (:func:`has_results`)
-    or one made with the same configuration (keys under :data:`RESUMABLE_KEYS` and ``may_change``
-    aside): ``out`` itself (resume). One with results made with another configuration: a :class:`UserError` showing the differing keys, or with
-    ``force_new`` the first ``OUT.N`` (N = 2, 3, ...) that is fresh or holds this configuration."""
-    allowed = RESUMABLE_KEYS + may_change
-    new = dict(cfg.model_dump(mode="json"))
-    old = _stored(out, type(cfg), normalize)
-    diff = [] if old is None else config_diff(old, new, allowed)
-    if not diff or not has_results(out):
-        return out
-    if not force_new:
-        shown = "\n  ".join(diff[:12]) + (f"\n  ... and {len(diff) - 12} more" if len(diff) > 12 else "")
-        raise UserError(f"{out} holds a run made with another configuration (its config.yaml); resuming it with "
-                        f"this one would mix rows of two configurations:\n  {shown}\nUse a new --out, or "
-                        "--force-new-config to write this run to a new directory beside it (OUT.2, ...).")
-    n = 2
-    while True:
-        candidate = out.with_name(f"{out.name}.{n}")
-        old = _stored(candidate, type(cfg), normalize)
-        if old is None or not config_diff(old, new, allowed) or not has_results(candidate):
-            err_console.print(styled((f"{out} holds another configuration: this run writes to {candidate}",
-                                      "yellow")))
-            return candidate
-        n += 1
-
-
-# -- progress in logs ------------------------------------------------------------------------------
-
-#: a progress line at least this often (seconds) and at every this fraction of a stage
-PROGRESS_EVERY_S = 30.0
-PROGRESS_EVERY_FRAC = 0.05
-
-
-def _duration(seconds: float) -> str:
-    s = int(round(seconds))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
-
-
-class LogProgress:
-    """The progress callback ``(stage, done, total)`` for output that is not a terminal (nohup,
-    Slurm, a pipe): one plain line per stage every :data:`PROGRESS_EVERY_S` seconds or
-    :data:`PROGRESS_EVERY_FRAC` of the stage, and at its end, with done/total, rate and ETA. The
-    rate counts this run's items only (a resumed run's earlier items are not in it)."""
-
-    def __init__(self, emit: Callable[[str], None] | None = None, every_s: float = PROGRESS_EVERY_S,
-                 every_frac: float = PROGRESS_EVERY_FRAC, clock: Callable[[], float] = time.monotonic,
-                 unit: str = "items"):
-        self.emit = emit or (lambda line: err_console.print(line, markup=False, highlight=False, soft_wrap=True))
-        self.every_s, self.every_frac, self.clock, self.unit = every_s, every_frac, clock, unit
-        self._stages: dict[str, dict[str, float]] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        now = self.clock()
-        with self._lock:
-            line = self._due(stage, done, total, now)
-        if line is not None:
-            self.emit(line)
-
-    def _due(self, stage: str, done: int, total: int, now: float) -> str | None:
-        st = self._stages.get(stage)
-        if st is None:  # first sight: say the stage started (a resumed one from where it is)
-            self._stages[stage] = {"t0": now, "done0": done, "last_t": now, "last_done": done}
-            pct = f" ({100 * done / total:.0f}%)" if total else ""
-            return f"[{time.strftime('%H:%M:%S')}] {stage}: {done}/{total}{pct}, started"
-        frac_step = (done - st["last_done"]) / total if total else 0.0
-        finished = total > 0 and done >= total > st["last_done"]
-        if not (finished or now - st["last_t"] >= self.every_s or frac_step >= self.every_frac):
-            return None
-        st["last_t"], st["last_done"] = now, done
-        return self.line(stage, done, total, done - st["done0"], now - st["t0"])
-
-    def line(self, stage: str, done: int, total: int, new: float, elapsed: float) -> str:
-        pct = f" ({100 * done / total:.0f}%)" if total else ""
-        rate = new / elapsed if elapsed > 0 else 0.0
-        eta = (f", ETA {_duration((total - done) / rate)}" if rate > 0 and done < total else
-               ", done" if total and done >= total else "")
-        return (f"[{time.strftime('%H:%M:%S')}] {stage}: {done}/{total}{pct}, {rate:.2f} {self.unit}/s, "
-                f"elapsed {_duration(elapsed)}{eta}")
-
-
-@contextmanager
-def progress_output() -> Iterator[Callable[[str, int, int], None]]:
-    """The progress callback of a long command: a live bar per stage on a terminal, else
-    :class:`LogProgress` lines (on by default; nothing to set)."""
-    if is_tty():
-        with stage_progress() as bar:
-            yield bar
-    else:
-        yield LogProgress()

@@ -20,13 +20,12 @@ from agentrag.cli.common import (
     exit_if_unfinished,
     need_out,
     preflight,
-    print_config,
-    progress_output,
     resolve_config,
-    run_dir_for,
     styled,
     user_errors,
 )
+from agentrag.cli.progress import progress_output
+from agentrag.cli.runconfig import print_config, run_dir_for
 
 
 def eval_command(

@@ -6,26 +6,24 @@ import contextlib
 import json
 import os
 import resource
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from agentrag.cli.checks import check_port_free
 from agentrag.cli.common import (
     ConfigOpt,
-    LogProgress,
     SetOpt,
     alias,
-    check_port_free,
     console,
     err_console,
     pick,
     styled,
     user_errors,
 )
+from agentrag.cli.progress import embedding_progress_lines
 from agentrag.errors import UserError
 from agentrag.kb.retrieve_api import DEFAULT_MAX_WORK
 
@@ -62,43 +60,6 @@ def _one_kb(kb: str | None, positional: Path | None) -> Path:
 
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-#: seconds between two looks at the embedding checkpoint of a build
-EMBED_POLL_S = 2.0
-
-
-@contextlib.contextmanager
-def embedding_progress_lines(out: Path, poll_s: float = EMBED_POLL_S,
-                             progress: LogProgress | None = None) -> Iterator[None]:
-    """Progress lines of the embedding step when stderr is not a terminal (the bar is then off):
-    a thread reads the resumable checkpoint ``OUT.partial/embeddings.npy.progress.json`` (chunks
-    done; the passage count and chunk size are in its fingerprint ``n:dim:model:chunk:key``)."""
-    state = out.with_name(out.name + ".partial") / "embeddings.npy.progress.json"
-    report = progress or LogProgress(unit="passages")
-    stop = threading.Event()
-
-    def look() -> None:
-        try:
-            data = json.loads(state.read_text())
-            parts = str(data["fingerprint"]).split(":")
-            n, chunk = int(parts[0]), int(parts[-2])
-            report("embedding", min(int(data["done_chunks"]) * chunk, n), n)
-        except (OSError, ValueError, KeyError, IndexError, TypeError):
-            pass  # not started yet, or written right now
-
-    def watch() -> None:
-        while not stop.wait(poll_s):
-            look()
-
-    thread = threading.Thread(target=watch, name="agentrag-kb-progress", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-        look()  # the last line (100%) when the embedding finished
 
 
 @kb_app.command()

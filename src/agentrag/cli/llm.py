@@ -8,7 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from agentrag.cli.common import SetOpt, check_port_free, console, err_console, styled, user_errors
+from agentrag.cli.checks import check_port_free
+from agentrag.cli.common import (
+    SetOpt,
+    console,
+    err_console,
+    styled,
+    user_errors,
+)
 from agentrag.config import parse_override
 from agentrag.errors import UserError
 from agentrag.paths import check_input_file

@@ -16,12 +16,11 @@ from agentrag.cli.common import (
     console,
     exit_if_unfinished,
     need_out,
-    print_config,
-    progress_output,
     resolve_config,
-    run_dir_for,
     user_errors,
 )
+from agentrag.cli.progress import progress_output
+from agentrag.cli.runconfig import print_config, run_dir_for
 
 
 def annotated(

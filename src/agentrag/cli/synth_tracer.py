@@ -24,12 +24,11 @@ from agentrag.cli.common import (
     need_out,
     pick,
     preflight,
-    print_config,
-    progress_output,
     resolve_config,
-    run_dir_for,
     user_errors,
 )
+from agentrag.cli.progress import progress_output
+from agentrag.cli.runconfig import print_config, run_dir_for
 
 tracer_app = typer.Typer(help="AgenticRAGTracer builder: verified 2-4 hop benchmarks from atomic questions "
                          "(run with --kb/--out to build; `review` for the human-review sheet).")

@@ -102,7 +102,7 @@ def test_header_resizable_list_key_columns_gold_text_and_reasoning(browser: Any,
 
 def test_a_failed_record_shows_raw_output_and_the_setting_that_helps(browser: Any, tmp_path: Path) -> None:
     out = tmp_path / "failed"
-    items = eval_items(2)
+    items = [i.model_copy(update={"id": "5a7f6fd75542992e7d278cfa-" + i.id}) for i in eval_items(2)]  # HotpotQA-long
     run = RunDir(out)
     run.write_config(EvalConfig(dataset="", kb="fake", agent="react", llm="scripted"))
     chatty = ScriptedLLM(default=lambda messages, **_: "Well, I believe it is probably the town by the river.")
@@ -114,6 +114,10 @@ def test_a_failed_record_shows_raw_output_and_the_setting_that_helps(browser: An
     assert "raw model output" in text and "probably the town by the river" in text
     assert "what would have helped" in rec.locator(".help").inner_text() and "--llm" in text
     assert rec.locator(".block.raw pre").first.inner_text().startswith("Well, I believe")
+    right = p.page.locator("#list").bounding_box()  # long ids do not push the key columns out of view
+    for key in ("question", "prediction", "gold", "em", "f1", "ok"):
+        box = p.page.locator(f"#items th[data-key={key}]").bounding_box()
+        assert box["x"] + box["width"] <= right["x"] + right["width"] + 1, key
     _shot(p.page, tmp_path, "viewer_failed_record.png")
     p.close()
 

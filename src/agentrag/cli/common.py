@@ -37,24 +37,25 @@ C = TypeVar("C", bound=Config)
 
 ConfigOpt = Annotated[
     Path | None,
-    typer.Option("--config", "-c", help="YAML config file; its keys are those of the command's config model."),
+    typer.Option("--config", "-c", help="YAML config file; its keys are those of the command's config model "
+                 "(--print-config shows them all). Default: none (the built-in defaults)."),
 ]
 SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", "-s", help="Override one key of the command's config (the keys --config takes) as KEY=VALUE, "
                  "dotted for a nested key; the Example in this help shows one (repeatable; values are "
-                 "parsed as YAML, so 3 is an int and true a bool)."),
+                 "parsed as YAML, so 3 is an int and true a bool). Default: none."),
 ]
 ExecutorOpt = Annotated[
     str | None,
     typer.Option("--executor", help="Where per-item work runs: thread (a thread pool in this process, the "
-                 "default) or ray (Ray worker processes; pip install 'agentrag[ray]'). The run directory, "
-                 "resume and outputs are the same."),
+                 "default) or ray (Ray worker processes; pip install 'agentrag\\[ray]'). The run directory, "
+                 "resume and outputs are the same. Default: thread."),
 ]
 RayAddressOpt = Annotated[
     str | None,
     typer.Option("--ray-address", help="With --executor ray: address of a running Ray cluster (auto, "
-                 "host:6379, ray://host:10001); omitted: start a local Ray instance."),
+                 "host:6379, ray://host:10001). Default: start a local Ray instance."),
 ]
 WorkersOpt = Annotated[
     int | None,
@@ -63,17 +64,53 @@ WorkersOpt = Annotated[
                  "--concurrency in both cases.", min=1),
 ]
 OutOpt = Annotated[
-    Path,
-    typer.Option("--out", "-o", help="Run directory; rerunning the same command with it resumes."),
+    Path | None,
+    typer.Option("--out", "-o", help="Run directory (required); rerunning the same command with it resumes; "
+                 "another configuration on it is refused (see --force-new-config)."),
 ]
+PrintConfigOpt = Annotated[
+    bool,
+    typer.Option("--print-config", help="Print the fully resolved configuration (YAML: every key, defaults "
+                 "included; what OUT/config.yaml holds) and exit without running."),
+]
+ForceNewConfigOpt = Annotated[
+    bool,
+    typer.Option("--force-new-config", help="When --out holds a run made with another configuration, write "
+                 "this run to a new directory beside it (OUT.2, OUT.3, ...) instead of refusing. The old run "
+                 "is never changed and rows of two configurations are never mixed."),
+]
+
+
+def alias(*decls: str, of: str) -> Any:
+    """A hidden option: an old spelling of option ``of``, kept working for one release (not in --help)."""
+    return typer.Option(*decls, hidden=True, help=f"Old spelling of {of}.")
+
+
+T = TypeVar("T")
+
+
+def pick(new: T | None, old: T | None, name: str, old_name: str) -> T | None:
+    """The value of an option given under its name or its hidden old spelling (both: must agree)."""
+    if new is not None and old is not None and new != old:
+        raise UserError(f"{name} {new!r} and {old_name} {old!r} are the same option: give it once")
+    return new if new is not None else old
+
+
+def need_out(out: Path | None) -> Path:
+    """The run directory of ``--out`` (a one-line error when it is missing)."""
+    if out is None:
+        raise UserError("no run directory: pass --out DIR")
+    return out
 
 
 def setup_logging(verbose: bool = False) -> None:
     """Configure logging once, for the CLI only (the library never configures logging)."""
     level = logging.DEBUG if verbose else logging.INFO
-    logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]",
-                        handlers=[RichHandler(console=err_console, show_path=False, rich_tracebacks=False)],
-                        force=True)
+    handler = RichHandler(console=err_console, show_path=False, rich_tracebacks=False)
+    # the handler's own level: a library logger set to DEBUG by its package still prints nothing
+    # below INFO unless --verbose
+    handler.setLevel(level)
+    logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]", handlers=[handler], force=True)
     for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "faiss", "filelock",
                   "transformers", "bm25s", "openai"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -98,7 +135,10 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except UserError as exc:
-        err_console.print(styled(("error: ", "bold red"), str(exc)), highlight=False, soft_wrap=True)
+        from agentrag.cli.checks import csv_hint
+
+        err_console.print(styled(("error: ", "bold red"), str(exc) + csv_hint(str(exc))), highlight=False,
+                          soft_wrap=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     except AgentRagError as exc:
         err_console.print(styled((f"{type(exc).__name__}: ", "bold red"), str(exc)), highlight=False,
@@ -225,7 +265,7 @@ def stage_progress() -> Iterator[Callable[[str, int, int], None]]:
 __all__ = ["console", "err_console", "ConfigOpt", "SetOpt", "OutOpt", "ExecutorOpt", "RayAddressOpt", "WorkersOpt",
            "executor_from_options", "setup_logging", "resolve_config", "user_errors", "exit_if_unfinished", "styled",
            "is_tty", "install_interrupt_handler", "exit_now_if_interrupted", "preflight", "preflight_llm",
-           "stage_progress"]
+           "stage_progress", "PrintConfigOpt", "ForceNewConfigOpt", "alias", "pick", "need_out"]
 
 
 #: seconds the pre-flight waits for an endpoint to answer

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from typing import Annotated, Any
 
 import typer
@@ -10,39 +9,46 @@ import typer
 from agentrag.cli.common import (
     ConfigOpt,
     ExecutorOpt,
+    ForceNewConfigOpt,
     OutOpt,
+    PrintConfigOpt,
     RayAddressOpt,
     SetOpt,
     WorkersOpt,
     console,
     executor_from_options,
     exit_if_unfinished,
-    is_tty,
+    need_out,
     preflight,
     resolve_config,
-    stage_progress,
     styled,
     user_errors,
 )
+from agentrag.cli.progress import progress_output
+from agentrag.cli.runconfig import print_config, run_dir_for
 
 
 def eval_command(
-    out: OutOpt,
-    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="QA file: FlashRAG jsonl or raw "
-                                                "HotpotQA / 2WikiMultihopQA / MuSiQue (format detected).")] = None,
+    out: OutOpt = None,
+    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="QA file (required): FlashRAG jsonl or "
+                                                "raw HotpotQA / 2WikiMultihopQA / MuSiQue (format detected).")] = None,
     kb: Annotated[str | None, typer.Option("--kb", help="Knowledge-base directory or http://host:port "
-                                           "of a Search-R1-style retrieval server.")] = None,
+                                           "of a Search-R1-style retrieval server (required).")] = None,
     agent: Annotated[str | None, typer.Option("--agent", "-a", help="react | plan_step | reason_ground | "
-                                              "search_r1 | planner_executor.")] = None,
-    llm: Annotated[str | None, typer.Option("--llm", help="Agent LLM: embedded | openai:MODEL | "
-                                            "openai:MODEL@URL | hf:CHECKPOINT_DIR (e.g. the output of agentrag train) | YAML file.")] = None,
+                                              "search_r1 | planner_executor. Default: react.")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", "-m", help="Agent LLM: embedded | openai:MODEL | "
+                                            "openai:MODEL@URL | hf:CHECKPOINT_DIR (e.g. the output of agentrag "
+                                            "train) | YAML file. Default: embedded.")] = None,
     executor_llm: Annotated[str | None, typer.Option("--executor-llm", help="planner_executor only: the "
                                                      "executor's LLM (same forms as --llm; default: --llm). Same as "
                                                      "--set agent_config.executor_llm=REF.")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", help="Judge LLM reference (same forms as --llm); "
-                                              "omit to skip the LLM judge.")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", help="Evaluate only the first N questions.")] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions in flight.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="Judge LLM (same forms as --llm). Default: none, "
+                                              "the LLM judge is skipped (in eval the judge is an extra metric you "
+                                              "opt into; the synthesizers' judges default to --llm).")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="Evaluate only the first N questions. "
+                                              "Default: all.")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions in flight. "
+                                                    "Default: 4.")] = None,
     maxd: Annotated[bool | None, typer.Option("--maxd/--no-maxd", help="Also run the lower-hop questions "
                                               "(MuSiQue decompositions, Tracer data) to measure MaxD.")] = None,
     executor: ExecutorOpt = None,
@@ -50,6 +56,8 @@ def eval_command(
     workers: WorkersOpt = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
+    show_config: PrintConfigOpt = False,
+    force_new_config: ForceNewConfigOpt = False,
 ) -> None:
     """Evaluate an agent on a QA dataset and write a run directory.
 
@@ -75,8 +83,12 @@ def eval_command(
         cfg = resolve_config(EvalConfig, config, sets, base={
             "dataset": dataset, "kb": kb, "agent": agent, "llm": llm, "judge": judge, "limit": limit,
             "concurrency": concurrency, "maxd": maxd})
-        bars = stage_progress() if is_tty() else nullcontext(None)
-        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, bars as bar:
+        cfg = resolved_eval_config(cfg)
+        if show_config:
+            print_config(cfg)
+        out = run_dir_for(need_out(out), cfg, force_new=force_new_config, normalize=resolved_eval_config)
+        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+                progress_output() as bar:
             try:
                 metrics = run_eval(cfg, out, executor=ex, progress=bar, preflight=preflight)
             except EvalBugs as exc:
@@ -91,6 +103,15 @@ def eval_command(
             console.print(styled((f"{metrics['unfinished']} items unfinished ({kinds}); they are not scored. "
                                   "Rerun the same command to finish them.", "yellow")))
     exit_if_unfinished(metrics.get("unfinished", 0))
+
+
+def resolved_eval_config(cfg: Any) -> Any:
+    """``cfg`` with its agent's settings resolved: ``agent_config`` holds every key of the agent's
+    config class (its defaults included), as ``--print-config`` and ``config.yaml`` show it."""
+    from agentrag.agents import agent_config
+
+    full = agent_config(cfg.agent, **cfg.agent_config).model_dump(mode="json")
+    return cfg.model_copy(update={"agent_config": full})
 
 
 def _print_metrics(m: dict[str, Any]) -> None:

@@ -64,9 +64,10 @@ def sft(
         "--include-unanswered", help="Also export trajectories that did not end with an answer.")] = False,
     where: Annotated[str | None, typer.Option(
         "--where", help="Eval results only: keep those that are 'correct' (judge verdict when judged, else EM) "
-        "or have 'em' 1 (rejection-sampled SFT).")] = None,
+        "or have 'em' 1 (rejection-sampled SFT). Default: keep all.")] = None,
     min_judge: Annotated[int | None, typer.Option(
-        "--min-judge", help="Eval results only: keep those with an LLM-judge score >= N (0-2).")] = None,
+        "--min-judge", help="Eval results only: keep those with an LLM-judge score >= N (0-2). Default: "
+        "no minimum.")] = None,
     keep_reasoning: Annotated[bool, typer.Option(
         "--keep-reasoning", help="Start each assistant turn with the step's reasoning (reasoning models' "
         "reasoning_content / <think> text) in a <think> block. Default: dropped.")] = False,

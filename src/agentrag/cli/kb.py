@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -11,15 +12,50 @@ from typing import Annotated, Any
 
 import typer
 
-from agentrag.cli.common import ConfigOpt, SetOpt, console, err_console, styled, user_errors
+from agentrag.cli.checks import check_port_free
+from agentrag.cli.common import (
+    ConfigOpt,
+    SetOpt,
+    alias,
+    console,
+    err_console,
+    pick,
+    styled,
+    user_errors,
+)
+from agentrag.cli.progress import embedding_progress_lines
 from agentrag.errors import UserError
 from agentrag.kb.retrieve_api import DEFAULT_MAX_WORK
 
 kb_app = typer.Typer(help="Knowledge bases: build from corpus files, search, serve over HTTP "
                      "(Search-R1 API), show stats, evaluate retrieval recall.", no_args_is_help=True)
 
-MethodOpt = Annotated[str | None, typer.Option("--method", "-m",
-                      help="bm25 | dense | hybrid (default: the KB's configured method).")]
+MethodOpt = Annotated[str | None, typer.Option("--method",
+                      help="bm25 | dense | hybrid. Default: the KB's configured method.")]
+#: ``-m`` is --llm in every command; the KB's old ``-m`` for --method keeps working, unlisted
+MethodAlias = Annotated[str | None, alias("-m", of="--method")]
+KBOpt = Annotated[str | None, typer.Option("--kb", help="KB directory (or http://host:port of a Search-R1-style "
+                                           "server where the command takes one); required, given as --kb or, as "
+                                           "in older releases, positionally.")]
+
+
+def _kb_and_rest(kb: str | None, args: list[str], what: str) -> tuple[str, list[str]]:
+    """``--kb KB ARGS...`` or the older positional ``KB ARGS...``."""
+    if kb is None:
+        if not args:
+            raise UserError(f"no knowledge base: pass --kb DIR and the {what}")
+        kb, args = args[0], args[1:]
+    if not args:
+        raise UserError(f"no {what} given")
+    return kb, args
+
+
+def _one_kb(kb: str | None, positional: Path | None) -> Path:
+    if kb is not None and positional is not None and Path(kb) != positional:
+        raise UserError(f"--kb {kb} and the positional KB {positional} disagree: give it once")
+    if kb is None and positional is None:
+        raise UserError("no knowledge base: pass --kb DIR")
+    return Path(kb) if kb is not None else positional  # type: ignore[return-value]
 
 
 def _peak_mb() -> float:
@@ -40,14 +76,17 @@ def build(
     embedder: Annotated[str | None, typer.Option(help="sentence-transformers model name or path "
                                                  "(default: the embedded all-MiniLM-L6-v2).")] = None,
     index_type: Annotated[str | None, typer.Option("--index-type", help="flat (default) | hnsw | ivfpq.")] = None,
-    method: Annotated[str | None, typer.Option("--method", "-m", help="Default search method: hybrid (default), "
-                                               "dense, or bm25 (builds no dense index: nothing is embedded).")]
+    method: Annotated[str | None, typer.Option("--method", help="Default search method: hybrid, dense, or bm25 "
+                                               "(builds no dense index: nothing is embedded). Default: hybrid.")]
     = None,
+    method_alias: MethodAlias = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing KB directory.")] = False,
     config: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
     """Build a KB directory (BM25 + dense index) from corpus files.
+
+    Example: agentrag kb build ../shared/data/hotpotqa/dev_distractor_200.jsonl --out runs/kb
 
     Passages of several files are deduplicated on (title, text). For raw multi-hop files the gold
     passage ids of every question are kept in gold.json (used by `kb eval-recall`). The build
@@ -58,9 +97,12 @@ def build(
 
     with user_errors():
         t0 = time.perf_counter()
-        kb = build_kb(inputs, out, config, fmt=fmt, name=name, method=method, embedder=embedder, backend=backend,
-                      index_type=index_type, overrides=set_ or [], overwrite=overwrite,
-                      progress=err_console.is_terminal or bool(os.environ.get(PROGRESS_ENV)))
+        method = pick(method, method_alias, "--method", "-m")
+        bar = err_console.is_terminal or bool(os.environ.get(PROGRESS_ENV))
+        with contextlib.nullcontext() if bar else embedding_progress_lines(out):
+            kb = build_kb(inputs, out, config, fmt=fmt, name=name, method=method, embedder=embedder,
+                          backend=backend, index_type=index_type, overrides=set_ or [], overwrite=overwrite,
+                          progress=bar)
         total = time.perf_counter() - t0
         n_gold = len(kb.gold())
     secs = kb.params["build_seconds"]
@@ -77,9 +119,10 @@ def import_cmd(
                                          "wiki-18.jsonl); line i must be row i of the indexes.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="KB directory to create.")],
     faiss_index: Annotated[Path | None, typer.Option("--faiss", help="Prebuilt FAISS inner-product index over "
-                                                     "the corpus (e.g. e5_Flat.index).")] = None,
+                                                     "the corpus (e.g. e5_Flat.index). Default: none (BM25 only).")] = None,
     embedder: Annotated[str | None, typer.Option(help="The model that embedded the FAISS index (name or path, "
-                                                 "e.g. intfloat/e5-base-v2); queries are embedded with it.")] = None,
+                                                 "e.g. intfloat/e5-base-v2); queries are embedded with it. "
+                                                 "Default: the embedded all-MiniLM-L6-v2.")] = None,
     pooling: Annotated[str | None, typer.Option(help="mean | cls: how the index was pooled (FlashRAG: e5 mean, "
                                                 "bge cls; default: the model's own).")] = None,
     query_prefix: Annotated[str | None, typer.Option(help="Prefix of queries (default by family: e5 'query: ', "
@@ -118,18 +161,28 @@ def import_cmd(
 
 @kb_app.command()
 def search(
-    kb: Annotated[str, typer.Argument(help="KB directory or http://host:port of a Search-R1-style server.")],
-    queries: Annotated[list[str], typer.Argument(help="One or more queries.")],
-    k: Annotated[int, typer.Option("--k", "-k", help="Hits per query.")] = 5,
+    args: Annotated[list[str] | None, typer.Argument(metavar="[KB] QUERY...", help="One or more queries (after "
+                                                     "the KB directory when --kb is not given).")] = None,
+    kb_opt: KBOpt = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", "-k", help="Hits per query. Default: 5.")] = None,
+    topk_alias: Annotated[int | None, alias("--topk", "--k", of="--top-k")] = None,
     method: MethodOpt = None,
-    threshold: Annotated[float | None, typer.Option(help="Keep only hits with score > threshold (Eq. 4).")] = None,
+    method_alias: MethodAlias = None,
+    threshold: Annotated[float | None, typer.Option(help="Keep only hits with score > threshold (Eq. 4). "
+                                                    "Default: keep all.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON lines.")] = False,
     set_: SetOpt = None,
 ) -> None:
-    """Search a KB (or a retrieval server) and print the hits."""
+    """Search a KB (or a retrieval server) and print the hits.
+
+    Example: agentrag kb search --kb runs/kb "who wrote Hamlet" --top-k 3
+    """
     from agentrag.kb.multi import resolve_retriever
 
     with user_errors():
+        kb, queries = _kb_and_rest(kb_opt, args or [], "queries")
+        k = pick(top_k, topk_alias, "--top-k", "--topk") or 5
+        method = pick(method, method_alias, "--method", "-m")
         if set_ and not kb.startswith(("http://", "https://")):
             from agentrag.kb.store import KnowledgeBase
 
@@ -156,19 +209,23 @@ def search(
 
 @kb_app.command()
 def serve(
-    kb: Annotated[Path, typer.Argument(help="KB directory to serve.")],
+    kb_pos: Annotated[Path | None, typer.Argument(metavar="[KB]", help="KB directory to serve (or --kb).")] = None,
+    kb_opt: KBOpt = None,
     host: Annotated[str, typer.Option(help="Interface to bind (127.0.0.1 = this machine only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     token: Annotated[str | None, typer.Option(envvar="AGENTRAG_KB_TOKEN",
                                               help="Require 'Authorization: Bearer TOKEN' on every route "
-                                              "(/retrieve, /health, ...).")] = None,
+                                              "(/retrieve, /health, ...). Default: no token.")] = None,
     method: MethodOpt = None,
-    topk: Annotated[int, typer.Option(help="Hits per query when a request gives no topk.")] = 3,
+    method_alias: MethodAlias = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", "-k", help="Hits per query when a request gives no "
+                                              "topk. Default: 3.")] = None,
+    topk_alias: Annotated[int | None, alias("--topk", of="--top-k")] = None,
     navigation: Annotated[str, typer.Option(help="plain (every query reads KB) or constrained (RAGShaper Eq. 8: "
                                             "queries are steps of trajectories named by the request's "
                                             "trajectory_id / trajectory_ids; needs --distractors).")] = "plain",
     distractors: Annotated[Path | None, typer.Option(help="Distractor KB K~ for --navigation constrained (e.g. "
-                                                     "the distractor_kb/ of a `synth ragshaper` run).")] = None,
+                                                     "the distractor_kb/ of a `synth ragshaper` run). Default: none.")] = None,
     p_e: Annotated[float, typer.Option("--p-e", help="Eq. 8 probability of mixing in K~ documents.")] = 0.5,
     k_distractor: Annotated[int, typer.Option(help="K~ documents per mixed step (Eq. 8: 2).")] = 2,
     seed: Annotated[int, typer.Option(help="Seed of the Eq. 8 draws.")] = 0,
@@ -200,6 +257,9 @@ def serve(
     from agentrag.kb.serving import NAVIGATION_METHOD, open_kb, serve_navigation
 
     with user_errors():
+        kb = _one_kb(kb_opt, kb_pos)
+        topk = pick(top_k, topk_alias, "--top-k", "--topk") or 3
+        method = pick(method, method_alias, "--method", "-m")
         if navigation not in ("plain", "constrained"):
             raise UserError(f"--navigation {navigation!r}: use 'plain' or 'constrained'")
         if (navigation == "constrained") != (distractors is not None):
@@ -210,6 +270,7 @@ def serve(
         if workers > 1 and navigation == "constrained":
             raise UserError(f"--workers {workers} with --navigation constrained: the per-trajectory state "
                             "lives in one process; serve constrained navigation with --workers 1")
+        check_port_free(host, port)
         # one search now: a method the KB cannot serve (dense on a BM25-only KB) fails here, not per request
         probe = method or (NAVIGATION_METHOD if distractors is not None else None)
         store = open_kb(kb, method=probe, overrides=set_ or [])
@@ -235,11 +296,13 @@ def serve(
 
 
 @kb_app.command()
-def stats(kb: Annotated[Path, typer.Argument(help="KB directory.")]) -> None:
+def stats(kb_pos: Annotated[Path | None, typer.Argument(metavar="[KB]", help="KB directory (or --kb).")] = None,
+          kb_opt: KBOpt = None) -> None:
     """Show a KB's passages count, embedder, index type, versions and build timings."""
     from agentrag.kb.store import KnowledgeBase
 
     with user_errors():
+        kb = _one_kb(kb_opt, kb_pos)
         store = KnowledgeBase.load(kb)
     p = store.params
     console.print(styled((str(kb), "bold"), f"  name={store.name}  passages={len(store)}  method={store.config.method}"))
@@ -253,12 +316,16 @@ def stats(kb: Annotated[Path, typer.Argument(help="KB directory.")]) -> None:
 
 @kb_app.command("eval-recall")
 def eval_recall_cmd(
-    kb: Annotated[Path, typer.Argument(help="KB directory.")],
-    files: Annotated[list[Path], typer.Argument(help="Raw HotpotQA / 2Wiki / MuSiQue files.")],
+    args: Annotated[list[str] | None, typer.Argument(metavar="[KB] FILE...", help="Raw HotpotQA / 2Wiki / "
+                                                     "MuSiQue files (after the KB directory when --kb is not "
+                                                     "given).")] = None,
+    kb_opt: KBOpt = None,
     ks: Annotated[str, typer.Option("--ks", help="Comma-separated cut-offs.")] = "2,5,10,20",
     methods: Annotated[str, typer.Option(help="Comma-separated methods.")] = "bm25,dense,hybrid",
-    limit: Annotated[int | None, typer.Option(help="Evaluate only the first N questions of each file.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the table as JSON here.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="Evaluate only the first N questions of each "
+                                              "file. Default: all.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the table as JSON here. Default: "
+                                             "print only.")] = None,
     set_: SetOpt = None,
 ) -> None:
     """Retrieval recall with each question as the query: all@k (every gold passage in the top k)
@@ -267,6 +334,8 @@ def eval_recall_cmd(
     from agentrag.kb.store import KnowledgeBase
 
     with user_errors():
+        kb_ref, names = _kb_and_rest(kb_opt, args or [], "dataset files")
+        kb, files = Path(kb_ref), [Path(f) for f in names]
         if out is not None and out.is_dir():
             raise UserError(f"--out {out}: is a directory; expected a file name for the JSON table")
         store = KnowledgeBase.load(kb, overrides=set_ or [])

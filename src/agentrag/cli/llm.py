@@ -8,7 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from agentrag.cli.common import SetOpt, console, err_console, styled, user_errors
+from agentrag.cli.checks import check_port_free
+from agentrag.cli.common import (
+    SetOpt,
+    console,
+    err_console,
+    styled,
+    user_errors,
+)
 from agentrag.config import parse_override
 from agentrag.errors import UserError
 from agentrag.paths import check_input_file
@@ -54,6 +61,7 @@ def serve(
         from agentrag.llm.resolve import resolve_llm
         from agentrag.llm.server import serve as run_server
 
+        check_port_free(host, port)
         backend = resolve_llm(llm, **_overrides(sets))
         err_console.print(f"serving {backend.model!r} on http://{host}:{port}/v1 (Ctrl-C to stop)")
         run_server(backend, host=host, port=port)
@@ -63,14 +71,16 @@ def serve(
 def chat(
     prompt: Annotated[str, typer.Argument(help="The user message.")],
     llm: LLMOpt = "embedded",
-    system: Annotated[str | None, typer.Option(help="System message.")] = None,
-    schema: Annotated[Path | None, typer.Option(help="JSON schema file: constrain the answer to it.")] = None,
-    tools: Annotated[Path | None, typer.Option(help="JSON file with a list of OpenAI function tools.")] = None,
+    system: Annotated[str | None, typer.Option(help="System message. Default: none.")] = None,
+    schema: Annotated[Path | None, typer.Option(help="JSON schema file: constrain the answer to it. Default: "
+                                                "free text.")] = None,
+    tools: Annotated[Path | None, typer.Option(help="JSON file with a list of OpenAI function tools. Default: "
+                                               "none.")] = None,
     n: Annotated[int, typer.Option("--n", help="Number of samples.")] = 1,
-    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Max new tokens.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Sampling seed.")] = None,
-    cache: Annotated[Path | None, typer.Option(help="sqlite response cache file.")] = None,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature. Default: the backend's.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Max new tokens. Default: the backend's.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Sampling seed. Default: the backend's.")] = None,
+    cache: Annotated[Path | None, typer.Option(help="sqlite response cache file. Default: no cache.")] = None,
     sets: SetOpt = None,
 ) -> None:
     """Send one message to a backend and print its completions (text, tool calls, tokens, latency)."""
@@ -105,7 +115,8 @@ def bench(
     max_tokens: Annotated[int, typer.Option(help="New tokens per request.")] = 64,
     rounds: Annotated[int, typer.Option(help="Times to repeat the prompt set.")] = 1,
     concurrency: Annotated[int, typer.Option(help="Requests in flight.")] = 1,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the numbers to this JSON file.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the numbers to this JSON file. Default: "
+                                             "print only.")] = None,
     sets: SetOpt = None,
 ) -> None:
     """Measure a backend's generation throughput (tokens/s) and latency on a fixed prompt set."""

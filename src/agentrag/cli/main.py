@@ -53,7 +53,7 @@ def version() -> None:
 @app.command()
 def doctor(
     check: Annotated[list[str] | None, typer.Option("--check", help="Run only this check (repeatable): "
-                     "llm-chat, llm-json, embed, faiss, bm25, trl.")] = None,
+                     "llm-chat, llm-json, embed, faiss, bm25, trl. Default: all.")] = None,
 ) -> None:
     """Check each embedded component the way the pipelines use it and print versions and pass/fail.
 
@@ -97,6 +97,8 @@ def main() -> None:
     # The CLI never downloads at run time: models come from installed packages or local paths (or
     # the Hugging Face cache). Export HF_HUB_OFFLINE=0 to let a named hub model be fetched.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # no "Loading weights" bars of transformers (and hub bars) in normal output; export =0 to see them
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     install_interrupt_handler()
     try:
         app()

@@ -11,18 +11,22 @@ from agentrag.cli import synth_evipath
 from agentrag.cli.common import (
     ConfigOpt,
     ExecutorOpt,
+    ForceNewConfigOpt,
     OutOpt,
+    PrintConfigOpt,
     RayAddressOpt,
     SetOpt,
     WorkersOpt,
     console,
     executor_from_options,
     exit_if_unfinished,
+    need_out,
     preflight,
     resolve_config,
-    stage_progress,
     user_errors,
 )
+from agentrag.cli.progress import progress_output
+from agentrag.cli.runconfig import print_config, run_dir_for
 
 synth_app = typer.Typer(help="Synthesize agentic-RAG training data (tasks, trajectories, SFT exports); "
                         "one command per synthesizer, listed below.", no_args_is_help=True)
@@ -31,12 +35,15 @@ synth_evipath.register(synth_app)
 
 @synth_app.command("ragshaper")
 def ragshaper(
-    out: OutOpt,
-    kb: Annotated[str | None, typer.Option("--kb", help="Knowledge-base directory K (agentrag kb build).")] = None,
+    out: OutOpt = None,
+    kb: Annotated[str | None, typer.Option("--kb", help="Knowledge-base directory K (agentrag kb build; "
+                                           "required).")] = None,
     seeds: Annotated[str | None, typer.Option("--seeds", help="File of seed entities (one per line, or JSONL "
-                                              "with 'entity'/'title'), or a number N to sample N KB titles.")] = None,
-    llm: Annotated[str | None, typer.Option("--llm", help="Curator LLM (also writes distractors and QA): "
-                                            "embedded | openai:MODEL | openai:MODEL@URL | YAML.")] = None,
+                                              "with 'entity'/'title'), or a number N to sample N KB titles "
+                                              "(required).")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", "-m", help="Curator LLM (also writes distractors and QA): "
+                                            "embedded | openai:MODEL | openai:MODEL@URL | YAML. Default: "
+                                            "embedded.")] = None,
     teacher: Annotated[str | None, typer.Option("--teacher", help="Teacher LLM for behavior elicitation "
                                                 "(default: --llm).")] = None,
     preset: Annotated[str, typer.Option("--preset", help="Starting settings: 'paper' (the paper's §4.1 values: "
@@ -49,6 +56,8 @@ def ragshaper(
     workers: WorkersOpt = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
+    show_config: PrintConfigOpt = False,
+    force_new_config: ForceNewConfigOpt = False,
 ) -> None:
     """Run RAGShaper: InfoCurator trees with distractors -> Eq. 5 paths -> QA -> teacher
     trajectories under constrained navigation -> F1 > 0.9 filter -> SFT export + report.
@@ -79,8 +88,11 @@ def ragshaper(
         if no_distractors:
             base["distractors"] = {"enabled": False}
         cfg = resolve_config(RagShaperRunConfig, config, sets, base=preset_base(preset, base))
+        if show_config:
+            print_config(cfg)
+        out = run_dir_for(need_out(out), cfg, force_new=force_new_config)
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
-                stage_progress() as progress:
+                progress_output() as progress:
             metrics = run_ragshaper(cfg, out, progress=progress, executor=ex, preflight=preflight)
         _summary(metrics, out)
     exit_if_unfinished(int(metrics["unfinished"]))
@@ -97,7 +109,11 @@ def _summary(metrics: dict[str, Any], path: Path) -> None:
         console.print(f"  {row.stage:<12} {row.n_in:>5} -> {row.out:<5} {rej}{left}")
     for name, st in m.llm.items():
         console.print(f"  LLM {name}: {st}")
-    console.print(f"report: {path / 'report.md'}   metrics: {path / 'metrics.json'}")
+    from agentrag.cli.funnel import print_empty_funnel, print_outputs
+
+    print_empty_funnel(metrics, path)
+    print_outputs([("sft", path / "sft" / "trl_sft.jsonl"), ("report", path / "report.md"),
+                   ("metrics", path / "metrics.json")])
 
 
 def register(app: typer.Typer) -> None:

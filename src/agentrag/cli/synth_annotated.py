@@ -9,25 +9,32 @@ import typer
 
 from agentrag.cli.common import (
     ConfigOpt,
+    ForceNewConfigOpt,
     OutOpt,
+    PrintConfigOpt,
     SetOpt,
     console,
     exit_if_unfinished,
+    need_out,
     resolve_config,
-    stage_progress,
     user_errors,
 )
+from agentrag.cli.progress import progress_output
+from agentrag.cli.runconfig import print_config, run_dir_for
 
 
 def annotated(
-    out: OutOpt,
+    out: OutOpt = None,
     dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Raw MuSiQue / 2WikiMultihopQA "
-                                                      "TRAINING file (repeatable).")] = None,
+                                                      "TRAINING file (repeatable; required).")] = None,
     kb: Annotated[str | None, typer.Option("--kb", help="KB built from the training contexts; every hop is "
-                                           "searched there.")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", help="First N items of each dataset.")] = None,
+                                           "searched there (required).")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="First N items of each dataset. Default: "
+                                              "all.")] = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
+    show_config: PrintConfigOpt = False,
+    force_new_config: ForceNewConfigOpt = False,
 ) -> None:
     """Turn human annotations into react trajectories: each hop of a MuSiQue decomposition or a 2Wiki
     evidence triple is searched in the KB (the observation is what the KB returns); a path is kept
@@ -44,13 +51,19 @@ def annotated(
 
         base: dict[str, Any] = {"datasets": dataset, "kb": kb, "limit": limit}
         cfg = resolve_config(AnnotatedRunConfig, config, sets, base=base)
-        with stage_progress() as progress:
+        if show_config:
+            print_config(cfg)
+        out = run_dir_for(need_out(out), cfg, force_new=force_new_config)
+        with progress_output() as progress:
             metrics = run_annotated(cfg, out, progress=progress)
         for row in metrics["funnel"]:
             rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
             console.print(f"  {row['stage']:<8} {row['in']:>5} -> {row['out']:<5} {rej}")
         console.print(f"kept by source: {metrics.get('kept_by_source')}  wall time: {metrics['wall_s']} s")
-        console.print(f"sft: {out / 'sft' / 'trl_sft.jsonl'}   report: {out / 'report.md'}")
+        from agentrag.cli.funnel import print_empty_funnel, print_outputs
+
+        print_empty_funnel(metrics, out)
+        print_outputs([("sft", out / "sft" / "trl_sft.jsonl"), ("report", out / "report.md")])
     exit_if_unfinished(metrics["unfinished"])
 
 

@@ -10,34 +10,42 @@ import typer
 from agentrag.cli.common import (
     ConfigOpt,
     ExecutorOpt,
+    ForceNewConfigOpt,
     OutOpt,
+    PrintConfigOpt,
     RayAddressOpt,
     SetOpt,
     WorkersOpt,
     console,
     executor_from_options,
     exit_if_unfinished,
+    need_out,
     preflight,
     resolve_config,
-    stage_progress,
     user_errors,
 )
+from agentrag.cli.progress import progress_output
+from agentrag.cli.runconfig import print_config, run_dir_for
 
 
 def evipath(
-    out: OutOpt,
+    out: OutOpt = None,
     dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Raw HotpotQA / 2WikiMultihopQA / "
-                                                      "MuSiQue file with gold evidence (repeatable).")] = None,
-    llm: Annotated[str | None, typer.Option("--llm", help="Planner LLM (and executor unless --executor-llm): "
-                                            "embedded | openai:MODEL | openai:MODEL@URL | YAML.")] = None,
+                                                      "MuSiQue file with gold evidence (repeatable; "
+                                                      "required).")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", "-m", help="Planner LLM (and executor unless --executor-llm): "
+                                            "embedded | openai:MODEL | openai:MODEL@URL | YAML. Default: "
+                                            "embedded.")] = None,
     executor_llm: Annotated[str | None, typer.Option("--executor-llm", help="Executor LLM (default: --llm).")] = None,
     kb: Annotated[str | None, typer.Option("--kb", help="Knowledge base: needed by --mode deductive; its embedder "
-                                           "is φ of Eq. 6 unless executor.embedder is set.")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", help="First N items of each dataset.")] = None,
+                                           "is φ of Eq. 6 unless executor.embedder is set. Default: none.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="First N items of each dataset. Default: "
+                                              "all.")] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="abductive (gold answer + evidence, the paper's "
-                                             "method) | deductive (the agent on the KB, RQ7 baseline).")] = None,
+                                             "method) | deductive (the agent on the KB, RQ7 baseline). Default: "
+                                             "abductive.")] = None,
     split: Annotated[str | None, typer.Option("--split", help="Export planner | executor | both "
-                                              "conversations.")] = None,
+                                              "conversations. Default: both.")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip (and count) items without gold "
                                                "evidence instead of failing.")] = False,
     executor: ExecutorOpt = None,
@@ -45,6 +53,8 @@ def evipath(
     workers: WorkersOpt = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
+    show_config: PrintConfigOpt = False,
+    force_new_config: ForceNewConfigOpt = False,
 ) -> None:
     """Run EviPath: Eq. 3 plans -> Eq. 4-5 iterations with Eq. 6 sub-answers -> evidence selections
     and executor thoughts -> quality gates -> Eq. 7 conversations -> SFT export + report.
@@ -69,6 +79,9 @@ def evipath(
                                 "limit": limit, "mode": mode, "split": split,
                                 "skip_invalid": True if skip_invalid else None}
         cfg = resolve_config(EviPathRunConfig, config, sets, base=base)
+        if show_config:
+            print_config(cfg)
+        out = run_dir_for(need_out(out), cfg, force_new=force_new_config)
         metrics = _with_progress(cfg, out, executor, workers, ray_address)
         _summary(metrics, out)
     exit_if_unfinished(metrics["unfinished"])
@@ -78,7 +91,7 @@ def _with_progress(cfg: Any, out: Path, executor: str | None, workers: int | Non
                    ray_address: str | None) -> dict[str, Any]:
     from agentrag.synth.evipath import run_evipath
 
-    with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, stage_progress() as progress:
+    with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, progress_output() as progress:
         return run_evipath(cfg, out, progress=progress, executor=ex, preflight=preflight)
 
 
@@ -90,8 +103,12 @@ def _summary(metrics: dict[str, Any], path: Path) -> None:
     console.print(f"  LLM per finished item: {metrics['llm_per_item']}  wall time: {metrics['wall_s']} s")
     for name, st in metrics.get("llm", {}).items():
         console.print(f"  LLM {name}: {st}")
-    console.print(f"export: {metrics['export']}")
-    console.print(f"report: {path / 'report.md'}   metrics: {path / 'metrics.json'}")
+    from agentrag.cli.funnel import print_empty_funnel, print_outputs
+
+    if not print_empty_funnel(metrics, path):
+        console.print(f"export: {metrics['export']}")
+    print_outputs([("sft", path / "sft" / "trl_sft.jsonl"), ("report", path / "report.md"),
+                   ("metrics", path / "metrics.json")])
 
 
 def register(synth_app: typer.Typer) -> None:

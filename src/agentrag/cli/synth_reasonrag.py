@@ -10,42 +10,53 @@ import typer
 from agentrag.cli.common import (
     ConfigOpt,
     ExecutorOpt,
+    ForceNewConfigOpt,
     OutOpt,
+    PrintConfigOpt,
     RayAddressOpt,
     SetOpt,
     WorkersOpt,
     console,
     executor_from_options,
     exit_if_unfinished,
+    need_out,
     preflight,
     resolve_config,
-    stage_progress,
     styled,
     user_errors,
 )
+from agentrag.cli.progress import progress_output
+from agentrag.cli.runconfig import print_config, run_dir_for
+
+#: settings a rerun may change on an existing run: the pairs and the export are rebuilt from the
+#: stored trees without LLM calls (``pairs.settings.json``), so no row mixes two configurations
+REBUILT_KEYS = ("pairs", "value.alpha_label", "export")
 
 
 def reasonrag(
-    out: OutOpt,
-    dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="QA file (repeatable): FlashRAG "
-                                                      "jsonl or raw HotpotQA / 2WikiMultihopQA / MuSiQue.")] = None,
+    out: OutOpt = None,
+    dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="QA file (repeatable; required): "
+                                                      "FlashRAG jsonl or raw HotpotQA / 2WikiMultihopQA / "
+                                                      "MuSiQue.")] = None,
     kb: Annotated[str | None, typer.Option("--kb", help="Knowledge-base directory or http://host:port of a "
-                                           "Search-R1-style retrieval server.")] = None,
-    llm: Annotated[str | None, typer.Option("--llm", help="Policy LLM that takes the tree's steps: embedded | "
-                                            "openai:MODEL | openai:MODEL@URL | YAML.")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", help="Judge LLM of Eq. 6 for --value judge "
-                                              "(default: --llm).")] = None,
+                                           "Search-R1-style retrieval server (required).")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", "-m", help="Policy LLM that takes the tree's steps: embedded "
+                                            "| openai:MODEL | openai:MODEL@URL | YAML. Default: embedded.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="Judge LLM of Eq. 6 for --value judge (same forms "
+                                              "as --llm). Default: --llm.")] = None,
     value: Annotated[str | None, typer.Option("--value", help="Node values: spre (rollouts, Eq. 1) or judge "
-                                              "(LLM score of the partial trajectory, Eq. 6).")] = None,
+                                              "(LLM score of the partial trajectory, Eq. 6). Default: spre.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Use the first N questions of each "
-                                              "dataset file.")] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions searched at once.")
-                           ] = None,
+                                              "dataset file. Default: all.")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions searched at once. "
+                                                    "Default: 2.")] = None,
     executor: ExecutorOpt = None,
     ray_address: RayAddressOpt = None,
     workers: WorkersOpt = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
+    show_config: PrintConfigOpt = False,
+    force_new_config: ForceNewConfigOpt = False,
 ) -> None:
     """Run ReasonRAG's data construction: MCTS over the reason_ground agent's steps (Query
     Generation, Evidence Extraction, Answer Generation), valued by SPRE rollouts or an LLM
@@ -77,8 +88,12 @@ def reasonrag(
         if value is not None:
             base["value"] = {"kind": value}
         cfg = resolve_config(ReasonRagRunConfig, config, sets, base=base)
+        if show_config:
+            print_config(cfg)
+        # pair and label settings may change: the pairs are rebuilt from the stored trees (issue 21)
+        out = run_dir_for(need_out(out), cfg, force_new=force_new_config, may_change=REBUILT_KEYS)
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
-                stage_progress() as progress:
+                progress_output() as progress:
             metrics = run_reasonrag(cfg, out, progress=progress, executor=ex, preflight=preflight)
         _summary(metrics, out)
     exit_if_unfinished(metrics["unfinished"], "questions")
@@ -92,13 +107,15 @@ def _summary(m: dict[str, Any], path: Path) -> None:
                   f"{calls['per_kept_pair']} per kept pair)  best-leaf F1 "
                   f"{m['best_leaf_vs_greedy']['mean_best_leaf_f1']} vs greedy F1 "
                   f"{m['best_leaf_vs_greedy']['mean_greedy_f1']}  wall time {m['wall_s']} s")
+    from agentrag.cli.funnel import print_empty_funnel, print_outputs, written
+
+    print_empty_funnel(m, path)
     files = m["export"].get("files") or []
-    trl = next((f for f in files if f.endswith("trl_dpo.jsonl")), None)
-    if trl:
-        console.print(f"report: {path / 'report.md'}   pairs: {trl}")
-    else:
+    trl = next((f for f in written(*files) if f.endswith("trl_dpo.jsonl")), None)
+    print_outputs([("report", path / "report.md"), ("pairs", trl or "")])
+    if not trl:
         reason = m["export"].get("skipped") or "no pair exported"
-        console.print(styled(f"report: {path / 'report.md'}   ", (f"no DPO export: {reason}", "yellow")))
+        console.print(styled((f"no DPO export: {reason}", "yellow")))
 
 
 def register(synth_app: typer.Typer) -> None:

@@ -10,18 +10,25 @@ import typer
 from agentrag.cli.common import (
     ConfigOpt,
     ExecutorOpt,
+    ForceNewConfigOpt,
+    OutOpt,
+    PrintConfigOpt,
     RayAddressOpt,
     SetOpt,
     WorkersOpt,
+    alias,
     console,
     err_console,
     executor_from_options,
     exit_if_unfinished,
+    need_out,
+    pick,
     preflight,
     resolve_config,
-    stage_progress,
     user_errors,
 )
+from agentrag.cli.progress import progress_output
+from agentrag.cli.runconfig import print_config, run_dir_for
 
 tracer_app = typer.Typer(help="AgenticRAGTracer builder: verified 2-4 hop benchmarks from atomic questions "
                          "(run with --kb/--out to build; `review` for the human-review sheet).")
@@ -30,17 +37,24 @@ tracer_app = typer.Typer(help="AgenticRAGTracer builder: verified 2-4 hop benchm
 @tracer_app.callback(invoke_without_command=True)
 def build(
     ctx: typer.Context,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory; rerunning resumes.")] = None,
-    kb: Annotated[str | None, typer.Option("--kb", help="Knowledge-base directory to sample documents from.")] = None,
-    llm: Annotated[str | None, typer.Option("--llm", help="Generator / answerer / auditor LLM: embedded | "
-                                            "openai:MODEL | openai:MODEL@URL | YAML.")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", help="0/1/2 judge LLM (default: --llm).")] = None,
-    docs: Annotated[int | None, typer.Option("--docs", help="N documents sampled from the KB.")] = None,
-    max_hops: Annotated[int | None, typer.Option("--max-hops", help="Longest chain (2-4; paper: 4).")] = None,
+    out: OutOpt = None,
+    kb: Annotated[str | None, typer.Option("--kb", help="Knowledge-base directory to sample documents from "
+                                           "(required).")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", "-m", help="Generator / answerer / auditor LLM: embedded | "
+                                            "openai:MODEL | openai:MODEL@URL | YAML. Default: embedded.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="0/1/2 judge LLM (same forms as --llm). Default: "
+                                              "--llm.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="N documents sampled from the KB (config "
+                                              "key 'docs'). Default: 10.")] = None,
+    docs: Annotated[int | None, alias("--docs", of="--limit")] = None,
+    max_hops: Annotated[int | None, typer.Option("--max-hops", help="Longest chain (2-4; paper: 4). Default: "
+                                                 "4.")] = None,
     max_per_type: Annotated[int | None, typer.Option("--max-per-type", help="At most this many documents per "
-                                                     "annotated domain.")] = None,
+                                                     "annotated domain. Default: no cap (sampling.max_per_type)."
+                                                     )] = None,
     exclude: Annotated[list[Path] | None, typer.Option("--exclude", help="Benchmark file whose titles are removed "
-                                                       "from sampling and retrieval (repeatable).")] = None,
+                                                       "from sampling and retrieval (repeatable). Default: "
+                                                       "none.")] = None,
     preset: Annotated[str, typer.Option("--preset", help="Starting settings: 'default' (small sizes) or 'paper' "
                                         "(the released code's retrieval settings: k=10, 5 QA pairs per "
                                         "document, 15 compositions tried per hop, 4 hops).")] = "default",
@@ -49,6 +63,8 @@ def build(
     workers: WorkersOpt = None,
     config: ConfigOpt = None,
     sets: SetOpt = None,
+    show_config: PrintConfigOpt = False,
+    force_new_config: ForceNewConfigOpt = False,
 ) -> None:
     """Build a benchmark: sample + annotate documents -> atomic QA with filters -> 2-hop inference /
     comparison questions -> three-stage verification -> extension to 3 and 4 hops.
@@ -64,54 +80,62 @@ def build(
     to finish them); 2 bad input or configuration (a 401/404 from the LLM included: nothing is
     written as finished); 1 an item hit a bug (traceback in the log).
 
-    Example: agentrag synth tracer --kb runs/kb --llm embedded --docs 4 --max-hops 2 --out runs/tracer
+    Example: agentrag synth tracer --kb runs/kb --llm embedded --limit 4 --max-hops 2 --out runs/tracer
     """
     if ctx.invoked_subcommand is not None:
         return
-    if out is None and kb is None:
+    if out is None and kb is None and not show_config:
         console.print(ctx.get_help())
         raise typer.Exit(0)
     with user_errors():
-        from agentrag.errors import UserError
         from agentrag.synth.tracer.config import TracerRunConfig, preset_base
         from agentrag.synth.tracer.run import run_tracer
 
-        base: dict[str, Any] = {"kb": kb, "llm": llm, "judge": judge, "docs": docs, "max_hops": max_hops,
+        base: dict[str, Any] = {"kb": kb, "llm": llm, "judge": judge, "docs": pick(limit, docs, "--limit", "--docs"), "max_hops": max_hops,
                                 "exclude": [str(e) for e in exclude] if exclude else None}
         if max_per_type is not None:
             base["sampling"] = {"max_per_type": max_per_type}
         cfg = resolve_config(TracerRunConfig, config, sets, base=preset_base(preset, base))
-        if out is None:
-            raise UserError("no run directory: pass --out DIR")
+        if show_config:
+            print_config(cfg)
+        out = run_dir_for(need_out(out), cfg, force_new=force_new_config)
         with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
-                stage_progress() as progress:
+                progress_output() as progress:
             metrics = run_tracer(cfg, out, progress=progress, executor=ex, preflight=preflight)
         for row in metrics["funnel"]:
             rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
             left = f"  unfinished: {row['unfinished']}" if row["unfinished"] else ""
             console.print(f"  {row['stage']:<20} {row['in']:>5} -> {row['out']:<5} {rej}{left}", markup=False)
-        console.print(f"  exported: {metrics['export']['files']}", markup=False)
-        console.print(f"report: {out / 'report.md'}   benchmark: {out / 'benchmark.jsonl'}", markup=False)
+        from agentrag.cli.funnel import print_empty_funnel, print_outputs
+
+        if not print_empty_funnel(metrics, out):
+            console.print(f"  exported: {metrics['export']['files']}", markup=False)
+        print_outputs([("report", out / "report.md"), ("benchmark", out / "benchmark.jsonl")])
         exit_if_unfinished(metrics["unfinished"])
 
 
 @tracer_app.command("review")
 def review(
-    run: Annotated[Path, typer.Option("--run", "-r", help="The run directory of a tracer build.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="The run directory of a tracer build "
+                                             "(required; the sheet is written to OUT/review/).")] = None,
+    run_alias: Annotated[Path | None, alias("--run", "-r", of="--out")] = None,
     labels: Annotated[list[Path] | None, typer.Option("--labels", "-l", help="An annotator's file: the "
                                                       "labels-<name>.csv the sheet's Save button downloads, or a "
-                                                      "filled sheet.csv (repeat for up to three).")] = None,
+                                                      "filled sheet.csv (repeat for up to three). Default: none (write the "
+                                                      "sheet).")] = None,
 ) -> None:
-    """Human review (§3.4). Without --labels: write RUN/review/sheet.csv and sheet.html. Each rater opens
+    """Human review (§3.4). Without --labels: write OUT/review/sheet.csv and sheet.html. Each rater opens
     sheet.html in a browser (each item: the chain hop by hop, every verdict, the full documents), picks
     Retain/Discard, may comment, and presses Save, which downloads labels-<name>.csv. With --labels:
     majority decision per item, the disagreements, Fleiss' kappa and every vote and comment into
-    RUN/review/decisions.json, and RUN/benchmark_reviewed.jsonl with the retained items.
+    OUT/review/decisions.json, and OUT/benchmark_reviewed.jsonl with the retained items.
 
-    Example: agentrag synth tracer review --run runs/tracer --labels a.csv --labels b.csv --labels c.csv
+    Example: agentrag synth tracer review --out runs/tracer --labels a.csv --labels b.csv --labels c.csv
     """
     with user_errors():
         from agentrag.synth.tracer.review import apply_review, write_review_sheet
+
+        run = need_out(pick(out, run_alias, "--out", "--run"))
 
         if not labels:
             csv_path, html_path = write_review_sheet(run)

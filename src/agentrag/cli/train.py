@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agentrag.cli.common import ConfigOpt, OutOpt, SetOpt, console, resolve_config, user_errors
+from agentrag.cli.common import ConfigOpt, SetOpt, alias, console, pick, resolve_config, user_errors
 
 train_app = typer.Typer(help="Fine-tune a model on exported data: observation-masked SFT, or DPO.",
                         no_args_is_help=True)
@@ -15,9 +15,12 @@ train_app = typer.Typer(help="Fine-tune a model on exported data: observation-ma
 DataOpt = Annotated[Path, typer.Option("--data", "-d", help="Training JSONL (from `agentrag export`).")]
 ModelOpt = Annotated[
     str | None,
-    typer.Option("--model", "-m", help="'embedded' (SmolLM2 GGUF, dequantized), a .gguf file or a Hugging "
-                 "Face model directory."),
+    typer.Option("--model", help="'embedded' (SmolLM2 GGUF, dequantized), a .gguf file or a Hugging "
+                 "Face model directory. Default: embedded."),
 ]
+#: ``-m`` is --llm in every command; train's old ``-m`` for --model keeps working, unlisted
+ModelAlias = Annotated[str | None, alias("-m", of="--model")]
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output directory (checkpoint, metrics, config.yaml).")]
 StepsOpt = Annotated[int | None, typer.Option("--max-steps", help="Optimizer steps (default: one epoch).")]
 
 
@@ -28,27 +31,29 @@ def _report(metrics: dict[str, object]) -> None:
 
 @train_app.command("sft")
 def sft(data: DataOpt, out: OutOpt, model: ModelOpt = None, max_steps: StepsOpt = None,
-        config: ConfigOpt = None, set_: SetOpt = None) -> None:
+        config: ConfigOpt = None, set_: SetOpt = None, model_alias: ModelAlias = None) -> None:
     """Supervised fine-tuning on trl_sft.jsonl with the ChatML training template: only assistant
     tokens (thoughts, tool calls, answers) are trained; tool observations and prompts are masked."""
     with user_errors():
         from agentrag.train.config import SFTTrainConfig
         from agentrag.train.sft import train_sft
 
-        cfg = resolve_config(SFTTrainConfig, config, set_, base={"model": model, "max_steps": max_steps})
+        cfg = resolve_config(SFTTrainConfig, config, set_, base={"model": pick(model, model_alias, "--model", "-m"),
+                                                                 "max_steps": max_steps})
         _report(train_sft(data, out, cfg))
 
 
 @train_app.command("dpo")
 def dpo(data: DataOpt, out: OutOpt, model: ModelOpt = None, max_steps: StepsOpt = None,
-        config: ConfigOpt = None, set_: SetOpt = None) -> None:
+        config: ConfigOpt = None, set_: SetOpt = None, model_alias: ModelAlias = None) -> None:
     """Direct preference optimization on trl_dpo.jsonl (prompt/chosen/rejected chats) with TRL's
     DPOTrainer and the ChatML template."""
     with user_errors():
         from agentrag.train.config import DPOTrainConfig
         from agentrag.train.dpo import train_dpo
 
-        cfg = resolve_config(DPOTrainConfig, config, set_, base={"model": model, "max_steps": max_steps})
+        cfg = resolve_config(DPOTrainConfig, config, set_, base={"model": pick(model, model_alias, "--model", "-m"),
+                                                                 "max_steps": max_steps})
         _report(train_dpo(data, out, cfg))
 
 

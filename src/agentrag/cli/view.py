@@ -25,6 +25,8 @@ def view(
                                                   "stays under --max-mb, else the longest cut that fits.")] = None,
     max_mb: Annotated[float, typer.Option("--max-mb", help="Size the file is fitted into by cutting documents.")]
     = MAX_MB,
+    force: Annotated[bool, typer.Option("--force", help="Replace --out even when it is an existing file that is "
+                                        "not a viewer page.")] = False,
     text_chars: Annotated[int, typer.Option("--text-chars", help="Characters kept of other long texts "
                                             "(observations, thoughts, responses, evidence; 0: whole).")] = TEXT_CHARS,
 ) -> None:
@@ -52,7 +54,7 @@ def view(
             return
         from agentrag.report.viewer import write_viewer
 
-        path = write_viewer(run_dir, out, doc_chars=doc_chars, text_chars=text_chars, max_mb=max_mb)
+        path = write_viewer(run_dir, out, doc_chars=doc_chars, text_chars=text_chars, max_mb=max_mb, force=force)
         size = path.stat().st_size / 1e6
         console.print(f"wrote {path} ({size:.2f} MB); open it in a browser")
 

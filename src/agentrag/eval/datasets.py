@@ -48,7 +48,8 @@ def detect_format(obj: dict[str, Any], *, path: str | os.PathLike[str] = "<recor
     raise UserError(
         f"{path}:{lineno}: cannot tell the dataset format from the keys {sorted(keys)}; expected FlashRAG "
         "{id, question, golden_answers} or raw HotpotQA / 2WikiMultihopQA / MuSiQue records "
-        f"(or pass fmt= one of {', '.join(FORMATS)})")
+        f"(or name the format, one of {', '.join(FORMATS)}: `agentrag eval ... --set fmt=NAME`, or fmt=NAME "
+        "in Python)")
 
 
 class _Rec:

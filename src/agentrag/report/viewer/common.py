@@ -78,12 +78,14 @@ class Payload:
 
     kind: str
     title: str
-    columns: list[dict[str, str]]
+    columns: list[dict[str, Any]]
     rows: list[list[Any]] = field(default_factory=list)
     details: list[dict[str, Any]] = field(default_factory=list)
     filters: list[dict[str, str]] = field(default_factory=list)
     summary: list[dict[str, Any]] = field(default_factory=list)
     charts: list[dict[str, str]] = field(default_factory=list)
+    #: the run header: ``[label, value]`` (model, data, config, tokens, wall time)
+    header: list[list[str]] = field(default_factory=list)
     docs: DocTable = field(default_factory=DocTable)
     limits: Limits = field(default_factory=Limits)
 
@@ -101,9 +103,10 @@ class Payload:
         return {"details": self.details, "docs": self.docs.clipped(doc_chars)}
 
 
-def col(key: str, label: str, kind: str = "text") -> dict[str, str]:
-    """A table column: ``kind`` is text, num or bool (how it sorts and shows)."""
-    return {"key": key, "label": label, "type": kind}
+def col(key: str, label: str, kind: str = "text", pin: bool = False) -> dict[str, Any]:
+    """A table column: ``kind`` is text, num or bool (how it sorts and shows); ``pin``: a key
+    column, placed first and kept narrow so it stays in view when the list pane is narrow."""
+    return {"key": key, "label": label, "type": kind, **({"pin": True} if pin else {})}
 
 
 def failures_filter(label: str = "failures only") -> dict[str, str]:

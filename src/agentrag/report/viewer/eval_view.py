@@ -31,9 +31,29 @@ from agentrag.report.viewer.trajectory import trajectory_detail
 
 log = logging.getLogger(__name__)
 
-COLUMNS = [col("id", "id"), col("question", "question"), col("hops", "hops", "num"), col("em", "EM", "num"),
-           col("f1", "F1", "num"), col("judge", "judge", "num"), col("ok", "correct", "bool"),
-           col("steps", "steps", "num"), col("finish", "finish reason"), col("prediction", "prediction")]
+#: key columns first (question, prediction, gold, EM/F1, verdict), so they stay in view in a narrow list pane
+COLUMNS = [col("id", "id"), col("question", "question", pin=True), col("prediction", "prediction", pin=True),
+           col("gold", "gold", pin=True), col("em", "EM", "num", pin=True), col("f1", "F1", "num", pin=True),
+           col("ok", "correct", "bool", pin=True), col("judge", "judge", "num"), col("hops", "hops", "num"),
+           col("steps", "steps", "num"), col("finish", "finish reason")]
+
+
+def gold_texts(config: dict[str, Any], ids: set[str]) -> dict[str, tuple[str, str]]:
+    """Passage id -> (title, text) of the gold passages, read from the run's KB directory (its
+    ``passages.sqlite``, read-only); empty when the KB is a server or not there any more."""
+    kb = config.get("kb")
+    path = Path(str(kb)) / "passages.sqlite" if kb else None
+    if not ids or path is None or not path.is_file():
+        return {}
+    from agentrag.kb.passages import PassageStore
+
+    store = PassageStore(path)
+    out = {}
+    for i in sorted(ids):
+        psg = store.by_id(i)
+        if psg is not None:
+            out[i] = (psg.title, psg.text)
+    return out
 
 
 def gold_passages(run_dir: Path) -> dict[str, tuple[list[str], list[str]]]:
@@ -91,6 +111,8 @@ def eval_payload(run_dir: Path, limits: Limits) -> Payload:
     results = read_stage(run_dir, "results", EvalResult)
     metrics = read_json(run_dir, "metrics.json")
     golds = gold_passages(run_dir)
+    config = read_config(run_dir)
+    texts = gold_texts(config, {i for r in results for i in golds.get(r.id, ([], []))[0]})
     docs = DocTable()
     p = Payload(kind="eval", title=f"Eval run {display_name(run_dir)}", columns=COLUMNS, docs=docs, limits=limits,
                 filters=[failures_filter("wrong only"), select_filter("hops", "hops"),
@@ -110,10 +132,27 @@ def eval_payload(run_dir: Path, limits: Limits) -> Payload:
         if r.trajectory is not None:
             detail.update(trajectory_detail(r.trajectory, docs, limits, golds=r.golden_answers, gold_ids=ids,
                                             gold_titles=titles))
-        p.add({"id": r.id, "question": r.question[:200], "hops": r.hops,
+            _failure(detail, r.trajectory, config, limits)
+        seen = {row[0]: n for n, row in enumerate(docs.rows)}
+        detail["gold_docs"] = [docs.add(i, *texts[i]) if i in texts else seen.get(i) for i in ids]
+        p.add({"id": r.id, "question": r.question[:200], "hops": r.hops, "gold": " | ".join(r.golden_answers)[:120],
                "em": r.em, "f1": round(r.f1, 3), "judge": r.judge, "ok": r.correct, "steps": r.steps,
                "finish": r.finish_reason, "prediction": (r.prediction or "")[:120]}, detail)
     return p
 
 
-__all__ = ["eval_payload", "gold_passages"]
+def _failure(detail: dict[str, Any], traj: Any, config: dict[str, Any], limits: Limits) -> None:
+    """For a trajectory that did not answer: the model's raw output of its last failed step (or its
+    last step) and the setting that would have helped."""
+    from agentrag.report.viewer.header import failure_help
+
+    if traj.finish_reason == "answered":
+        return
+    failed = [s for s in traj.steps if s.error] or traj.steps[-1:]
+    last = failed[-1] if failed else None
+    raw = (last.raw or last.thought) if last is not None else None
+    detail["raw_output"] = limits.clip(raw)
+    detail["help"] = failure_help(last.error if last is not None else None, config, traj.finish_reason)
+
+
+__all__ = ["eval_payload", "gold_passages", "gold_texts"]

@@ -43,12 +43,27 @@ def _asset(name: str) -> str:
 def _summary_html(p: Payload) -> str:
     out = []
     for t in p.summary:
-        out.append(f"<h3>{html.escape(str(t['title']))}</h3><table class=\"summary\"><thead><tr>"
-                   + "".join(f"<th>{html.escape(str(h))}</th>" for h in t["headers"]) + "</tr></thead><tbody>")
-        for row in t["rows"]:
-            out.append("<tr>" + "".join(f"<td>{html.escape(fmt_cell(c))}</td>" for c in row) + "</tr>")
-        out.append("</tbody></table>")
+        out.append(f"<h3>{html.escape(str(t['title']))}</h3>")
+        if t.get("text"):
+            out.append(f"<p class=\"summary-text\">{html.escape(str(t['text']))}</p>")
+        if t.get("headers"):
+            out.append("<table class=\"summary\"><thead><tr>" + "".join(
+                f"<th>{html.escape(str(h))}</th>" for h in t["headers"]) + "</tr></thead><tbody>")
+            for row in t["rows"]:
+                out.append("<tr>" + "".join(f"<td>{html.escape(fmt_cell(c))}</td>" for c in row) + "</tr>")
+            out.append("</tbody></table>")
+        if t.get("svg"):  # our own chart SVG (render.bar_chart_svg), its labels escaped there
+            out.append(f'<figure class="chart">{t["svg"]}</figure>')
     return "".join(out) or "<p>No summary (metrics.json not written yet).</p>"
+
+
+def _header_html(p: Payload) -> str:
+    """The run header under the title: one ``label value`` pair per fact."""
+    if not p.header:
+        return ""
+    return '<dl id="run-header">' + "".join(
+        f'<div data-k="{html.escape(k)}"><dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd></div>'
+        for k, v in p.header) + "</dl>"
 
 
 def _charts_html(p: Payload) -> str:
@@ -118,11 +133,12 @@ def render_page(p: Payload, *, detail_url: str | None = None, doc_chars: int | N
         f"<title>{html.escape(p.title)}</title><style>{_asset('viewer.css')}</style></head>",
         f'<body data-kind="{html.escape(p.kind)}"><header><h1>{html.escape(p.title)}</h1><nav id="tabs">',
         "".join(f'<button type="button" data-tab="{k}">{v}</button>' for k, v in tabs),
-        "</nav></header>",
+        "</nav></header>", _header_html(p),
         f'<section id="tab-summary" class="tab" hidden>{_summary_html(p)}</section>',
         f'<section id="tab-charts" class="tab" hidden>{_charts_html(p)}</section>' if p.charts else "",
         '<section id="tab-items" class="tab"><div class="split"><div id="list"><div id="filters"></div>',
         '<div id="count"></div><table id="items"><thead></thead><tbody></tbody></table><div id="pager"></div></div>',
+        '<div id="divider" role="separator" aria-orientation="vertical" title="drag to resize the list"></div>',
         '<aside id="detail"><p class="hint">Click a row to see its record.</p></aside></div></section>',
         f'<footer id="limits">{html.escape(note)}</footer>',
         f'<script type="application/json" id="viewer-data">{json_for_html(meta)}</script>', bulk,

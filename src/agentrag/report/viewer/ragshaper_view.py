@@ -19,11 +19,13 @@ from agentrag.report.viewer.common import (
     display_name,
     failures_filter,
     funnel_table,
+    read_config,
     read_grouped,
     read_json,
     read_stage,
     select_filter,
 )
+from agentrag.report.viewer.header import failure_help
 from agentrag.report.viewer.trajectory import trajectory_detail
 from agentrag.synth.ragshaper.schema import (
     DistractorDoc,
@@ -74,6 +76,7 @@ def ragshaper_payload(run_dir: Path, limits: Limits) -> Payload:
     for d in distractors:
         by_seed[d.seed_id] += 1
     metrics = read_json(run_dir, "metrics.json")
+    config = read_config(run_dir)
     docs = DocTable()
     p = Payload(kind="ragshaper", title=f"RAGShaper run {display_name(run_dir)}", columns=COLUMNS, docs=docs,
                 limits=limits, filters=[failures_filter(), select_filter("status", "tree status")])
@@ -88,6 +91,8 @@ def ragshaper_payload(run_dir: Path, limits: Limits) -> Payload:
             traj, filt, tag = trajs.get(q.id), filters.get(f"{q.id}-t"), tags.get(f"{q.id}-t")
             items.append({
                 "id": q.id, "path": q.path_id, "status": q.status, "reason": q.reason, "question": q.question,
+                "raw": limits.clip(q.provenance.raw_output) if q.status != "accepted" else None,
+                "help": failure_help(q.reason, config) if q.status != "accepted" else None,
                 "answer": q.answer, "reasoning": [limits.clip(json.dumps(s, ensure_ascii=False)) for s in q.reasoning_steps],
                 "filter": None if filt is None else {"f1": filt.f1, "kept": filt.kept, "prediction": filt.prediction,
                                                      "reason": filt.reason},

@@ -49,7 +49,7 @@ def trajectory_detail(traj: Trajectory, docs: DocTable, limits: Limits, *, golds
         for h in s.hits:
             idx = docs.add(h.id, h.title, h.text, h.kb, distractor_type(h, types))
             hits.append([idx, round(h.score, 4), hit_mark(h, gold_ids, titles, answers)])
-        step: dict[str, Any] = {"th": limits.clip(s.thought), "hits": hits,
+        step: dict[str, Any] = {"th": limits.clip(s.thought), "rs": limits.clip(s.reasoning), "hits": hits,
                                 "usage": [s.usage.prompt_tokens, s.usage.completion_tokens], "lat": round(s.latency, 3)}
         if s.action is not None:
             step["tool"] = s.action.name

@@ -63,7 +63,7 @@
   }
   function renderHead() {
     const tr = h("tr", null, COLS.map((c, k) => h("th", {
-      class: "sortable" + (state.sort === k ? (state.dir > 0 ? " asc" : " desc") : ""), "data-key": c.key,
+      class: "sortable" + (c.pin ? " key" : "") + (state.sort === k ? (state.dir > 0 ? " asc" : " desc") : ""), "data-key": c.key,
       onclick: () => { state.dir = state.sort === k ? -state.dir : 1; state.sort = k; renderHead(); applyView(); },
     }, c.label)));
     document.querySelector("#items thead").replaceChildren(tr);
@@ -75,7 +75,7 @@
       const row = META.rows[i];
       const cls = (okIdx !== undefined ? (row[okIdx] === true ? "ok" : "fail") : "") + (i === state.selected ? " selected" : "");
       return h("tr", { class: cls, "data-row": i, onclick: () => openDetail(i) },
-        row.map((v, k) => h("td", { class: "c-" + COLS[k].type }, fmt(v, COLS[k].type))));
+        row.map((v, k) => h("td", { class: "c-" + COLS[k].type + (COLS[k].pin ? " c-key" : "") }, fmt(v, COLS[k].type))));
     });
     document.querySelector("#items tbody").replaceChildren(...body);
     const pages = Math.max(1, Math.ceil(state.view.length / PAGE_SIZE));
@@ -158,6 +158,7 @@
     return h("ol", { class: "steps" }, (t.steps || []).map((s, n) => h("li", { class: "step" + (s.err ? " has-error" : "") },
       h("div", { class: "step-head" }, h("b", null, "step " + (n + 1)), s.tool ? [" · ", h("code", { class: "tool" }, s.tool + "(" + (s.args || "") + ")")] : null,
         " · ", badge((s.usage || [0, 0])[0] + " + " + (s.usage || [0, 0])[1] + " tokens", "usage"), " ", badge(fmt(s.lat) + " s", "latency")),
+      s.rs ? h("details", { class: "reasoning" }, h("summary", null, "reasoning (" + s.rs.length + " chars)"), h("pre", null, s.rs)) : null,
       block("thought", s.th, "thought"),
       (s.hits || []).length ? h("div", { class: "hits" }, s.hits.map(([i, score, mark]) => doc(docs, i, score, mark))) : null,
       block("observation", s.obs, "obs"), block("error", s.err, "error"), block("raw output", s.raw, "raw"))));
@@ -180,13 +181,19 @@
 
   const RENDER = {
     eval(d, docs) {
+      const golds = (d.gold_docs || []).map((g, k) => g === null || g === undefined
+        ? h("div", { class: "doc gold" }, badge((d.gold_ids || [])[k], "id"), " text not available (the run's KB is not readable here)")
+        : doc(docs, g, null, 1));
       return [h("h2", null, d.question),
+        d.help ? h("div", { class: "help" }, h("b", null, "what would have helped: "), d.help) : null,
+        block("raw model output (last failed step)", d.raw_output, "raw"),
         kv([["prediction", d.prediction, d.scores.correct === true ? "right" : "wrong"], ["gold answers", (d.golds || []).join(" | ")],
           ["hops", d.hops], ["finish reason", d.finish], ["agent", d.agent], ["model", d.model],
           ["tokens (prompt + completion, calls)", d.usage ? d.usage[0] + " + " + d.usage[1] + " (" + d.usage[2] + " calls)" : undefined],
           ["seconds", d.elapsed], ["top-k per step", (d.topk || []).join(", ")], ["gold passage ids", (d.gold_ids || []).join(", ")],
           d.parent ? ["lower-hop question of", d.parent + " (level " + d.level + ")"] : ["", undefined]]),
         h("h3", null, "Scores"), kv(Object.entries(d.scores)),
+        golds.length ? [h("h3", null, "Gold passages"), h("div", { class: "gold-docs" }, golds)] : null,
         h("h3", null, "Trajectory"), d.steps ? trajectory(d, docs) : h("p", null, "no trajectory recorded")];
     },
     ragshaper(d, docs) {
@@ -208,10 +215,12 @@
         h("h3", null, "Selected paths (Eq. 5)"), h("ol", { class: "paths" }, d.paths.map((p) => h("li", null, "score " + p.score + ": " + p.nodes.join(" → ")))),
         h("h3", null, "Questions and teacher trajectories"),
         d.qa.map((q) => h("div", { class: "qa " + q.status },
+          q.help ? h("div", { class: "help" }, h("b", null, "what would have helped: "), q.help) : null,
           kv([["question", q.question], ["answer", q.answer], ["status", q.status + (q.reason ? ": " + q.reason : ""), q.status === "accepted" ? "right" : "wrong"],
             ["path", q.path], ["filter", q.filter ? "F1 " + fmt(q.filter.f1) + (q.filter.kept ? " kept" : " dropped") + " · prediction: " + fmt(q.filter.prediction) : undefined, q.filter && q.filter.kept ? "right" : "wrong"],
             ["behaviour tag", q.tag ? q.tag.tag + " (rule: " + q.tag.rule + ") " + q.tag.why : undefined]]),
           q.reasoning.length ? block("reasoning steps", q.reasoning.join("\n")) : null,
+          q.status !== "accepted" ? block("raw model output", q.raw, "raw") : null,
           q.traj ? h("details", { class: "traj" }, h("summary", null, "teacher trajectory (" + q.traj.steps.length + " steps, " + q.traj.finish + ")"), trajectory(q.traj, docs)) : null))];
     },
     evipath(d) {
@@ -267,7 +276,8 @@
           ["atomic question", x.atomic_q], ["atomic answer", x.atomic_a], ["document", x.doc_title + " [" + x.doc_id + "]"]]),
         block("document text", x.doc_text), checks(x.checks));
       return [h("h2", null, d.hops.length ? d.hops[d.hops.length - 1].question : "(no chain)"),
-        d.doc ? kv([["seed document", d.doc.title], ["entity type", d.doc.type], ["domain", d.doc.domain]]) : null,
+        d.doc ? [kv([["seed document", d.doc.title], ["entity type", d.doc.type], ["domain", d.doc.domain]]),
+          block("seed document text", d.doc.text, "seed-doc")] : null,
         d.atomic ? [h("h3", null, "Atomic pair " + d.atomic.status), kv([["question", d.atomic.question], ["answer", d.atomic.answer], ["reason", d.atomic.reason]]), checks(d.atomic.checks || [])] : null,
         d.hops.length ? [h("h3", null, "Chain, hop by hop"), h("ol", { class: "chain" }, d.hops.map(hop))] : null,
         d.failed ? [h("h3", null, "Hop " + d.failed.level + " failed: " + d.failed.reason), h("ol", { class: "chain attempts" }, d.failed.attempts.map(hop))] : null];
@@ -277,6 +287,22 @@
     return h("div", { class: "legend" }, "distractor types: ", ["doppelganger", "false_shortcut", "fragmented_puzzle", "subjective_fallacy"].map((t) =>
       [badge(t, "dtype", { "data-dtype": t }), " "]), badge("on a selected path", "path"));
   }
+
+  // ---- resizable list pane: drag the divider (the width is kept for the next visit) ----------
+  const divider = document.getElementById("divider"), split = divider.parentElement;
+  const savedW = localStorage.getItem("agentrag-list-w");
+  if (savedW) split.style.setProperty("--list-w", savedW);
+  divider.addEventListener("pointerdown", (e) => {
+    e.preventDefault();
+    divider.setPointerCapture(e.pointerId);
+    divider.classList.add("dragging");
+    const left = split.getBoundingClientRect().left;
+    const move = (ev) => split.style.setProperty("--list-w", Math.max(200, ev.clientX - left) + "px");
+    const up = () => { divider.classList.remove("dragging"); divider.removeEventListener("pointermove", move);
+      localStorage.setItem("agentrag-list-w", split.style.getPropertyValue("--list-w")); };
+    divider.addEventListener("pointermove", move);
+    divider.addEventListener("pointerup", up, { once: true });
+  });
 
   // ---- tabs, start -------------------------------------------------------------------------
   function showTab(name) {

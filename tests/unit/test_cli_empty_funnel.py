@@ -1,0 +1,63 @@
+"""Empty funnels explain themselves (issue 28): the last lines name the stage that ended at 0, its top
+rejection reason and the setting that addresses it, and no path is printed for a file not written."""
+
+from __future__ import annotations
+
+import pytest
+from test_reasonrag_faults import cli, fake_kb, reply  # noqa: F401  (fake_kb: the autouse --kb fake)
+
+from agentrag.cli.funnel import empty_stage, explain_empty, hint_for, written
+from agentrag.testing import StubOpenAIServer
+
+RAGSHAPER_EMPTY = [
+    {"stage": "explore", "in": 1, "out": 1, "rejected": {}, "unfinished": 0},
+    {"stage": "distractors", "in": 0, "out": 0, "rejected": {}, "unfinished": 0},
+    {"stage": "paths", "in": 1, "out": 1, "rejected": {}, "unfinished": 0},
+    {"stage": "qa", "in": 3, "out": 0, "rejected": {"explanation_answer": 2, "answer_too_long": 1}, "unfinished": 0},
+    {"stage": "elicit", "in": 0, "out": 0, "rejected": {}, "unfinished": 0},
+    {"stage": "export", "in": 0, "out": 0, "rejected": {}, "unfinished": 0},
+]
+
+
+def test_the_stage_that_emptied_the_funnel_its_top_reason_and_the_fix():
+    lines = explain_empty(RAGSHAPER_EMPTY, {"qa": {"max_answer_words": 8}})
+    assert lines[0].startswith("nothing was produced: stage 'qa' ended at 0 (3 in, 0 out)")
+    assert "top rejection: explanation_answer (2 of 3)" in lines[1]
+    assert "--llm" in lines[2]
+    assert "qa.*" in lines[3]
+
+
+def test_a_funnel_with_output_or_an_earlier_empty_stage_that_was_not_the_end_says_nothing():
+    full = [dict(r, out=max(r["out"], 1)) for r in RAGSHAPER_EMPTY]
+    assert explain_empty(full) == [] and empty_stage(full) is None
+    # a side stage at 0 (no distractor calls) does not count when the funnel ends with output
+    assert explain_empty([*RAGSHAPER_EMPTY[:3], {"stage": "export", "in": 1, "out": 1, "rejected": {}}]) == []
+
+
+def test_no_input_at_all_is_said_too():
+    assert "no stage had any input" in explain_empty([{"stage": "qa", "in": 0, "out": 0, "rejected": {}}])[0]
+
+
+@pytest.mark.parametrize("reason,word", [("min_gap", "pairs.min_gap"), ("context_limit", "n_ctx"),
+                                         ("parse_error", "max_tokens"), ("answer_format_error", "--llm"),
+                                         ("something_new", "--llm")])
+def test_each_reason_gets_a_setting_or_model_change(reason, word):
+    assert word in hint_for(reason)
+
+
+def test_written_lists_only_non_empty_files(tmp_path):
+    (tmp_path / "a").write_text("x")
+    (tmp_path / "b").write_text("")
+    assert written(tmp_path / "a", tmp_path / "b", tmp_path / "c") == [str(tmp_path / "a")]
+
+
+def test_reasonrag_with_no_pair_names_min_gap_and_prints_no_missing_path(tmp_path):
+    """The real pipeline (scripted policy over HTTP): every pair is under a min_gap no gap reaches."""
+    with StubOpenAIServer(reply=reply) as server:
+        res = cli(tmp_path, server.base_url, "--set", "pairs.min_gap=1.0")
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert "nothing was produced: stage 'pairs' ended at 0" in out, res.output
+    assert "top rejection: min_gap" in out and "lower pairs.min_gap" in out
+    assert "trl_dpo.jsonl" not in out  # not written: not printed
+    assert "report: " in out

@@ -42,7 +42,7 @@ def eval_command(
     judge: Annotated[str | None, typer.Option("--judge", help="Judge LLM reference (same forms as --llm); "
                                               "omit to skip the LLM judge.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Evaluate only the first N questions.")] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions in flight.")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions in flight, and the most requests that reach an LLM endpoint. Default: 64 with an openai: LLM, 2 with the embedded model.")] = None,
     maxd: Annotated[bool | None, typer.Option("--maxd/--no-maxd", help="Also run the lower-hop questions "
                                               "(MuSiQue decompositions, Tracer data) to measure MaxD.")] = None,
     executor: ExecutorOpt = None,
@@ -76,7 +76,7 @@ def eval_command(
             "dataset": dataset, "kb": kb, "agent": agent, "llm": llm, "judge": judge, "limit": limit,
             "concurrency": concurrency, "maxd": maxd})
         bars = stage_progress() if is_tty() else nullcontext(None)
-        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, bars as bar:
+        with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, bars as bar:
             try:
                 metrics = run_eval(cfg, out, executor=ex, progress=bar, preflight=preflight)
             except EvalBugs as exc:

@@ -79,7 +79,7 @@ def ragshaper(
         if no_distractors:
             base["distractors"] = {"enabled": False}
         cfg = resolve_config(RagShaperRunConfig, config, sets, base=preset_base(preset, base))
-        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+        with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, \
                 stage_progress() as progress:
             metrics = run_ragshaper(cfg, out, progress=progress, executor=ex, preflight=preflight)
         _summary(metrics, out)

@@ -39,7 +39,7 @@ def reasonrag(
                                               "(LLM score of the partial trajectory, Eq. 6).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Use the first N questions of each "
                                               "dataset file.")] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions searched at once.")
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions searched at once, and the most requests that reach an LLM endpoint. Default: 64 with an openai: LLM, 2 with the embedded model.")
                            ] = None,
     executor: ExecutorOpt = None,
     ray_address: RayAddressOpt = None,
@@ -77,7 +77,7 @@ def reasonrag(
         if value is not None:
             base["value"] = {"kind": value}
         cfg = resolve_config(ReasonRagRunConfig, config, sets, base=base)
-        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+        with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, \
                 stage_progress() as progress:
             metrics = run_reasonrag(cfg, out, progress=progress, executor=ex, preflight=preflight)
         _summary(metrics, out)

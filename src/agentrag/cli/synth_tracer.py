@@ -83,7 +83,7 @@ def build(
         cfg = resolve_config(TracerRunConfig, config, sets, base=preset_base(preset, base))
         if out is None:
             raise UserError("no run directory: pass --out DIR")
-        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+        with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, \
                 stage_progress() as progress:
             metrics = run_tracer(cfg, out, progress=progress, executor=ex, preflight=preflight)
         for row in metrics["funnel"]:

@@ -147,11 +147,12 @@ def _is_remote(llm: Any) -> bool:
         if llm.startswith("openai:"):
             return True
         if llm.endswith((".yaml", ".yml")):
+            from agentrag.config import load_config
             from agentrag.errors import UserError
-            from agentrag.llm.resolve import llm_config_from_ref
+            from agentrag.llm.config import LLMConfig
 
             try:
-                return llm_config_from_ref(llm).backend == "openai"
+                return load_config(LLMConfig, llm).backend == "openai"
             except (UserError, OSError):  # the input check names a bad file; the default does not matter
                 return False
         return False

@@ -3,10 +3,10 @@
 Two pieces (docs/llm.md, "Concurrency"):
 
 - :class:`AdaptiveLimit`, the request limit of :class:`~agentrag.llm.openai_backend.OpenAIBackend`.
-  It adapts by AIMD: an attempt answered with 429/503 or a timeout halves the limit (at most once
-  per window: an overload signal from an attempt that started before the last decrease is not
-  counted again), and every ``limit`` successful attempts in a row add one, up to the configured
-  value; the limit stays in ``[1, configured]`` and every change is logged at INFO.
+  It adapts by AIMD over windows of ``limit`` attempts: a window in which at least 2 and at least
+  5% of the attempts were answered 429/503 or timed out halves the limit (attempts sent before
+  that decrease are not counted again), a window with fewer adds one, up to the configured value;
+  the limit stays in ``[1, configured]`` and every change is logged at INFO.
 - :func:`link_request_limits`: a run's items in flight (the synthesizer's or eval's
   ``concurrency``) become the request limit of each OpenAI backend of the run, unless the LLM
   config set the backend's own ``concurrency`` explicitly; then, if it is the lower of the two,
@@ -18,6 +18,7 @@ Two pieces (docs/llm.md, "Concurrency"):
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -62,6 +63,10 @@ class AdaptiveLimit:
     ``lowest`` and ``changes`` record what happened (for tests and benchmarks).
     """
 
+    #: a window (the last ``limit`` attempts) with at least this share of overload answers, and at
+    #: least 2, halves the limit; isolated 429s (a rate-limited API's background noise) do not
+    OVERLOAD_SHARE = 0.05
+
     def __init__(self, maximum: int, *, name: str = "", adaptive: bool = True) -> None:
         if maximum < 1:
             raise ValueError(f"request limit must be at least 1, got {maximum}")
@@ -72,7 +77,7 @@ class AdaptiveLimit:
         self.lowest = maximum
         self.changes = 0
         self.in_flight = 0
-        self._successes = 0
+        self._attempts = self._overloads = 0
         self._epoch = 0
         self._cond = threading.Condition()
 
@@ -85,7 +90,7 @@ class AdaptiveLimit:
             raise ValueError(f"request limit must be at least 1, got {maximum}")
         with self._cond:
             self.maximum = self.limit = self.lowest = maximum
-            self._successes = 0
+            self._attempts = self._overloads = 0
             self._cond.notify_all()
 
     @contextmanager
@@ -109,30 +114,26 @@ class AdaptiveLimit:
     def _release(self, held: Slot) -> None:
         with self._cond:
             self.in_flight -= 1
-            if self.adaptive:
-                if held.outcome == "overload":
-                    self._decrease(held.epoch)
-                elif held.outcome == "ok" and held.epoch == self._epoch:  # one sent before a decrease tells nothing
-                    self._successes += 1
-                    if self._successes >= self.limit and self.limit < self.maximum:
-                        self._set(self.limit + 1, "no overload for a window of requests")
+            # an attempt sent before the last decrease tells nothing about the new limit
+            if self.adaptive and held.epoch == self._epoch:
+                self._attempts += 1
+                self._overloads += held.outcome == "overload"
+                if self._overloads >= min(self.limit, max(2, math.ceil(self.OVERLOAD_SHARE * self.limit))):
+                    self._epoch += 1
+                    self._reset(max(1, self.limit // 2), "the server answered 429/503 or timed out")
+                elif self._attempts >= self.limit:  # a window without enough overload to matter
+                    self._reset(min(self.maximum, self.limit + 1), "no overload for a window of requests")
             self._cond.notify_all()
 
-    def _decrease(self, epoch: int) -> None:
-        if epoch != self._epoch:  # started before the last decrease: that overload is already counted
-            return
-        self._epoch += 1
-        if self.limit > 1:
-            self._set(max(1, self.limit // 2), "the server answered 429/503 or timed out")
-        self._successes = 0
-
-    def _set(self, new: int, why: str) -> None:
-        log.info("requests in flight to %s: %d -> %d of %d (%s)", self.name or "the LLM endpoint",
-                 self.limit, new, self.maximum, why)
-        self.limit = new
-        self.lowest = min(self.lowest, new)
-        self.changes += 1
-        self._successes = 0
+    def _reset(self, new: int, why: str) -> None:
+        """Start a new window at limit ``new`` (logged when it changes)."""
+        if new != self.limit:
+            log.info("requests in flight to %s: %d -> %d of %d (%s)", self.name or "the LLM endpoint",
+                     self.limit, new, self.maximum, why)
+            self.limit = new
+            self.lowest = min(self.lowest, new)
+            self.changes += 1
+        self._attempts = self._overloads = 0
 
 
 def default_items_in_flight(*llms: Any) -> int:

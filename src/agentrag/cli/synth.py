@@ -68,8 +68,8 @@ def ragshaper(
     --executor ray, seeds, paths, questions and trajectories run on Ray worker processes that
     rebuild the LLMs and load K from this config; this process writes every record.
 
-    Items in flight: --set concurrency=N, also the most requests that reach an LLM endpoint
-    (default 64 with an openai: LLM, 2 with embedded; docs/llm.md).
+    Items in flight: e.g. --set concurrency=32 (also the most requests that reach an LLM endpoint;
+    default 64 with an openai: LLM, 2 with embedded; docs/llm.md).
 
     Example: agentrag synth ragshaper --kb runs/kb --seeds 2 --llm embedded --out runs/ragshaper
     --set curator.max_depth=3   (or --preset paper for the paper's settings)

@@ -64,8 +64,8 @@ def build(
     to finish them); 2 bad input or configuration (a 401/404 from the LLM included: nothing is
     written as finished); 1 an item hit a bug (traceback in the log).
 
-    Items in flight: --set concurrency=N, also the most requests that reach an LLM endpoint
-    (default 64 with an openai: LLM, 2 with embedded; docs/llm.md).
+    Items in flight: e.g. --set concurrency=32 (also the most requests that reach an LLM endpoint;
+    default 64 with an openai: LLM, 2 with embedded; docs/llm.md).
 
     Example: agentrag synth tracer --kb runs/kb --llm embedded --docs 4 --max-hops 2 --out runs/tracer
     """

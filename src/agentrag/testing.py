@@ -416,7 +416,9 @@ class StubOpenAIServer:
                     return
                 self._send(200, json.dumps(stub._response(body)).encode())
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # listen backlog 1024: http.server's default of 5 drops connections at 32+ clients
+        server = type("StubHTTPServer", (ThreadingHTTPServer,), {"request_queue_size": 1024})
+        self._server = server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

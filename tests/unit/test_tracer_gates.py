@@ -162,12 +162,37 @@ def test_irreducibility_one_call_per_removed_document_and_fails_if_any_subset_an
     c = irreducibility(o, "Where?", _docs(3), ["Amsterdam"])
     assert llm.calls == 3 and c.passed is False
     assert "d0" in c.reason and "d1" in c.reason and "d2" not in c.reason
-    for i, req in enumerate(llm.requests):  # each call saw exactly the other documents
+    missing = []  # each call saw exactly the other documents (the calls run at once: any order)
+    for req in llm.requests:
         text = req["messages"][-1].content or ""
-        assert f"] Title {i}\n" not in text and text.count("] Title") == 2
+        assert text.count("] Title") == 2
+        missing += [i for i in range(3) if f"] Title {i}\n" not in text]
+    assert sorted(missing) == [0, 1, 2]
     o, llm, _ = _oracle([_ans("unknown")] * 4)
     c = irreducibility(o, "Where?", _docs(4), ["Amsterdam"])
     assert llm.calls == 4 and c.passed is True
+
+
+def test_irreducibility_asks_its_answers_at_once_and_an_outage_still_propagates() -> None:
+    import threading
+
+    import pytest
+
+    from agentrag.errors import LLMError
+
+    together = threading.Barrier(3, timeout=10)  # passes only if the 3 answers are in flight together
+
+    def wait_for_the_others(messages: list[Message], **_: Any) -> str:
+        together.wait()
+        return _ans("unknown")
+
+    o, llm, _ = _oracle([wait_for_the_others] * 3)
+    c = irreducibility(o, "Where?", _docs(3), ["Amsterdam"])
+    assert c.passed is True and llm.calls == 3 and o.calls == 3 and not together.broken
+    assert list(c.details["removed"]) == ["d0", "d1", "d2"]  # reported in document order
+    o, llm, _ = _oracle([_ans("unknown"), LLMError("down", is_retryable=True), _ans("unknown")])
+    with pytest.raises(LLMError, match="down"):  # an outage is the item's outage, as before
+        irreducibility(o, "Where?", _docs(3), ["Amsterdam"])
 
 
 def test_necessity_and_solvability() -> None:

@@ -47,8 +47,9 @@ def eval_command(
                                               "opt into; the synthesizers' judges default to --llm).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Evaluate only the first N questions. "
                                               "Default: all.")] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions in flight. "
-                                                    "Default: 4.")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions in flight, and the most "
+                                                    "requests that reach an LLM endpoint. Default: 64 with an openai: LLM, 2 with "
+                                                    "the embedded model.")] = None,
     maxd: Annotated[bool | None, typer.Option("--maxd/--no-maxd", help="Also run the lower-hop questions "
                                               "(MuSiQue decompositions, Tracer data) to measure MaxD.")] = None,
     executor: ExecutorOpt = None,
@@ -87,7 +88,7 @@ def eval_command(
         if show_config:
             print_config(cfg)
         out = run_dir_for(need_out(out), cfg, force_new=force_new_config, normalize=resolved_eval_config)
-        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+        with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, \
                 progress_output() as bar:
             try:
                 metrics = run_eval(cfg, out, executor=ex, progress=bar, preflight=preflight)

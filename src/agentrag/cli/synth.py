@@ -77,6 +77,9 @@ def ragshaper(
     --executor ray, seeds, paths, questions and trajectories run on Ray worker processes that
     rebuild the LLMs and load K from this config; this process writes every record.
 
+    Items in flight: e.g. --set concurrency=32 (also the most requests that reach an LLM endpoint;
+    default 64 with an openai: LLM, 2 with embedded; docs/llm.md).
+
     Example: agentrag synth ragshaper --kb runs/kb --seeds 2 --llm embedded --out runs/ragshaper
     --set curator.max_depth=3   (or --preset paper for the paper's settings)
     """
@@ -91,7 +94,7 @@ def ragshaper(
         if show_config:
             print_config(cfg)
         out = run_dir_for(need_out(out), cfg, force_new=force_new_config)
-        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+        with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, \
                 progress_output() as progress:
             metrics = run_ragshaper(cfg, out, progress=progress, executor=ex, preflight=preflight)
         _summary(metrics, out)

@@ -69,6 +69,9 @@ def evipath(
     2 bad input or configuration (a 401/404 from the LLM included: nothing is written as finished);
     1 a bug (tracebacks in the log; metrics and report are still written).
 
+    Items in flight: e.g. --set concurrency=32 (also the most requests that reach an LLM endpoint;
+    default 64 with an openai: LLM, 2 with embedded; docs/llm.md).
+
     Example: agentrag synth evipath --dataset ../shared/data/musique/train_100.jsonl --llm embedded
     --limit 2 --out runs/evipath
     """

@@ -48,8 +48,9 @@ def reasonrag(
                                               "(LLM score of the partial trajectory, Eq. 6). Default: spre.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Use the first N questions of each "
                                               "dataset file. Default: all.")] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions searched at once. "
-                                                    "Default: 2.")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-j", help="Questions searched at once, and the "
+                                                    "most requests that reach an LLM endpoint. Default: 64 with an openai: LLM, 2 "
+                                                    "with the embedded model.")] = None,
     executor: ExecutorOpt = None,
     ray_address: RayAddressOpt = None,
     workers: WorkersOpt = None,
@@ -92,7 +93,7 @@ def reasonrag(
             print_config(cfg)
         # pair and label settings may change: the pairs are rebuilt from the stored trees (issue 21)
         out = run_dir_for(need_out(out), cfg, force_new=force_new_config, may_change=REBUILT_KEYS)
-        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+        with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, \
                 progress_output() as progress:
             metrics = run_reasonrag(cfg, out, progress=progress, executor=ex, preflight=preflight)
         _summary(metrics, out)

@@ -80,6 +80,9 @@ def build(
     to finish them); 2 bad input or configuration (a 401/404 from the LLM included: nothing is
     written as finished); 1 an item hit a bug (traceback in the log).
 
+    Items in flight: e.g. --set concurrency=32 (also the most requests that reach an LLM endpoint;
+    default 64 with an openai: LLM, 2 with embedded; docs/llm.md).
+
     Example: agentrag synth tracer --kb runs/kb --llm embedded --limit 4 --max-hops 2 --out runs/tracer
     """
     if ctx.invoked_subcommand is not None:
@@ -99,7 +102,7 @@ def build(
         if show_config:
             print_config(cfg)
         out = run_dir_for(need_out(out), cfg, force_new=force_new_config)
-        with executor_from_options(executor, workers, ray_address, cfg.concurrency) as ex, \
+        with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, \
                 progress_output() as progress:
             metrics = run_tracer(cfg, out, progress=progress, executor=ex, preflight=preflight)
         for row in metrics["funnel"]:

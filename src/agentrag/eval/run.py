@@ -30,6 +30,7 @@ from agentrag.eval.report import write_eval_report
 from agentrag.eval.result import EvalResult
 from agentrag.eval.runner import EvalConfig, evaluate_stage, summarize
 from agentrag.exec import Executor, ItemBugs, ThreadExecutor
+from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
 from agentrag.llm.usage import llm_usage
 from agentrag.records import QAItem
 from agentrag.runs import LOCK_NAME, RunDir
@@ -130,6 +131,7 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
         run.write_config(cfg)
         cache = run.file("llm_cache.sqlite")
         roles: dict[str, Any] = {}
+        width = cfg.items_in_flight()
         agent: Any
         the_judge: LLMJudge | None = None
         if in_process:
@@ -143,11 +145,14 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
                 the_judge = LLMJudge(resolve_llm(cfg.judge, cache=cache))
             agent = build_agent(cfg.agent, agent_llm, retriever, **cfg.agent_config)
             roles = {"agent": agent_llm, "judge": the_judge.llm if the_judge else None}
+            if cfg.concurrency is None and llm is not None:  # the default follows an LLM object passed in
+                width = max(width, default_items_in_flight(llm))
+            link_request_limits(roles.values(), width)  # one setting: the endpoint's limit is the items in flight
         else:  # each worker process builds LLM, retriever, agent and judge from the config
             from agentrag.eval.worker import EvalTask
 
             agent = EvalTask(cfg.model_dump(), cache)
-        results, stage = evaluate_stage(agent, items, run, judge=the_judge, concurrency=cfg.concurrency,
+        results, stage = evaluate_stage(agent, items, run, judge=the_judge, concurrency=width,
                                         maxd=cfg.maxd, correct_by=cfg.correct_by, progress=progress,
                                         on_result=on_result, executor=executor)
         metrics = summarize(results, n_requested=len(items), unfinished={**stage.unfinished, **stage.bugs})

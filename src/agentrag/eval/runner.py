@@ -28,6 +28,7 @@ from agentrag.eval.hops import MAXD_MIN_HOPS, diagnose, lower_hop_items
 from agentrag.eval.judge import LLMJudge
 from agentrag.eval.result import EvalResult
 from agentrag.exec import Executor, StageResult, ThreadExecutor, WorkerTask, run_stage
+from agentrag.llm.adaptive import ITEMS_IN_FLIGHT_HELP, default_items_in_flight
 from agentrag.records import QAItem, Trajectory
 from agentrag.runs import RunDir
 
@@ -53,9 +54,13 @@ class EvalConfig(Config):
     llm: str = "embedded"
     judge: str | None = None
     limit: int | None = None
-    concurrency: int = Field(default=4, ge=1)
+    concurrency: int | None = Field(default=None, ge=1, description=ITEMS_IN_FLIGHT_HELP)
     maxd: bool = False
     correct_by: CorrectBy = "auto"
+
+    def items_in_flight(self) -> int:
+        """``concurrency``, or its default for the agent's and judge's LLMs."""
+        return self.concurrency or default_items_in_flight(self.llm, self.judge)
 
 
 #: the tools that give the final answer: calling one is not a retrieval step

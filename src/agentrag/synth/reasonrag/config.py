@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from agentrag.config import Config
+from agentrag.llm.adaptive import ITEMS_IN_FLIGHT_HELP, default_items_in_flight
 
 
 class MCTSConfig(Config):
@@ -72,7 +73,7 @@ class ReasonRagConfig(Config):
     """Everything ``agentrag synth reasonrag`` reads; override any key with ``--set``."""
 
     seed: int = 0
-    concurrency: int = Field(default=2, ge=1, description="questions searched at once")
+    concurrency: int | None = Field(default=None, ge=1, description=ITEMS_IN_FLIGHT_HELP)
     mcts: MCTSConfig = Field(default_factory=MCTSConfig)
     value: ValueConfig = Field(default_factory=ValueConfig)
     pairs: PairConfig = Field(default_factory=PairConfig)
@@ -89,6 +90,10 @@ class ReasonRagRunConfig(ReasonRagConfig):
     llm: str = "embedded"
     judge: str | None = None
     limit: int | None = Field(default=None, ge=1)
+
+    def items_in_flight(self) -> int:
+        """``concurrency``, or its default for the LLMs named (:func:`~agentrag.llm.adaptive.default_items_in_flight`)."""
+        return self.concurrency or default_items_in_flight(self.llm, self.judge)
 
 
 __all__ = ["MCTSConfig", "ValueConfig", "PairConfig", "ReasonRagConfig", "ReasonRagRunConfig"]

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from agentrag.config import Config
 from agentrag.errors import UserError
+from agentrag.llm.adaptive import ITEMS_IN_FLIGHT_HELP, default_items_in_flight
 
 TEMPLATES = ("inference", "comparison")
 
@@ -61,7 +62,7 @@ class TracerConfig(Config):
     seed: int = 0
     docs: int = Field(default=10, ge=1, description="N documents sampled from the KB")
     max_hops: int = Field(default=4, ge=2, le=4, description="longest chain built (paper: 4)")
-    concurrency: int = Field(default=2, ge=1)
+    concurrency: int | None = Field(default=None, ge=1, description=ITEMS_IN_FLIGHT_HELP)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     atomic: AtomicConfig = Field(default_factory=AtomicConfig)
     compose: ComposeConfig = Field(default_factory=ComposeConfig)
@@ -98,6 +99,10 @@ class TracerRunConfig(TracerConfig):
     llm: str = Field(default="embedded", description="generator / answerer / auditor LLM reference")
     judge: str | None = Field(default=None, description="0/1/2 judge LLM reference (default: llm)")
     exclude: list[str] = Field(default_factory=list, description="benchmark files whose titles are removed")
+
+    def items_in_flight(self) -> int:
+        """``concurrency``, or its default for the LLMs named (:func:`~agentrag.llm.adaptive.default_items_in_flight`)."""
+        return self.concurrency or default_items_in_flight(self.llm, self.judge)
 
 
 __all__ = ["PRESETS", "preset_base", "TEMPLATES", "DOMAINS", "SamplingConfig", "AtomicConfig", "ComposeConfig", "VerifyConfig",

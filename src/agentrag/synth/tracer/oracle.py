@@ -17,6 +17,7 @@ policy): an outage leaves the item unfinished, a 401/404 stops the run.
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -73,6 +74,11 @@ class Oracle:
         self.llm, self.judge_llm, self.cfg, self.item = llm, judge or llm, cfg, item
         self.calls = 0
         self._sampled: dict[str, int] = {}
+        self._lock = threading.Lock()  # irreducibility asks its answers from several threads
+
+    def _paid(self) -> None:
+        with self._lock:
+            self.calls += 1
 
     def seed_for(self, name: str) -> int:
         """The next sampled ``name`` call's seed (see :func:`call_seed`)."""
@@ -84,7 +90,7 @@ class Oracle:
              temperature: float = 0.0) -> tuple[M | None, Provenance, str | None]:
         """One structured call: ``(instance or None, provenance, error)`` (see :func:`call_json`)."""
         msgs = [Message(role="system", content=system), Message(role="user", content=user)]
-        self.calls += 1
+        self._paid()
         extra: dict[str, Any] = {"seed": self.seed_for(f"{stage}.{name}")} if temperature > 0 else {}
         obj, prov, err = call_json(self.llm, msgs, model, name=name, stage=stage, max_tokens=max_tokens,
                                    temperature=temperature, **extra)
@@ -113,7 +119,7 @@ class Oracle:
             return Grade(True, e, f)
         if is_no_answer(pred):
             return Grade(False, e, f)
-        self.calls += 1
+        self._paid()
         verdict, prov, err = call_json(self.judge_llm, LLMJudge(self.judge_llm).messages(question, pred, golds),
                                        JudgeReply, name="judge_verdict", stage="judge", temperature=0.0,
                                        max_tokens=128)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from agentrag.eval.metrics import normalize_answer
 from agentrag.synth.tracer.atomic import answer_heuristic
@@ -143,14 +144,26 @@ def semantic(oracle: Oracle, prev: Sequence[Hop], cand: Hop) -> Check:
 
 
 def irreducibility(oracle: Oracle, question: str, docs: Sequence[tuple[str, str, str]], golds: list[str]) -> Check:
-    """Stage 3 (ii): one answer per removed supporting document (``docs``: (id, title, text))."""
+    """Stage 3 (ii): one answer per removed supporting document (``docs``: (id, title, text)).
+
+    The answers are independent, so they are asked at once (one thread per document; the LLM
+    backend's request limit still bounds what reaches the server); results are read in document
+    order, and an outage in any of them propagates as it did when they ran one after another."""
     culprits: list[str] = []
     raw: list[str] = []
     per_doc: dict[str, dict[str, object]] = {}
-    for i, (did, _, _) in enumerate(docs):
+
+    def without(i: int) -> Check:
         rest = [(t, x) for j, (_, t, x) in enumerate(docs) if j != i]
-        c = oracle.check("irreducibility", question, rest, golds, want_correct=False,
-                         fail_reason=f"still answerable without {did}")
+        return oracle.check("irreducibility", question, rest, golds, want_correct=False,
+                            fail_reason=f"still answerable without {docs[i][0]}")
+
+    if len(docs) > 1:
+        with ThreadPoolExecutor(len(docs), thread_name_prefix="tracer-irreducibility") as pool:
+            checks = list(pool.map(without, range(len(docs))))
+    else:
+        checks = [without(i) for i in range(len(docs))]
+    for (did, _, _), c in zip(docs, checks, strict=True):
         raw.extend(c.raw)
         per_doc[did] = {"answer": c.answer, "passed": c.passed, "reason": c.reason}
         if not c.passed:

@@ -1,0 +1,229 @@
+"""Eval and each synthesizer against a remote-like endpoint: ``agentrag.testing.StubOpenAIServer``
+answering every request after ``--latency`` s (0.2), with ``--faults`` (5%) of the requests drawn
+from the stub's fault kinds (500, a 1 s stall, malformed / garbage / null-choice / bad-message
+200 bodies), at ``--concurrency`` (64) items in flight. The replies are the scripted worlds of the
+unit tests (tests/), served over HTTP, so items pass the gates.
+
+For each: backend requests (faults and their retries included), faults injected, items finished
+and unfinished, wall time, ideal = requests x latency / concurrency, and wall / ideal (goal <= 1.3;
+a run also has sequential chains inside items and a tail, which ideal ignores).
+
+    PYTHONPATH=src AGENTRAG_SHARED=../shared python benchmarks/synth_concurrency.py \
+        [--only eval,ragshaper,reasonrag,evipath,tracer] [--scale 1.0] [--latency 0.2] [--concurrency 64]
+
+``--scale`` multiplies every case's item count (the default sizes take a few minutes in all on a
+2-core machine, where the client's and the stub's Python per request, not the 0.2 s, is the
+limit; see docs/scale.md "Remote endpoints").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests"), str(Path(__file__).resolve().parents[1] / "tests" / "unit")]
+
+from agentrag.exec import ThreadExecutor  # noqa: E402
+from agentrag.llm import resolve_llm  # noqa: E402
+from agentrag.records import Message, ToolCall  # noqa: E402
+from agentrag.testing import FakeRetriever, StubOpenAIServer  # noqa: E402
+
+DATA = Path(os.environ.get("AGENTRAG_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "data"
+#: retries: the backend's defaults except a shorter first backoff (0.1 s instead of 0.5 s)
+LLM_SETTINGS = {"max_retries": 6, "backoff_initial": 0.1, "backoff_max": 2.0, "timeout": 30.0}
+
+
+def to_message(m: dict[str, Any]) -> Message:
+    calls = [ToolCall(id=tc.get("id") or "", name=tc["function"]["name"],
+                      arguments=json.loads(tc["function"].get("arguments") or "{}")) for tc in m.get("tool_calls") or []]
+    return Message(role=m["role"], content=m.get("content"), tool_calls=calls, tool_call_id=m.get("tool_call_id"),
+                   name=m.get("name"))
+
+
+def served(llm: Any, rewrite: Callable[[str], str] | None = None) -> Callable[[dict[str, Any]], Any]:
+    """A StubOpenAIServer reply function answering as the in-process fake ``llm`` would."""
+    def reply(body: dict[str, Any]) -> Any:
+        msgs = [to_message(m) for m in body["messages"]]
+        if rewrite is not None:
+            msgs = [m.model_copy(update={"content": rewrite(m.content)}) if m.content else m for m in msgs]
+        kw = {k: body[k] for k in ("tools", "response_format", "temperature", "seed", "max_tokens") if k in body}
+        got = llm.chat(msgs, **kw)[0]
+        if got.tool_calls:
+            return {"content": got.text, "tool_calls": [
+                {"id": tc.id or f"c{i}", "type": "function",
+                 "function": {"name": tc.name, "arguments": json.dumps(tc.arguments)}}
+                for i, tc in enumerate(got.tool_calls)]}
+        return got.text or ""
+    return reply
+
+
+def case_backend(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
+    """The floor: ``n`` bare chat calls from ``conc`` threads (no pipeline), the same stub and faults."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(llm: Any) -> dict[str, Any]:
+        with ThreadPoolExecutor(conc) as pool:
+            got = list(pool.map(lambda i: llm.chat([Message(role="user", content=f"hi {i}")])[0].text, range(n)))
+        return {"items": n, "finished": sum(t == "ok" for t in got), "unfinished": n - len(got)}
+    return "ok", {"run": run}
+
+
+def case_eval(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
+    from test_eval_outages import PASSAGES, plan_step_policy
+
+    from agentrag.eval.run import run_eval
+    from agentrag.testing import ScriptedLLM
+
+    data = out.parent / "qa.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is the capital of country {i % 8}?",
+                                        "golden_answers": [f"City {i % 8}"]}) + "\n" for i in range(n)))
+
+    def run(llm: Any) -> dict[str, Any]:
+        m = run_eval(out=out, dataset=str(data), agent="plan_step", concurrency=conc, llm=llm,
+                     retriever=FakeRetriever(PASSAGES), executor=ThreadExecutor(conc))
+        return {"items": n, "finished": m["n"], "unfinished": m["unfinished"]}
+    return served(ScriptedLLM(default=plan_step_policy)), {"run": run}
+
+
+def case_ragshaper(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
+    from ragshaper_stub import build_kb, world_reply
+
+    from agentrag.kb import KnowledgeBase
+    from agentrag.synth.ragshaper import RagShaperRunConfig, run_ragshaper
+    from agentrag.testing import HashEmbedder
+
+    kb = build_kb(out.parent / "kb")
+    load = KnowledgeBase.load.__func__  # type: ignore[attr-defined]
+    KnowledgeBase.load = classmethod(lambda cls, d, **kw: load(cls, d, embedder=HashEmbedder(32), **kw))  # type: ignore[method-assign]
+    names = ["Ada Varn", "Ott Brem", "Lysa", "Orn bridge"]
+
+    def run(llm: Any) -> dict[str, Any]:
+        cfg = RagShaperRunConfig(kb=str(kb), concurrency=conc)
+        cfg.curator.max_depth = 3
+        m = run_ragshaper(cfg, out, llm=llm, seeds=[f"{names[i % 4]} {i}" for i in range(n)],
+                          executor=ThreadExecutor(conc))
+        return {"items": n, "finished": m["funnel"][0]["out"], "unfinished": m["unfinished"]}
+    return world_reply, {"run": run}
+
+
+def case_reasonrag(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from reasonrag_stub import reply
+
+    from agentrag.records import Passage, QAItem
+    from agentrag.synth.reasonrag import ReasonRagRunConfig, run_reasonrag
+
+    qs = [QAItem(id=f"q{i}", question=f"Who directed Film Alpha (case {i})?", golden_answers=["John Smith"])
+          for i in range(n)]
+    docs = FakeRetriever([Passage(id="p1", title="Film Alpha", text="Film Alpha director was John Smith."),
+                          Passage(id="p2", title="Beta river", text="The Beta river length is 40 km.")])
+
+    def run(llm: Any) -> dict[str, Any]:
+        cfg = ReasonRagRunConfig.model_validate({"concurrency": conc, "mcts": {"top_k": 1, "iterations": 8}})
+        m = run_reasonrag(cfg, out, llm=llm, retriever=docs, questions=qs, executor=ThreadExecutor(conc))
+        return {"items": n, "finished": n - m["unfinished"], "unfinished": m["unfinished"]}
+    return reply, {"run": run}
+
+
+def case_evipath(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
+    from agentrag.synth.evipath import EviPathRunConfig, run_evipath
+    from evipath_fakes import CleanGoldLLM, ContentWordEmbedder
+
+    data = DATA / "musique" / "train_397.jsonl"
+    records = [json.loads(x) for x in data.read_text().splitlines()]
+
+    def run(llm: Any) -> dict[str, Any]:
+        cfg = EviPathRunConfig(datasets=[str(data)], concurrency=conc, limit=n)
+        m = run_evipath(cfg, out, planner=llm, embedder=ContentWordEmbedder(), executor=ThreadExecutor(conc))
+        return {"items": n, "finished": m["funnel"][0]["out"], "unfinished": m["unfinished"]}
+    return served(CleanGoldLLM(records)), {"run": run}
+
+
+COPY = re.compile(r" §\d+")
+
+
+def case_tracer(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
+    from tracer_support import PASSAGES, stub_reply
+
+    from agentrag.synth.tracer import TracerRunConfig, run_tracer
+
+    copies = max(1, n // len(PASSAGES))  # the scripted world, copied (titles "T §k"; the replies ignore the copy)
+    passages = [p.model_copy(update={"id": f"{p.id}-{k}", "title": f"{p.title} §{k}"})
+                for k in range(copies) for p in PASSAGES]
+
+    def reply(body: dict[str, Any]) -> Any:
+        for m in body["messages"]:
+            if m.get("content"):
+                m["content"] = COPY.sub("", m["content"])
+        return stub_reply(body)
+
+    def run(llm: Any) -> dict[str, Any]:
+        cfg = TracerRunConfig(docs=len(passages), max_hops=4, concurrency=conc)
+        cfg.sampling.min_chars = 0
+        m = run_tracer(cfg, out, llm=llm, judge=llm, kb=FakeRetriever(passages), passages=passages,
+                       executor=ThreadExecutor(conc))
+        return {"items": len(passages), "finished": m["funnel"][0]["out"], "unfinished": m["unfinished"]}
+    return reply, {"run": run}
+
+
+#: case -> (builder, default items)
+#: about 5 x the default concurrency of items each, so that an item's own chain of sequential calls
+#: and the run's tail are small beside the ideal (fewer items than that cannot reach the ideal)
+CASES: dict[str, tuple[Any, int]] = {"backend": (case_backend, 3000), "eval": (case_eval, 1000), "ragshaper": (case_ragshaper, 320),
+                                     "reasonrag": (case_reasonrag, 320), "evipath": (case_evipath, 397),
+                                     "tracer": (case_tracer, 320)}
+
+
+def bench(name: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
+    build, _ = CASES[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run"
+        reply, parts = build(n, args.concurrency, out)
+        kinds = args.fault_kinds.split(",") if args.fault_kinds else StubOpenAIServer.FAULT_KINDS
+        with StubOpenAIServer(reply=reply, latency=args.latency, fault_rate=args.faults, stall_s=1.0,
+                              fault_kinds=kinds, seed=1) as srv:
+            llm = resolve_llm(f"openai:stub@{srv.base_url}", **LLM_SETTINGS)
+            t0 = time.perf_counter()
+            got = parts["run"](llm)
+            wall = time.perf_counter() - t0
+            requests, faults = srv.requests, len(srv.injected)
+    ideal = requests * args.latency / args.concurrency
+    lim = getattr(llm, "limit", None)
+    return {"case": name, **got, "requests": requests, "faults": faults, "wall_s": round(wall, 1),
+            "ideal_s": round(ideal, 1), "wall/ideal": round(wall / ideal, 2) if ideal else None,
+            "backend_limit": getattr(lim, "maximum", getattr(getattr(llm, "config", None), "concurrency", "?")),
+            "lowest_limit": getattr(lim, "lowest", "-")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default=",".join(CASES))
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--faults", type=float, default=0.05)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--fault-kinds", default="", help="comma-separated stub faults (default: the stub's FAULT_KINDS; "
+                    "add 429 to see the adaptive limit back off)")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.ERROR)  # the failed attempts (5% of requests) would flood the table
+    print(f"latency {args.latency} s, faults {args.faults:.0%} ({args.fault_kinds or 'stub defaults'}), concurrency {args.concurrency}, cpus {os.cpu_count()}, "
+          f"load {os.getloadavg()[0]:.1f}")
+    cols = ["case", "items", "finished", "unfinished", "requests", "faults", "wall_s", "ideal_s", "wall/ideal",
+            "backend_limit", "lowest_limit"]
+    print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols), flush=True)
+    for name in args.only.split(","):
+        row = bench(name, max(1, round(CASES[name][1] * args.scale)), args)
+        print("| " + " | ".join(str(row[c]) for c in cols) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

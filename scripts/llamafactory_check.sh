@@ -28,6 +28,6 @@ if ! "$LF_VENV/bin/python" -c "import llamafactory" 2>/dev/null; then
 fi
 
 rm -rf "$WORK"
-PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" benchmarks/llamafactory_check.py make "$WORK"
+PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" benchmarks/_llamafactory_check.py make "$WORK"
 # LLaMA-Factory's own logging goes to WORK/llamafactory.log; the summary to stdout
-HF_HUB_OFFLINE=1 "$LF_VENV/bin/python" benchmarks/llamafactory_check.py load "$WORK" 2> "$WORK/llamafactory.log"
+HF_HUB_OFFLINE=1 "$LF_VENV/bin/python" benchmarks/_llamafactory_check.py load "$WORK" 2> "$WORK/llamafactory.log"

@@ -90,6 +90,7 @@ _EXPORTS: dict[str, str] = {
     "to_trl_records": "agentrag.export", "to_sharegpt": "agentrag.export",
     "write_sft_export": "agentrag.export", "to_trl_dpo": "agentrag.export", "to_alpaca_dpo": "agentrag.export",
     "to_sharegpt_dpo": "agentrag.export",
+    "AdaptiveLimit": "agentrag.llm", "link_request_limits": "agentrag.llm", "default_items_in_flight": "agentrag.llm",
     "write_dpo_export": "agentrag.export", "assistant_mask": "agentrag.export",
     "SFTTrainConfig": "agentrag.train", "DPOTrainConfig": "agentrag.train", "train_sft": "agentrag.train",
     "train_dpo": "agentrag.train",

@@ -18,7 +18,8 @@ from agentrag.llm.resolve import resolve_llm
 from agentrag.llm.usage import llm_usage
 
 _LAZY = {"OpenAIBackend": "agentrag.llm.openai_backend", "EmbeddedLLM": "agentrag.llm.embedded",
-         "HFLLM": "agentrag.llm.hf"}
+         "HFLLM": "agentrag.llm.hf", "AdaptiveLimit": "agentrag.llm.adaptive",
+         "link_request_limits": "agentrag.llm.adaptive", "default_items_in_flight": "agentrag.llm.adaptive"}
 
 
 def __getattr__(name: str) -> Any:
@@ -29,4 +30,5 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["LLM", "Completion", "resolve_llm", "llm_usage", "OpenAIBackend", "EmbeddedLLM", "HFLLM", "CachedLLM", "ResponseCache",
-           "LLMConfig", "UsageMeter", "parse_json_output", "parse_text_tool_calls"]
+           "LLMConfig", "UsageMeter", "parse_json_output", "parse_text_tool_calls",
+           "AdaptiveLimit", "link_request_limits", "default_items_in_flight"]

@@ -9,6 +9,7 @@ real. No LLM is called, so the run works on a CPU with the embedded model only (
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,15 @@ from agentrag.records import QAItem, Record, Trajectory, iter_json_objects
 from agentrag.runs import RunDir
 from agentrag.synth.annotated.config import AnnotatedRunConfig
 from agentrag.synth.annotated.gates import first_failure
-from agentrag.synth.annotated.teacher import item_hops, new_tool, path_trajectory, search_path, summary
+from agentrag.synth.annotated.teacher import (
+    forced_record,
+    is_forced,
+    item_hops,
+    new_tool,
+    path_trajectory,
+    search_path,
+    summary,
+)
 from agentrag.synth.common import Progress
 from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
 
@@ -134,9 +143,10 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
             reason = first_failure(item.question, answer, hops, None, cfg.max_hops)
             if reason:
                 return PathRecord(id=item.id, source=source, reason=reason)
-            searched = search_path(hops, new_tool(policy, cfg.top_k, cfg.max_top_k))
+            searched = search_path(hops, new_tool(policy, cfg.top_k, cfg.max_top_k, cfg.doc_chars))
             reason = first_failure(item.question, answer, hops, searched, cfg.max_hops)
-            traj = None if reason else path_trajectory(item, searched, thoughts=cfg.thoughts)
+            traj = None if reason else path_trajectory(item, searched, thoughts=cfg.thoughts,
+                                                                 system_prompt=cfg.system_prompt)
             return PathRecord(id=item.id, source=source, kept=reason is None, reason=reason, trajectory=traj,
                               detail=summary(searched))
 
@@ -147,15 +157,24 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
 
     def _output(self, cfg: AnnotatedRunConfig, ctx: SynthRun, records: list[PathRecord], n_items: int) -> SynthOutput:
         from agentrag.agents.tools import search_tool_schema
-        from agentrag.export.sft import write_sft_export
+        from agentrag.export.sft import TRL_FILE, to_trl_records, write_jsonl_dicts, write_sft_export
 
         gate_of = {"annotation": "items"}
         item_rej = Counter(r.reason.split(":")[0] for r in records if r.reason and gate_of.get(r.reason.split(":")[0]))
         gate_rej = Counter(r.reason.split(":")[0] for r in records if r.reason and not gate_of.get(r.reason.split(":")[0]))
         n_searched = len(records) - sum(item_rej.values())
         kept = [r.trajectory for r in records if r.kept and r.trajectory is not None]
+        forced = [t for t in kept if is_forced(t.id, cfg.forced_share)]
+        free = [t for t in kept if not is_forced(t.id, cfg.forced_share)]
         tools = [search_tool_schema(default_k=cfg.top_k, max_k=cfg.max_top_k)]  # the react agent's schema
-        export = write_sft_export(ctx.run.file(SFT_DIR), kept, tools=tools)
+        export = write_sft_export(ctx.run.file(SFT_DIR), free, tools=tools)
+        if forced:  # the forced-answer form: TRL only (sharegpt has no user turn after an observation)
+            trl = ctx.run.file(SFT_DIR) / TRL_FILE
+            rows = [json.loads(line) for line in trl.read_text(encoding="utf-8").splitlines() if line.strip()]
+            rows += [forced_record(r) for r in to_trl_records(forced, None, tools)]
+            write_jsonl_dicts(trl, rows)
+            export["exported"] = int(export["exported"]) + len(forced)
+        export["forced_answer"] = len(forced)
         by_source = Counter(r.source for r in records if r.kept)
         return SynthOutput(
             counts={"items": (n_items, n_items - sum(item_rej.values()), dict(item_rej)),

@@ -227,3 +227,38 @@ def test_compact_protocol_records_are_what_the_react_agent_sends(tmp_path: Path)
             assert last["tools"] == rec["tools"] and sent == msgs[:-1]
     # sharegpt holds the free form only (LLaMA-Factory has no user turn after an observation)
     assert (tmp_path / "forced" / "sft" / "sharegpt.jsonl").read_text() == ""
+
+
+def test_planner_executor_conversations_parse_with_the_agents_protocol(tmp_path: Path) -> None:
+    from agentrag.agents.pe_protocol import (
+        EXECUTOR_SYSTEM,
+        PLANNER_SYSTEM,
+        executor_user,
+        parse_executor,
+        parse_planner,
+    )
+    from agentrag.agents.planner_executor import passage_text
+
+    files = [_write(tmp_path, "mus_train.jsonl", [MUSIQUE]), _write(tmp_path, "wiki_train.jsonl", [TWOWIKI])]
+    retriever = FakeRetriever(_passages())
+    m = run_annotated(AnnotatedRunConfig(datasets=files, top_k=2, doc_chars=80), tmp_path / "out", retriever=retriever)
+    pe = m["export"]["planner_executor"]
+    assert pe["planner_conversations"] == 2 and pe["executor_conversations"] == 4 and pe["exported"] == 6
+    chats = [json.loads(x)["messages"] for x in
+             (tmp_path / "out" / "sft_planner_executor" / "trl_sft.jsonl").read_text().splitlines()]
+    planner = next(c for c in chats if c[0]["content"] == PLANNER_SYSTEM and "spouse" in c[1]["content"])
+    turns = [parse_planner(x["content"]) for x in planner if x["role"] == "assistant"]
+    assert [t.searches for t in turns[:-1]] == [["What is the spouse of Ada Lark?"], ["Where was Bruno Kess born?"]]
+    assert turns[-1].answer == "Vienna" and not turns[-1].searches and all(t.error is None for t in turns)
+    assert planner[3]["content"].startswith("Observation:\n") and "Bruno Kess" in planner[3]["content"]
+    execs = [c for c in chats if c[0]["content"] == EXECUTOR_SYSTEM]
+    born = next(c for c in execs if "Where was Bruno Kess born?" in c[1]["content"])
+    (hits,) = retriever.search(["Where was Bruno Kess born?"], 2)
+    assert born[1]["content"] == executor_user("Where was Bruno Kess born?", [passage_text(h, 80) for h in hits])
+    out = parse_executor(born[2]["content"])
+    assert out.error is None and out.select == [i for i, h in enumerate(hits) if h.title == "Bruno Kess"]
+    assert "Vienna" in (out.answer or "")
+    # off: no planner_executor export
+    m2 = run_annotated(AnnotatedRunConfig(datasets=files, top_k=2, planner_executor=False), tmp_path / "o2",
+                       retriever=FakeRetriever(_passages()))
+    assert "planner_executor" not in m2["export"] and not (tmp_path / "o2" / "sft_planner_executor").exists()

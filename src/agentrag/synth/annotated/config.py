@@ -32,6 +32,9 @@ class AnnotatedRunConfig(Config):
                                 "item id) written with the react agent's forced answer turn: the last search, "
                                 "then the user message 'You have no searches left...', then the answer, with no "
                                 "tool schema (as the agent's last turn is sent)")
+    planner_executor: bool = Field(True, description="also write EviPath planner_executor conversations of the "
+                                   "kept paths (planner chats and one executor chat per hop) into "
+                                   "sft_planner_executor/")
     concurrency: int = Field(1, ge=1, description="items searched at once")
 
 

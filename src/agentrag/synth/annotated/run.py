@@ -26,6 +26,8 @@ from agentrag.runs import RunDir
 from agentrag.synth.annotated.config import AnnotatedRunConfig
 from agentrag.synth.annotated.gates import first_failure
 from agentrag.synth.annotated.teacher import (
+    Hop,
+    SearchedHop,
     forced_record,
     is_forced,
     item_hops,
@@ -40,6 +42,7 @@ from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run
 GIVEN = ("retriever",)
 PATHS = "paths.jsonl"
 SFT_DIR = "sft"
+PE_DIR = "sft_planner_executor"
 
 
 class PathRecord(Record):
@@ -174,7 +177,10 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
             rows += [forced_record(r) for r in to_trl_records(forced, None, tools)]
             write_jsonl_dicts(trl, rows)
             export["exported"] = int(export["exported"]) + len(forced)
+            export["trajectories"] = len(kept)
         export["forced_answer"] = len(forced)
+        if cfg.planner_executor and kept:
+            export["planner_executor"] = self._pe_export(ctx, cfg, [r for r in records if r.kept and r.trajectory])
         by_source = Counter(r.source for r in records if r.kept)
         return SynthOutput(
             counts={"items": (n_items, n_items - sum(item_rej.values()), dict(item_rej)),
@@ -184,6 +190,27 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
             export={k: v for k, v in export.items() if k != "files"},
             details={"kept_by_source": dict(by_source), "protocol": cfg.protocol,
                      "mean_hops_kept": round(sum(len(t.steps) - 1 for t in kept) / len(kept), 2) if kept else None})
+
+    @staticmethod
+    def _pe_export(ctx: SynthRun, cfg: AnnotatedRunConfig, kept: list[PathRecord]) -> dict[str, Any]:
+        """EviPath planner_executor conversations of the kept paths (rebuilt from the stored records)."""
+        from agentrag.export.chat import write_chat_export
+        from agentrag.synth.annotated.pe import executor_conversation, planner_conversation
+
+        chats = []
+        for r in kept:
+            assert r.trajectory is not None
+            searched = stored_hops(r)
+            chats.append(planner_conversation(r.trajectory.question, r.trajectory.answer or "", searched))
+            chats.extend(executor_conversation(sh, cfg.doc_chars) for sh in searched)
+        info = write_chat_export(
+            ctx.run.file(PE_DIR), chats, name="agentrag_annotated_planner_executor",
+            summary={"planner_conversations": len(kept), "executor_conversations": len(chats) - len(kept)},
+            description="Human-annotation paths searched in the KB as EviPath planner_executor chats: multi-turn "
+                        "planner conversations (think + Search actions, templated executor answers as "
+                        "observations) and single-turn executor conversations (sub-question + retrieved "
+                        "evidence -> think / select / answer). Train on assistant turns only.")
+        return {k: v for k, v in info.items() if k != "files"}
 
     def report_sections(self, metrics: dict[str, Any]) -> Sequence[Any]:
         rows = [[r["stage"], r["in"], r["out"], ", ".join(f"{k}: {v}" for k, v in r["rejected"].items())]
@@ -195,6 +222,15 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
                  "headers": ["stage", "in", "out", "rejected"], "rows": rows}]
 
 
+def stored_hops(rec: PathRecord) -> list[SearchedHop]:
+    """The searched hops of a kept record (its trajectory's searches and the funnel's annotation)."""
+    assert rec.trajectory is not None
+    d = rec.detail
+    steps = [s for s in rec.trajectory.steps if s.action is not None]
+    return [SearchedHop(Hop(q, a, list(sup)), s.observation or "", list(s.hits))
+            for q, a, sup, s in zip(d["queries"], d["answers"], d["support"], steps, strict=True)]
+
+
 def run_annotated(cfg: AnnotatedRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
                   **given: Any) -> dict[str, Any]:
     """Run the teacher into ``out`` (rerun = resume); returns ``metrics.json``'s object.
@@ -202,4 +238,4 @@ def run_annotated(cfg: AnnotatedRunConfig, out: str | os.PathLike[str], *, progr
     return run_synthesizer(AnnotatedSynth(), cfg, out, progress=progress, **given)
 
 
-__all__ = ["AnnotatedSynth", "PathRecord", "read_annotated", "run_annotated", "PATHS", "SFT_DIR"]
+__all__ = ["AnnotatedSynth", "PathRecord", "read_annotated", "run_annotated", "stored_hops", "PATHS", "SFT_DIR", "PE_DIR"]

@@ -119,8 +119,6 @@ def test_prompt_is_a_prefix_of_the_trained_rendering(ckpt: Path) -> None:
 def test_prefix_cache_reuses_earlier_prompts_and_keeps_greedy_outputs(ckpt: Path) -> None:
     """Turn k's prompt extends turn k-1's: only the new tokens are computed, and the greedy output is
     the cold-start one (also after an unrelated prompt in between, and for a shorter prompt)."""
-    from agentrag.llm import hf
-
     from agentrag.llm.hf import PrefixCache, _generate, load_checkpoint
 
     model, tok, _ = load_checkpoint(ckpt)
@@ -142,4 +140,3 @@ def test_prefix_cache_reuses_earlier_prompts_and_keeps_greedy_outputs(ckpt: Path
     assert reused[0] == 0 and reused[1] == len(base) and reused[2] == len(turns[1]) and reused[3] == 0
     assert reused[4] == 2  # a shorter prompt: the cache cut to its first tokens (one left to compute)
     assert len(pool.entries) == 2
-    assert isinstance(hf._PREFIXES, dict)

@@ -21,8 +21,8 @@ from pathlib import Path
 SIZES = {
     "full": {"N_MUSIQUE": "200", "N_2WIKI": "300", "N_DEV": "40", "TRAIN_STEPS": "-1", "BATCH": "2",
              "MAX_LENGTH": "2048", "LR": "5e-5", "AGENT_STEPS": "6", "MAX_TOKENS": "128", "KB_METHOD": "hybrid"},
-    "small": {"N_MUSIQUE": "60", "N_2WIKI": "60", "N_DEV": "15", "TRAIN_STEPS": "16", "BATCH": "1",
-              "MAX_LENGTH": "1024", "LR": "1e-4", "AGENT_STEPS": "6", "MAX_TOKENS": "96", "KB_METHOD": "bm25"},
+    "small": {"N_MUSIQUE": "60", "N_2WIKI": "60", "N_DEV": "15", "TRAIN_STEPS": "40", "BATCH": "1",
+              "MAX_LENGTH": "2048", "LR": "1e-4", "AGENT_STEPS": "6", "MAX_TOKENS": "96", "KB_METHOD": "bm25"},
 }
 
 

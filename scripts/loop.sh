@@ -7,6 +7,10 @@
 #   LR, BATCH, MAX_LENGTH, AGENT_STEPS, MAX_TOKENS, KB_METHOD (hybrid | bm25), AG (the agentrag command),
 #   EVAL_HF_BASE=1 (also evaluate the untrained model through hf:). AGENT_STEPS must exceed the most hops
 #   (4: 2Wiki bridge_comparison) + 1, or the react agent's forced answer turn comes before the last search.
+# The compact react protocol, the same for the teacher and both evaluations (so a training record fits
+# MAX_LENGTH whole): SYSTEM_PROMPT (short), TOP_K documents per search, each cut to DOC_CHARS characters;
+# FORCED_SHARE of the teacher's paths end with the agent's forced answer turn (docs/loop.md).
+# The base evaluation runs beside the training (it needs no checkpoint); PARALLEL=0 runs them in turn.
 # Rerunning resumes every step (KBs kept, synth/eval runs resume, a finished training is not redone).
 set -euo pipefail
 OUT=${1:-runs/loop}
@@ -16,6 +20,10 @@ SHARED_DATA="${AGENTRAG_SHARED:-../shared}/data"
 N_MUSIQUE=${N_MUSIQUE:-200}; N_2WIKI=${N_2WIKI:-300}; N_DEV=${N_DEV:-40}
 TRAIN_STEPS=${TRAIN_STEPS:--1}; LR=${LR:-5e-5}; BATCH=${BATCH:-2}; MAX_LENGTH=${MAX_LENGTH:-2048}
 AGENT_STEPS=${AGENT_STEPS:-6}; MAX_TOKENS=${MAX_TOKENS:-128}; KB_METHOD=${KB_METHOD:-hybrid}
+TOP_K=${TOP_K:-3}; DOC_CHARS=${DOC_CHARS:-200}; FORCED_SHARE=${FORCED_SHARE:-0.5}; PARALLEL=${PARALLEL:-1}
+SYSTEM_PROMPT=${SYSTEM_PROMPT:-"Answer the question with the \`{tool}\` search tool. Search one fact at a time \
+with a short, self-contained query. When you know the answer, write it inside <answer></answer>: a few words \
+only (a name, date, place, number or yes/no)."}
 mkdir -p "$OUT/data"
 t0=$(date +%s)
 stamp() { echo "[loop +$(( $(date +%s) - t0 ))s] $*"; }
@@ -28,22 +36,34 @@ stamp "KBs ($KB_METHOD)"
 [ -f "$OUT/kb_train/params.json" ] || $AG kb build "$OUT/data/musique_train.jsonl" "$OUT/data/2wiki_train.jsonl" \
   --out "$OUT/kb_train" --method "$KB_METHOD"
 [ -f "$OUT/kb_dev/params.json" ] || $AG kb build "$OUT/data/2wiki_dev.jsonl" --out "$OUT/kb_dev" --method "$KB_METHOD"
+# the protocol, written once for the teacher and the agent (JSON strings are valid YAML)
+PROMPT_JSON=$($PY -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$SYSTEM_PROMPT")
+cat > "$OUT/teacher.yaml" <<YAML
+system_prompt: $PROMPT_JSON
+top_k: $TOP_K
+doc_chars: $DOC_CHARS
+forced_share: $FORCED_SHARE
+YAML
+cat > "$OUT/eval.yaml" <<YAML
+agent: react
+agent_config: {max_steps: $AGENT_STEPS, max_tokens: $MAX_TOKENS, temperature: 0.0, top_k: $TOP_K,
+               doc_chars: $DOC_CHARS, system_prompt: $PROMPT_JSON}
+YAML
 # --- 2. human-annotation teacher: react trajectories, every hop searched in kb_train ---
 stamp "synth annotated"
-$AG synth annotated --dataset "$OUT/data/musique_train.jsonl" --dataset "$OUT/data/2wiki_train.jsonl" \
-  --kb "$OUT/kb_train" --out "$OUT/synth"
-# --- 3. observation-masked SFT of the embedded model ---
+$AG synth annotated --config "$OUT/teacher.yaml" --dataset "$OUT/data/musique_train.jsonl" \
+  --dataset "$OUT/data/2wiki_train.jsonl" --kb "$OUT/kb_train" --out "$OUT/synth"
+# --- 3. observation-masked SFT of the embedded model, and (beside it) the base model's evaluation ---
+eval_base() {
+  $AG eval --config "$OUT/eval.yaml" --dataset "$OUT/data/2wiki_dev.jsonl" --kb "$OUT/kb_dev" --llm embedded \
+    --out "$OUT/eval_base" || [ $? = 3 ]
+}
+stamp "eval base (embedded)"
+if [ "$PARALLEL" = 1 ]; then eval_base > "$OUT/eval_base.log" 2>&1 & base_pid=$!; else eval_base; fi
 stamp "train sft"
 $AG train sft --data "$OUT/synth/sft/trl_sft.jsonl" --out "$OUT/train" --max-steps "$TRAIN_STEPS" \
   --set learning_rate="$LR" --set batch_size="$BATCH" --set max_length="$MAX_LENGTH"
-# --- 4. the same react agent, base vs trained, on dev questions never trained on ---
-cat > "$OUT/eval.yaml" <<YAML
-agent: react
-agent_config: {max_steps: $AGENT_STEPS, max_tokens: $MAX_TOKENS, temperature: 0.0}
-YAML
-stamp "eval base (embedded)"
-$AG eval --config "$OUT/eval.yaml" --dataset "$OUT/data/2wiki_dev.jsonl" --kb "$OUT/kb_dev" --llm embedded \
-  --out "$OUT/eval_base" || [ $? = 3 ]
+# --- 4. the same react agent, trained, on the same dev questions (never trained on) ---
 stamp "eval trained (hf:$OUT/train/checkpoint)"
 $AG eval --config "$OUT/eval.yaml" --dataset "$OUT/data/2wiki_dev.jsonl" --kb "$OUT/kb_dev" \
   --llm "hf:$OUT/train/checkpoint" --out "$OUT/eval_trained" || [ $? = 3 ]
@@ -63,6 +83,9 @@ PYEOF
   $PY -m agentrag.eval.compare "$OUT/eval_base_hf" "$OUT/eval_trained" --out "$OUT/compare_hf.md"
 fi
 # --- 5. before/after table with a paired bootstrap CI on the F1 difference ---
+if [ "$PARALLEL" = 1 ]; then
+  wait "$base_pid" || { echo "eval base failed; see $OUT/eval_base.log" >&2; exit 1; }
+fi
 stamp "compare"
 $PY -m agentrag.eval.compare "$OUT/eval_base" "$OUT/eval_trained" --out "$OUT/compare.md"
 stamp "done: $OUT/compare.md"

@@ -154,3 +154,111 @@ def test_refuses_dev_files_and_other_formats(tmp_path: Path) -> None:
     flash = _write(tmp_path, "train_flash.jsonl", [{"id": "1", "question": "q", "golden_answers": ["a"]}])
     with pytest.raises(UserError, match="format"):
         run_annotated(AnnotatedRunConfig(datasets=[flash]), tmp_path / "o", retriever=FakeRetriever(_passages()))
+
+
+COMPACT = "Search with `{tool}`; answer inside <answer></answer>."
+
+
+def _records(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "sft" / "trl_sft.jsonl").read_text().splitlines()]
+
+
+def test_forced_record_inserts_the_agents_forced_turn_and_drops_tools() -> None:
+    from agentrag.agents.prompts import REACT_FORCE_ANSWER
+    from agentrag.synth.annotated.teacher import forced_record
+
+    rec = {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q"},
+                        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_0"}]},
+                        {"role": "tool", "content": "Doc 1"}, {"role": "assistant", "content": "<answer>a</answer>"}],
+           "tools": [{"type": "function"}]}
+    out = forced_record(rec)
+    assert [m["role"] for m in out["messages"]] == ["system", "user", "assistant", "tool", "user", "assistant"]
+    assert out["messages"][4]["content"] == REACT_FORCE_ANSWER and out["tools"] == []
+    assert rec["messages"][-2]["role"] == "tool"  # the input is not modified
+    with pytest.raises(ValueError, match="answer turn"):
+        forced_record({"messages": rec["messages"][:-1], "tools": []})
+
+
+def test_forced_share_splits_paths_stably(tmp_path: Path) -> None:
+    from agentrag.synth.annotated.teacher import is_forced
+
+    ids = [f"id{i}" for i in range(400)]
+    assert not any(is_forced(i, 0.0) for i in ids) and all(is_forced(i, 1.0) for i in ids)
+    half = [i for i in ids if is_forced(i, 0.5)]
+    assert 150 < len(half) < 250 and half == [i for i in ids if is_forced(i, 0.5)]
+
+
+def test_compact_protocol_records_are_what_the_react_agent_sends(tmp_path: Path) -> None:
+    """Teacher records (free and forced form) equal, turn for turn, the requests the react agent
+    makes with the same settings (system prompt, top_k, doc_chars), so SFT trains on the eval prompt."""
+    from agentrag.agents import build_agent
+    from agentrag.agents.config import ReactConfig
+    from agentrag.export.sft import message_dict
+    from agentrag.llm.base import Completion
+    from agentrag.records import ToolCall
+    from agentrag.testing import ScriptedLLM
+
+    files = [_write(tmp_path, "mus_train.jsonl", [MUSIQUE])]
+    long_p = [Passage(id=p.id, title=p.title, text=p.text + " Filler words follow here." * 20) for p in _passages()]
+    for share, out in ((0.0, tmp_path / "free"), (1.0, tmp_path / "forced")):
+        cfg = AnnotatedRunConfig(datasets=files, top_k=2, doc_chars=60, system_prompt=COMPACT, forced_share=share)
+        m = run_annotated(cfg, out, retriever=FakeRetriever(long_p))
+        assert m["export"]["forced_answer"] == (1 if share else 0)
+        (rec,) = _records(out)
+        msgs = rec["messages"]
+        assert msgs[0]["content"] == COMPACT.format(tool="dense_search")
+        obs = msgs[3]["content"]
+        assert "..." in obs and all(len(line) < 60 + 40 for line in obs.splitlines())  # cut documents
+        turns = [(m["content"], m["tool_calls"][0]["function"]["arguments"]["query"]) for m in msgs
+                 if m.get("tool_calls")]
+        # the agent with the same settings, scripted to search the same queries then answer
+        agent_cfg = ReactConfig(top_k=2, doc_chars=60, system_prompt=COMPACT, max_steps=len(turns) + (1 if share else 2))
+        llm = ScriptedLLM([Completion(text=t or None, finish_reason="tool_calls", tool_calls=[
+            ToolCall(id=f"call_{i}", name="dense_search", arguments={"query": q})]) for i, (t, q) in enumerate(turns)]
+            + ["<answer>Vienna</answer>"])
+        build_agent("react", llm, FakeRetriever(long_p), agent_cfg).run(
+            QAItem(id="m1", question=MUSIQUE["question"], golden_answers=["Vienna"]))
+        last = llm.requests[-1]
+        sent = [message_dict(x) for x in last["messages"]]
+        if share:  # the agent's last turn is the forced one: same messages, no tools
+            assert last["tools"] is None and rec["tools"] == []
+            assert sent == msgs[:-1]
+        else:  # free form: the agent would answer at this turn with the tool offered
+            assert last["tools"] == rec["tools"] and sent == msgs[:-1]
+    # sharegpt holds the free form only (LLaMA-Factory has no user turn after an observation)
+    assert (tmp_path / "forced" / "sft" / "sharegpt.jsonl").read_text() == ""
+
+
+def test_planner_executor_conversations_parse_with_the_agents_protocol(tmp_path: Path) -> None:
+    from agentrag.agents.pe_protocol import (
+        EXECUTOR_SYSTEM,
+        PLANNER_SYSTEM,
+        executor_user,
+        parse_executor,
+        parse_planner,
+    )
+    from agentrag.agents.planner_executor import passage_text
+
+    files = [_write(tmp_path, "mus_train.jsonl", [MUSIQUE]), _write(tmp_path, "wiki_train.jsonl", [TWOWIKI])]
+    retriever = FakeRetriever(_passages())
+    m = run_annotated(AnnotatedRunConfig(datasets=files, top_k=2, doc_chars=80), tmp_path / "out", retriever=retriever)
+    pe = m["export"]["planner_executor"]
+    assert pe["planner_conversations"] == 2 and pe["executor_conversations"] == 4 and pe["exported"] == 6
+    chats = [json.loads(x)["messages"] for x in
+             (tmp_path / "out" / "sft_planner_executor" / "trl_sft.jsonl").read_text().splitlines()]
+    planner = next(c for c in chats if c[0]["content"] == PLANNER_SYSTEM and "spouse" in c[1]["content"])
+    turns = [parse_planner(x["content"]) for x in planner if x["role"] == "assistant"]
+    assert [t.searches for t in turns[:-1]] == [["What is the spouse of Ada Lark?"], ["Where was Bruno Kess born?"]]
+    assert turns[-1].answer == "Vienna" and not turns[-1].searches and all(t.error is None for t in turns)
+    assert planner[3]["content"].startswith("Observation:\n") and "Bruno Kess" in planner[3]["content"]
+    execs = [c for c in chats if c[0]["content"] == EXECUTOR_SYSTEM]
+    born = next(c for c in execs if "Where was Bruno Kess born?" in c[1]["content"])
+    (hits,) = retriever.search(["Where was Bruno Kess born?"], 2)
+    assert born[1]["content"] == executor_user("Where was Bruno Kess born?", [passage_text(h, 80) for h in hits])
+    out = parse_executor(born[2]["content"])
+    assert out.error is None and out.select == [i for i, h in enumerate(hits) if h.title == "Bruno Kess"]
+    assert "Vienna" in (out.answer or "")
+    # off: no planner_executor export
+    m2 = run_annotated(AnnotatedRunConfig(datasets=files, top_k=2, planner_executor=False), tmp_path / "o2",
+                       retriever=FakeRetriever(_passages()))
+    assert "planner_executor" not in m2["export"] and not (tmp_path / "o2" / "sft_planner_executor").exists()

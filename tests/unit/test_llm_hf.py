@@ -114,3 +114,29 @@ def test_prompt_is_a_prefix_of_the_trained_rendering(ckpt: Path) -> None:
     from agentrag.llm.hf import message_dict as hf_message_dict
 
     assert [hf_message_dict(m) for m in conv] == record["messages"]
+
+
+def test_prefix_cache_reuses_earlier_prompts_and_keeps_greedy_outputs(ckpt: Path) -> None:
+    """Turn k's prompt extends turn k-1's: only the new tokens are computed, and the greedy output is
+    the cold-start one (also after an unrelated prompt in between, and for a shorter prompt)."""
+    from agentrag.llm.hf import PrefixCache, _generate, load_checkpoint
+
+    model, tok, _ = load_checkpoint(ckpt)
+    base = tok("system user assistant tool dense_search query answer")["input_ids"]
+    turns = [base, base + tok(" tool answer query")["input_ids"], base + tok(" tool answer query user")["input_ids"]]
+    other = tok("answer answer query system")["input_ids"]
+    greedy = {"temperature": 0}
+    cold = [_generate(model, tok, ids, 8, greedy, "cpu") for ids in (*turns, other, base[:3])]
+    pool = PrefixCache(size=2)
+    warm = []
+    reused = []
+    for ids in (*turns, other, base[:3]):
+        cache, n = pool.take(ids)
+        reused.append(n)
+        if cache is not None:
+            pool.put(ids[:n], cache)  # give it back: _generate takes it again
+        warm.append(_generate(model, tok, ids, 8, greedy, "cpu", pool))
+    assert warm == cold
+    assert reused[0] == 0 and reused[1] == len(base) and reused[2] == len(turns[1]) and reused[3] == 0
+    assert reused[4] == 2  # a shorter prompt: the cache cut to its first tokens (one left to compute)
+    assert len(pool.entries) == 2

@@ -18,6 +18,8 @@ class AgentConfig(Config):
                                   "(a larger request is capped and the observation says so); None: no cap, "
                                   "the knowledge base serves what it can")
     threshold: float | None = Field(default=None, description="keep hits scoring above this (RAGShaper Eq. 4)")
+    doc_chars: int | None = Field(default=None, ge=20, description="cut each document the model sees to this many "
+                                  "characters (None: whole documents); a compact protocol for small context windows")
     temperature: float = Field(default=0.0, ge=0.0)
     max_tokens: int = Field(default=512, ge=1, description="completion budget per LLM call")
     seed: int | None = None

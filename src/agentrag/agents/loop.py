@@ -143,7 +143,7 @@ class BaseAgent:
             record = traj.metadata.setdefault("topk_per_step", [])
         return RetrievalTool(self.navigation, name=name, default_k=self.config.top_k,
                              max_k=self.config.max_top_k, query_arg=query_arg, k_arg=k_arg,
-                             neutralize=neutralize, topk_per_step=record)
+                             neutralize=neutralize, topk_per_step=record, doc_chars=self.config.doc_chars)
 
     def sampling(self) -> dict[str, Any]:
         out: dict[str, Any] = {"temperature": self.config.temperature, "max_tokens": self.config.max_tokens}

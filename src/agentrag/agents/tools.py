@@ -81,17 +81,27 @@ def _k_schema(description: str, max_k: int | None) -> dict[str, Any]:
     return out
 
 
-def format_documents(hits: list[Hit], *, neutralize: bool = False) -> str:
+def format_documents(hits: list[Hit], *, neutralize: bool = False, doc_chars: int | None = None) -> str:
     """Documents as the model sees them: ``Doc i (Title: t) text``, one a line, no source KB
-    (``neutralize`` escapes protocol tags inside them, see :func:`neutralize_tags`)."""
+    (``neutralize`` escapes protocol tags inside them, see :func:`neutralize_tags`; ``doc_chars``
+    cuts each text at a word boundary and marks the cut with ``...``)."""
     if not hits:
         return NO_DOCUMENTS
     lines = []
     for i, h in enumerate(hits, start=1):
-        text = " ".join(h.text.split())
+        text = clip_text(" ".join(h.text.split()), doc_chars)
         lines.append(f"Doc {i} (Title: {h.title}) {text}" if h.title else f"Doc {i} {text}")
     out = "\n".join(lines)
     return neutralize_tags(out) if neutralize else out
+
+
+def clip_text(text: str, max_chars: int | None) -> str:
+    """``text`` cut to at most ``max_chars`` characters at a word boundary, plus ``...``
+    (``None`` or a short text: unchanged)."""
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    cut = text[:max_chars]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + " ..."
 
 
 def parse_top_k(value: Any, default: int, max_k: int | None) -> int:
@@ -124,7 +134,8 @@ class RetrievalTool:
 
     def __init__(self, policy: NavigationPolicy, *, name: str = SEARCH_TOOL, default_k: int = 5,
                  max_k: int | None = 20, query_arg: str = "query", k_arg: str = "top_k",
-                 neutralize: bool = False, topk_per_step: list[int] | None = None) -> None:
+                 neutralize: bool = False, topk_per_step: list[int] | None = None,
+                 doc_chars: int | None = None) -> None:
         self.policy = policy
         self.name = name
         self.default_k = default_k
@@ -133,6 +144,7 @@ class RetrievalTool:
         self.k_arg = k_arg
         self.schema = search_tool_schema(name, default_k, max_k)
         self.neutralize = neutralize
+        self.doc_chars = doc_chars
         self.step = 0
         self.previous_hits: list[Hit] = []
         self.topk_per_step: list[int] = topk_per_step if topk_per_step is not None else []
@@ -169,7 +181,8 @@ class RetrievalTool:
             self.previous_hits = []
             return _failure(f"the search failed ({exc}); try again")
         self.previous_hits = hits
-        return ToolResult(observation=format_documents(hits, neutralize=self.neutralize), hits=hits)
+        return ToolResult(observation=format_documents(hits, neutralize=self.neutralize,
+                                                          doc_chars=self.doc_chars), hits=hits)
 
 
 def _failure(message: str) -> ToolResult:
@@ -240,7 +253,7 @@ def json_answer(text: str) -> str | None:
 
 
 __all__ = [
-    "SEARCH_TOOL", "search_tool_schema", "format_documents", "parse_top_k", "RetrievalTool", "neutralize_tags",
+    "SEARCH_TOOL", "search_tool_schema", "format_documents", "clip_text", "parse_top_k", "RetrievalTool", "neutralize_tags",
     "PROTOCOL_TAGS",
     "tool_calls_from_text", "json_answer", "NO_DOCUMENTS", "QUERY_MAX_CHARS",
 ]

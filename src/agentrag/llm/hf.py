@@ -12,7 +12,10 @@ writes a broken call produces a parse error the agent counts (unlike the embedde
 grammar). JSON response formats are asked for in the system prompt.
 
 The model is loaded once per process (keyed by path and device) and generation is serialized by
-a lock, so one instance is shared by threads. Sampling: ``temperature`` (0 or None = greedy),
+a lock, so one instance is shared by threads. An agent's prompt at turn k extends its prompt at
+turn k-1, so the attention cache of the last few prompts is kept (:class:`PrefixCache`) and only
+the tokens after the longest shared prefix are computed; greedy outputs are those of a cold
+start. Sampling: ``temperature`` (0 or None = greedy),
 ``top_p``, ``max_tokens``, ``stop`` (the text is cut at the first stop string), ``seed``
 (``seed + i`` for sample ``i``).
 """
@@ -37,6 +40,7 @@ from agentrag.records import Message, ToolCall, Usage
 log = logging.getLogger(__name__)
 
 _MODELS: dict[tuple[str, str], tuple[Any, Any, threading.Lock]] = {}
+_PREFIXES: dict[tuple[str, str], PrefixCache] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -138,7 +142,8 @@ class HFLLM:
                 s["seed"] = int(s["seed"]) + i
             start = time.perf_counter()
             with lock:
-                new, hit_eos = _generate(model, tok, ids, max_new, s, self.device)
+                new, hit_eos = _generate(model, tok, ids, max_new, s, self.device,
+                                         _prefix_cache(self.path, self.device))
             latency = time.perf_counter() - start
             out.append(self._completion(tok.decode(new, skip_special_tokens=True), len(ids), len(new),
                                         hit_eos, s.get("stop"), tools, latency))
@@ -168,6 +173,45 @@ class HFLLM:
         return await asyncio.to_thread(self.chat, messages, tools, response_format, n, **sampling)
 
 
+class PrefixCache:
+    """The attention caches of the last ``size`` prompts of one model (used under its lock)."""
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self.entries: list[tuple[list[int], Any]] = []  # (prompt ids, cache covering at least them)
+
+    def take(self, ids: list[int]) -> tuple[Any, int]:
+        """The cache sharing the longest prefix with ``ids`` (removed from the pool, cut to that
+        prefix, at most ``len(ids) - 1`` so one token is left to compute) and its length; (None, 0)."""
+        best, best_n = -1, 0
+        for i, (prev, _) in enumerate(self.entries):
+            n = 0
+            for a, b in zip(prev, ids, strict=False):
+                if a != b:
+                    break
+                n += 1
+            if n > best_n:
+                best, best_n = i, n
+        n = min(best_n, len(ids) - 1)
+        if best < 0 or n <= 0:
+            return None, 0
+        _, cache = self.entries.pop(best)
+        extra = cache.get_seq_length() - n
+        if extra > 0:
+            cache.crop(-extra)  # a negative count removes that many tokens (transformers 4 and 5)
+        return cache, n
+
+    def put(self, ids: list[int], cache: Any) -> None:
+        self.entries.append((list(ids), cache))
+        del self.entries[:-self.size]
+
+
+def _prefix_cache(path: Path, device: str) -> PrefixCache:
+    key = (str(path.resolve()), device)
+    with _MODELS_LOCK:
+        return _PREFIXES.setdefault(key, PrefixCache())
+
+
 def _default_device() -> str:
     import importlib.util
 
@@ -179,9 +223,11 @@ def _default_device() -> str:
 
 
 def _generate(model: Any, tok: Any, ids: list[int], max_new: int, sampling: dict[str, Any],
-              device: str) -> tuple[list[int], bool]:
-    """New token ids and whether generation ended on an end-of-turn token."""
+              device: str, prefixes: PrefixCache | None = None) -> tuple[list[int], bool]:
+    """New token ids and whether generation ended on an end-of-turn token (``prefixes``: reuse
+    and keep attention caches of earlier prompts)."""
     import torch
+    from transformers import DynamicCache
 
     eos = {t for t in (tok.eos_token_id, tok.convert_tokens_to_ids("<|im_end|>")) if isinstance(t, int) and t >= 0}
     temperature = float(sampling.get("temperature") or 0.0)
@@ -193,13 +239,20 @@ def _generate(model: Any, tok: Any, ids: list[int], max_new: int, sampling: dict
             torch.manual_seed(int(sampling["seed"]))
     else:
         kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+    cache, _ = prefixes.take(ids) if prefixes is not None else (None, 0)
+    if prefixes is not None and cache is None:
+        cache = DynamicCache(config=model.config)
     with torch.inference_mode():
         x = torch.tensor([ids], device=device)
+        if cache is not None:
+            kwargs["past_key_values"] = cache
         y = model.generate(x, attention_mask=torch.ones_like(x), **kwargs)[0, len(ids):].tolist()
+    if prefixes is not None:
+        prefixes.put(ids, cache)
     hit_eos = bool(y) and y[-1] in eos
     if hit_eos:
         y = y[:-1]
     return y, hit_eos
 
 
-__all__ = ["HFLLM", "check_checkpoint", "load_checkpoint", "message_dict", "render_messages"]
+__all__ = ["HFLLM", "PrefixCache", "check_checkpoint", "load_checkpoint", "message_dict", "render_messages"]

@@ -23,6 +23,18 @@ class AnnotatedRunConfig(Config):
     max_hops: int = Field(4, ge=1, description="decompositions with more hops are dropped (reason 'hops')")
     thoughts: bool = Field(True, description="write a short thought before each search after the first, "
                            "stating the previous hop's annotated answer")
+    system_prompt: str | None = Field(None, description="the react system prompt the paths are written with "
+                                      "('{tool}' becomes the tool name; None: the react agent's default); "
+                                      "evaluate with the same agent_config.system_prompt")
+    doc_chars: int | None = Field(None, ge=20, description="cut each document to this many characters, as the "
+                                  "agent's doc_chars does (None: whole documents)")
+    forced_share: float = Field(0.0, ge=0.0, le=1.0, description="share of kept paths (chosen by a hash of the "
+                                "item id) written with the react agent's forced answer turn: the last search, "
+                                "then the user message 'You have no searches left...', then the answer, with no "
+                                "tool schema (as the agent's last turn is sent)")
+    planner_executor: bool = Field(True, description="also write EviPath planner_executor conversations of the "
+                                   "kept paths (planner chats and one executor chat per hop) into "
+                                   "sft_planner_executor/")
     concurrency: int = Field(1, ge=1, description="items searched at once")
 
 

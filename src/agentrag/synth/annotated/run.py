@@ -9,6 +9,7 @@ real. No LLM is called, so the run works on a CPU with the embedded model only (
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -24,13 +25,24 @@ from agentrag.records import QAItem, Record, Trajectory, iter_json_objects
 from agentrag.runs import RunDir
 from agentrag.synth.annotated.config import AnnotatedRunConfig
 from agentrag.synth.annotated.gates import first_failure
-from agentrag.synth.annotated.teacher import item_hops, new_tool, path_trajectory, search_path, summary
+from agentrag.synth.annotated.teacher import (
+    Hop,
+    SearchedHop,
+    forced_record,
+    is_forced,
+    item_hops,
+    new_tool,
+    path_trajectory,
+    search_path,
+    summary,
+)
 from agentrag.synth.common import Progress
 from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
 
 GIVEN = ("retriever",)
 PATHS = "paths.jsonl"
 SFT_DIR = "sft"
+PE_DIR = "sft_planner_executor"
 
 
 class PathRecord(Record):
@@ -134,9 +146,10 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
             reason = first_failure(item.question, answer, hops, None, cfg.max_hops)
             if reason:
                 return PathRecord(id=item.id, source=source, reason=reason)
-            searched = search_path(hops, new_tool(policy, cfg.top_k, cfg.max_top_k))
+            searched = search_path(hops, new_tool(policy, cfg.top_k, cfg.max_top_k, cfg.doc_chars))
             reason = first_failure(item.question, answer, hops, searched, cfg.max_hops)
-            traj = None if reason else path_trajectory(item, searched, thoughts=cfg.thoughts)
+            traj = None if reason else path_trajectory(item, searched, thoughts=cfg.thoughts,
+                                                                 system_prompt=cfg.system_prompt)
             return PathRecord(id=item.id, source=source, kept=reason is None, reason=reason, trajectory=traj,
                               detail=summary(searched))
 
@@ -147,15 +160,27 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
 
     def _output(self, cfg: AnnotatedRunConfig, ctx: SynthRun, records: list[PathRecord], n_items: int) -> SynthOutput:
         from agentrag.agents.tools import search_tool_schema
-        from agentrag.export.sft import write_sft_export
+        from agentrag.export.sft import TRL_FILE, to_trl_records, write_jsonl_dicts, write_sft_export
 
         gate_of = {"annotation": "items"}
         item_rej = Counter(r.reason.split(":")[0] for r in records if r.reason and gate_of.get(r.reason.split(":")[0]))
         gate_rej = Counter(r.reason.split(":")[0] for r in records if r.reason and not gate_of.get(r.reason.split(":")[0]))
         n_searched = len(records) - sum(item_rej.values())
         kept = [r.trajectory for r in records if r.kept and r.trajectory is not None]
+        forced = [t for t in kept if is_forced(t.id, cfg.forced_share)]
+        free = [t for t in kept if not is_forced(t.id, cfg.forced_share)]
         tools = [search_tool_schema(default_k=cfg.top_k, max_k=cfg.max_top_k)]  # the react agent's schema
-        export = write_sft_export(ctx.run.file(SFT_DIR), kept, tools=tools)
+        export = write_sft_export(ctx.run.file(SFT_DIR), free, tools=tools)
+        if forced:  # the forced-answer form: TRL only (sharegpt has no user turn after an observation)
+            trl = ctx.run.file(SFT_DIR) / TRL_FILE
+            rows = [json.loads(line) for line in trl.read_text(encoding="utf-8").splitlines() if line.strip()]
+            rows += [forced_record(r) for r in to_trl_records(forced, None, tools)]
+            write_jsonl_dicts(trl, rows)
+            export["exported"] = int(export["exported"]) + len(forced)
+            export["trajectories"] = len(kept)
+        export["forced_answer"] = len(forced)
+        if cfg.planner_executor and kept:
+            export["planner_executor"] = self._pe_export(ctx, cfg, [r for r in records if r.kept and r.trajectory])
         by_source = Counter(r.source for r in records if r.kept)
         return SynthOutput(
             counts={"items": (n_items, n_items - sum(item_rej.values()), dict(item_rej)),
@@ -165,6 +190,27 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
             export={k: v for k, v in export.items() if k != "files"},
             details={"kept_by_source": dict(by_source), "protocol": cfg.protocol,
                      "mean_hops_kept": round(sum(len(t.steps) - 1 for t in kept) / len(kept), 2) if kept else None})
+
+    @staticmethod
+    def _pe_export(ctx: SynthRun, cfg: AnnotatedRunConfig, kept: list[PathRecord]) -> dict[str, Any]:
+        """EviPath planner_executor conversations of the kept paths (rebuilt from the stored records)."""
+        from agentrag.export.chat import write_chat_export
+        from agentrag.synth.annotated.pe import executor_conversation, planner_conversation
+
+        chats = []
+        for r in kept:
+            assert r.trajectory is not None
+            searched = stored_hops(r)
+            chats.append(planner_conversation(r.trajectory.question, r.trajectory.answer or "", searched))
+            chats.extend(executor_conversation(sh, cfg.doc_chars) for sh in searched)
+        info = write_chat_export(
+            ctx.run.file(PE_DIR), chats, name="agentrag_annotated_planner_executor",
+            summary={"planner_conversations": len(kept), "executor_conversations": len(chats) - len(kept)},
+            description="Human-annotation paths searched in the KB as EviPath planner_executor chats: multi-turn "
+                        "planner conversations (think + Search actions, templated executor answers as "
+                        "observations) and single-turn executor conversations (sub-question + retrieved "
+                        "evidence -> think / select / answer). Train on assistant turns only.")
+        return {k: v for k, v in info.items() if k != "files"}
 
     def report_sections(self, metrics: dict[str, Any]) -> Sequence[Any]:
         rows = [[r["stage"], r["in"], r["out"], ", ".join(f"{k}: {v}" for k, v in r["rejected"].items())]
@@ -176,6 +222,15 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
                  "headers": ["stage", "in", "out", "rejected"], "rows": rows}]
 
 
+def stored_hops(rec: PathRecord) -> list[SearchedHop]:
+    """The searched hops of a kept record (its trajectory's searches and the funnel's annotation)."""
+    assert rec.trajectory is not None
+    d = rec.detail
+    steps = [s for s in rec.trajectory.steps if s.action is not None]
+    return [SearchedHop(Hop(q, a, list(sup)), s.observation or "", list(s.hits))
+            for q, a, sup, s in zip(d["queries"], d["answers"], d["support"], steps, strict=True)]
+
+
 def run_annotated(cfg: AnnotatedRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
                   **given: Any) -> dict[str, Any]:
     """Run the teacher into ``out`` (rerun = resume); returns ``metrics.json``'s object.
@@ -183,4 +238,4 @@ def run_annotated(cfg: AnnotatedRunConfig, out: str | os.PathLike[str], *, progr
     return run_synthesizer(AnnotatedSynth(), cfg, out, progress=progress, **given)
 
 
-__all__ = ["AnnotatedSynth", "PathRecord", "read_annotated", "run_annotated", "PATHS", "SFT_DIR"]
+__all__ = ["AnnotatedSynth", "PathRecord", "read_annotated", "run_annotated", "stored_hops", "PATHS", "SFT_DIR", "PE_DIR"]

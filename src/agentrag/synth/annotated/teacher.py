@@ -18,10 +18,12 @@ the trajectory the agent would have produced. No LLM is called anywhere.
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentrag.agents.base import NavigationPolicy
+from agentrag.agents.prompts import REACT_FORCE_ANSWER
 from agentrag.agents.react import react_system_prompt
 from agentrag.agents.tools import SEARCH_TOOL, RetrievalTool
 from agentrag.records import Hit, Message, QAItem, Step, ToolCall, Trajectory
@@ -98,9 +100,11 @@ def item_hops(item: QAItem, paragraph_titles: dict[int, str] | None = None) -> l
     return []
 
 
-def new_tool(policy: NavigationPolicy, top_k: int, max_top_k: int | None) -> RetrievalTool:
+def new_tool(policy: NavigationPolicy, top_k: int, max_top_k: int | None,
+             doc_chars: int | None = None) -> RetrievalTool:
     """The retrieval tool exactly as the react agent builds it (neutralised documents)."""
-    return RetrievalTool(policy, name=SEARCH_TOOL, default_k=top_k, max_k=max_top_k, neutralize=True)
+    return RetrievalTool(policy, name=SEARCH_TOOL, default_k=top_k, max_k=max_top_k, neutralize=True,
+                         doc_chars=doc_chars)
 
 
 def search_path(hops: list[Hop], tool: RetrievalTool) -> list[SearchedHop]:
@@ -112,8 +116,10 @@ def search_path(hops: list[Hop], tool: RetrievalTool) -> list[SearchedHop]:
     return out
 
 
-def path_trajectory(item: QAItem, searched: list[SearchedHop], *, thoughts: bool = True) -> Trajectory:
-    """The react trajectory of a searched path: one search step per hop, then ``<answer>``."""
+def path_trajectory(item: QAItem, searched: list[SearchedHop], *, thoughts: bool = True,
+                    system_prompt: str | None = None) -> Trajectory:
+    """The react trajectory of a searched path: one search step per hop, then ``<answer>``
+    (``system_prompt``: the agent's ``system_prompt`` setting, ``{tool}`` filled in)."""
     traj = Trajectory(id=item.id, question=item.question, agent="react", model="human-annotation")
     for i, sh in enumerate(searched):
         thought = f"Found: {searched[i - 1].hop.answer}." if thoughts and i > 0 else ""
@@ -124,12 +130,30 @@ def path_trajectory(item: QAItem, searched: list[SearchedHop], *, thoughts: bool
     traj.steps.append(Step(thought=f"<answer>{answer}</answer>"))
     traj.answer = answer
     traj.finish_reason = "answered"
-    traj.messages = [Message(role="system", content=react_system_prompt(SEARCH_TOOL)),
+    system = system_prompt.format(tool=SEARCH_TOOL) if system_prompt else react_system_prompt(SEARCH_TOOL)
+    traj.messages = [Message(role="system", content=system),
                      Message(role="user", content=item.question)]
     traj.metadata = {"teacher": "human-annotation", "source": item.metadata.get("source"),
                      "type": item.metadata.get("type"), "hops": [h.hop.query for h in searched],
                      "topk_per_step": [len(h.hits) for h in searched]}
     return traj
+
+
+def is_forced(item_id: str, share: float) -> bool:
+    """Whether the path of ``item_id`` is written in the forced-answer form (a stable hash of the
+    id, so a resumed run picks the same paths)."""
+    return zlib.crc32(item_id.encode("utf-8")) % 1000 < round(share * 1000)
+
+
+def forced_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A TRL record of a searched path rewritten as the react agent's forced last turn: the user
+    message :data:`~agentrag.agents.prompts.REACT_FORCE_ANSWER` before the final answer, and no tool
+    schema (the agent sends that turn without tools, so the chat template renders no tool block)."""
+    msgs = list(record["messages"])
+    if not msgs or msgs[-1]["role"] != "assistant" or msgs[-1].get("tool_calls"):
+        raise ValueError("forced_record: the record does not end with the answer turn")
+    msgs.insert(len(msgs) - 1, {"role": "user", "content": REACT_FORCE_ANSWER})
+    return {**record, "messages": msgs, "tools": []}
 
 
 def summary(searched: list[SearchedHop]) -> dict[str, Any]:
@@ -139,4 +163,4 @@ def summary(searched: list[SearchedHop]) -> dict[str, Any]:
 
 
 __all__ = ["Hop", "SearchedHop", "musique_hops", "twowiki_hops", "item_hops", "new_tool", "search_path",
-           "path_trajectory", "summary"]
+           "path_trajectory", "is_forced", "forced_record", "summary"]

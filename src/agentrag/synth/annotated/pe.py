@@ -1,0 +1,66 @@
+"""A searched annotation path as EviPath ``planner_executor`` conversations (Eq. 7's two roles),
+with no LLM: the planner's multi-turn chat (one ``Search`` per annotated hop, the executor's
+answer sentences as observations, then ``<answer>``) and one executor chat per hop (the
+sub-question, the passages the KB returned as indexed evidence, ``<select>`` of the supporting
+passages, a templated answer sentence).
+
+Deviation from EviPath: there an LLM writes the thoughts, plans and answer sentences; here they
+are templates around the annotators' sub-questions and answers (docs/loop.md). The prompts, the
+turn formats and the evidence rendering are the agent's (:mod:`agentrag.agents.pe_protocol`), so
+the data trains the protocol ``planner_executor`` runs (evaluate it with the same ``top_k`` and
+``max_passage_chars`` = the teacher's ``doc_chars``).
+"""
+
+from __future__ import annotations
+
+from agentrag.agents.pe_protocol import (
+    EXECUTOR_SYSTEM,
+    PLANNER_SYSTEM,
+    executor_user,
+    render_executor_turn,
+    render_observation,
+    render_planner_turn,
+)
+from agentrag.agents.planner_executor import passage_text
+from agentrag.records import Message
+from agentrag.synth.annotated.teacher import SearchedHop
+
+
+def answer_sentence(sh: SearchedHop) -> str:
+    """The executor's declarative answer for one hop (a template around the annotation)."""
+    return f'The answer to "{sh.hop.query}" is {sh.hop.answer}.'
+
+
+def supporting_indices(sh: SearchedHop) -> list[int]:
+    """Indices (in the evidence list) of the retrieved passages titled like the hop's support."""
+    support = {t.strip().lower() for t in sh.hop.support}
+    return [i for i, h in enumerate(sh.hits) if h.title.strip().lower() in support]
+
+
+def planner_conversation(question: str, answer: str, searched: list[SearchedHop]) -> list[Message]:
+    """System I_p, ``Question: q``; per hop a think + ``Search`` turn and its observation; the answer."""
+    msgs = [Message(role="system", content=PLANNER_SYSTEM), Message(role="user", content=f"Question: {question}")]
+    for i, sh in enumerate(searched):
+        if i == 0:
+            thought = f"I split the question into sub-questions. First I need: {sh.hop.query}"
+        else:
+            thought = f"I found that {searched[i - 1].hop.answer} answers the last search. Next I need: {sh.hop.query}"
+        msgs.append(Message(role="assistant", content=render_planner_turn(thought, searches=[sh.hop.query])))
+        msgs.append(Message(role="user", content=render_observation([answer_sentence(sh)])))
+    final = f"The observations answer every sub-question, so the answer is {answer}."
+    msgs.append(Message(role="assistant", content=render_planner_turn(final, answer=answer)))
+    return msgs
+
+
+def executor_conversation(sh: SearchedHop, max_chars: int | None = None) -> list[Message]:
+    """System I_e, the sub-question with the retrieved passages, think / select / answer."""
+    select = supporting_indices(sh)
+    evidence = [passage_text(h, max_chars) for h in sh.hits]
+    titles = ", ".join(sh.hits[i].title for i in select)
+    thought = f"The question asks: {sh.hop.query} The evidence about {titles} states the answer, {sh.hop.answer}."
+    return [Message(role="system", content=EXECUTOR_SYSTEM),
+            Message(role="user", content=executor_user(sh.hop.query, evidence)),
+            Message(role="assistant", content=render_executor_turn(thought, select, answer_sentence(sh)))]
+
+
+__all__ = ["answer_sentence", "supporting_indices", "planner_conversation", "executor_conversation"]

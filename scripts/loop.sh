@@ -3,7 +3,9 @@
 # teacher (no LLM) -> SFT of the embedded model -> react eval of the base (embedded) and the trained
 # (hf:) model on 2Wiki DEV questions never used for training -> before/after table with a bootstrap CI.
 # Usage: scripts/loop.sh OUT_DIR. Sizes by environment (defaults: the full loop of docs/loop.md):
-#   N_MUSIQUE, N_2WIKI (training records read), N_DEV (dev questions), TRAIN_STEPS (-1 = one epoch),
+#   N_MUSIQUE, N_2WIKI (training records read), N_DEV (dev questions), DEV_SKIP (dev questions skipped
+#   first: a slice no earlier run looked at), WIKI_PER_TYPE (>0: N_2WIKI is replaced by the first
+#   WIKI_PER_TYPE 2Wiki training records of each question type), TRAIN_STEPS (-1 = one epoch),
 #   LR, BATCH, MAX_LENGTH, AGENT_STEPS, MAX_TOKENS, KB_METHOD (hybrid | bm25), AG (the agentrag command),
 #   EVAL_HF_BASE=1 (also evaluate the untrained model through hf:). AGENT_STEPS must exceed the most hops
 #   (4: 2Wiki bridge_comparison) + 1, or the react agent's forced answer turn comes before the last search.
@@ -17,7 +19,8 @@ OUT=${1:-runs/loop}
 AG=${AG:-.venv/bin/agentrag}
 PY=${PY:-.venv/bin/python}
 SHARED_DATA="${AGENTRAG_SHARED:-../shared}/data"
-N_MUSIQUE=${N_MUSIQUE:-200}; N_2WIKI=${N_2WIKI:-300}; N_DEV=${N_DEV:-40}
+N_MUSIQUE=${N_MUSIQUE:-200}; N_2WIKI=${N_2WIKI:-300}; N_DEV=${N_DEV:-40}; DEV_SKIP=${DEV_SKIP:-0}
+WIKI_PER_TYPE=${WIKI_PER_TYPE:-0}
 TRAIN_STEPS=${TRAIN_STEPS:--1}; LR=${LR:-5e-5}; BATCH=${BATCH:-2}; MAX_LENGTH=${MAX_LENGTH:-2048}
 AGENT_STEPS=${AGENT_STEPS:-6}; MAX_TOKENS=${MAX_TOKENS:-128}; KB_METHOD=${KB_METHOD:-hybrid}
 TOP_K=${TOP_K:-3}; DOC_CHARS=${DOC_CHARS:-200}; FORCED_SHARE=${FORCED_SHARE:-0.5}; PARALLEL=${PARALLEL:-1}
@@ -29,8 +32,21 @@ t0=$(date +%s)
 stamp() { echo "[loop +$(( $(date +%s) - t0 ))s] $*"; }
 # --- training and dev slices (training files only for the teacher; the dev file only for eval) ---
 head -n "$N_MUSIQUE" "$SHARED_DATA/musique/train_397.jsonl" > "$OUT/data/musique_train.jsonl"
-head -n "$N_2WIKI" "$SHARED_DATA/2wikimultihopqa/train_600.jsonl" > "$OUT/data/2wiki_train.jsonl"
-head -n "$N_DEV" "$SHARED_DATA/2wikimultihopqa/dev_with_context_164.jsonl" > "$OUT/data/2wiki_dev.jsonl"
+if [ "$WIKI_PER_TYPE" -gt 0 ]; then  # a per-type quota, in file order (the types' shares are unequal)
+  $PY - "$SHARED_DATA/2wikimultihopqa/train_600.jsonl" "$WIKI_PER_TYPE" > "$OUT/data/2wiki_train.jsonl" <<'PYEOF'
+import collections, json, sys
+seen = collections.Counter()
+for line in open(sys.argv[1], encoding="utf-8"):
+    kind = json.loads(line).get("type")
+    if seen[kind] < int(sys.argv[2]):
+        seen[kind] += 1
+        sys.stdout.write(line)
+PYEOF
+else
+  head -n "$N_2WIKI" "$SHARED_DATA/2wikimultihopqa/train_600.jsonl" > "$OUT/data/2wiki_train.jsonl"
+fi
+sed -n "$((DEV_SKIP + 1)),$((DEV_SKIP + N_DEV))p" "$SHARED_DATA/2wikimultihopqa/dev_with_context_164.jsonl" \
+  > "$OUT/data/2wiki_dev.jsonl"
 # --- 1. KB of the training contexts (the teacher searches it) and KB of the dev contexts (eval) ---
 stamp "KBs ($KB_METHOD)"
 [ -f "$OUT/kb_train/params.json" ] || $AG kb build "$OUT/data/musique_train.jsonl" "$OUT/data/2wiki_train.jsonl" \

@@ -125,3 +125,14 @@ def test_the_checkpoint_the_lines_read_is_the_one_the_embedding_writes(tmp_path)
         embed_to_memmap(HashEmbedder(), [f"passage {i}" for i in range(7)],
                         tmp_path / "kb.partial" / "embeddings.npy", chunk=2, progress=False)
     assert any("embedding: 7/7 (100%)" in line for line in lines), lines
+
+
+def test_a_fast_stage_logs_its_start_and_end_only() -> None:
+    """600 items a second: every 5% step comes within the minimum gap, so only start and end print."""
+    lines: list[str] = []
+    clock = Clock()
+    p = LogProgress(lines.append, clock=clock)
+    for done in range(0, 101):
+        p("search", done, 100)
+        clock.t += 0.002
+    assert len(lines) == 2 and "started" in lines[0] and "100/100 (100%)" in lines[1], lines

@@ -16,6 +16,8 @@ from agentrag.cli.common import err_console, is_tty, stage_progress
 #: a progress line at least this often (seconds) and at every this fraction of a stage
 PROGRESS_EVERY_S = 30.0
 PROGRESS_EVERY_FRAC = 0.05
+#: ... but a fraction line no sooner than this after the previous line (a fast stage prints its start and end)
+PROGRESS_MIN_GAP_S = 5.0
 
 
 def _duration(seconds: float) -> str:
@@ -26,7 +28,7 @@ def _duration(seconds: float) -> str:
 class LogProgress:
     """The progress callback ``(stage, done, total)`` for output that is not a terminal (nohup,
     Slurm, a pipe): one plain line per stage every :data:`PROGRESS_EVERY_S` seconds or
-    :data:`PROGRESS_EVERY_FRAC` of the stage, and at its end, with done/total, rate and ETA. The
+    :data:`PROGRESS_EVERY_FRAC` of the stage (at most one per :data:`PROGRESS_MIN_GAP_S`), and at its end, with done/total, rate and ETA. The
     rate counts this run's items only (a resumed run's earlier items are not in it)."""
 
     def __init__(self, emit: Callable[[str], None] | None = None, every_s: float = PROGRESS_EVERY_S,
@@ -34,6 +36,7 @@ class LogProgress:
                  unit: str = "items"):
         self.emit = emit or (lambda line: err_console.print(line, markup=False, highlight=False, soft_wrap=True))
         self.every_s, self.every_frac, self.clock, self.unit = every_s, every_frac, clock, unit
+        self.min_gap_s = min(PROGRESS_MIN_GAP_S, every_s)
         self._stages: dict[str, dict[str, float]] = {}
         self._lock = threading.Lock()
 
@@ -52,7 +55,8 @@ class LogProgress:
             return f"[{time.strftime('%H:%M:%S')}] {stage}: {done}/{total}{pct}, started"
         frac_step = (done - st["last_done"]) / total if total else 0.0
         finished = total > 0 and done >= total > st["last_done"]
-        if not (finished or now - st["last_t"] >= self.every_s or frac_step >= self.every_frac):
+        since = now - st["last_t"]
+        if not (finished or since >= self.every_s or (frac_step >= self.every_frac and since >= self.min_gap_s)):
             return None
         st["last_t"], st["last_done"] = now, done
         return self.line(stage, done, total, done - st["done0"], now - st["t0"])

@@ -136,3 +136,27 @@ def test_a_fast_stage_logs_its_start_and_end_only() -> None:
         p("search", done, 100)
         clock.t += 0.002
     assert len(lines) == 2 and "started" in lines[0] and "100/100 (100%)" in lines[1], lines
+
+
+def test_training_reports_every_optimizer_step() -> None:
+    """`agentrag train` passes a progress callback into the trainer: one report per step, of max_steps."""
+    from types import SimpleNamespace
+
+    from agentrag.train.sft import progress_callbacks
+
+    seen: list[tuple[str, int, int]] = []
+    assert progress_callbacks(None) == []
+    (cb,) = progress_callbacks(lambda *a: seen.append(a))
+    state = SimpleNamespace(global_step=0, max_steps=3)
+    cb.on_train_begin(None, state, None)
+    for step in (1, 2, 3):
+        state.global_step = step
+        cb.on_step_end(None, state, None)
+    assert seen == [("train", 0, 3), ("train", 1, 3), ("train", 2, 3), ("train", 3, 3)]
+    lines: list[str] = []
+    clock = Clock()
+    p = LogProgress(lines.append, clock=clock)
+    for stage, done, total in seen:
+        clock.t += 40.0  # a step slower than the 30 s interval: a line each, with rate and ETA
+        p(stage, done, total)
+    assert "train: 2/3 (67%)" in lines[2] and "ETA" in lines[2] and lines[-1].endswith("done")

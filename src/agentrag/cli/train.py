@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from agentrag.cli.common import ConfigOpt, SetOpt, alias, console, pick, resolve_config, user_errors
+from agentrag.cli.progress import progress_output
 
 train_app = typer.Typer(help="Fine-tune a model on exported data: observation-masked SFT, or DPO.",
                         no_args_is_help=True)
@@ -40,7 +41,9 @@ def sft(data: DataOpt, out: OutOpt, model: ModelOpt = None, max_steps: StepsOpt 
 
         cfg = resolve_config(SFTTrainConfig, config, set_, base={"model": pick(model, model_alias, "--model", "-m"),
                                                                  "max_steps": max_steps})
-        _report(train_sft(data, out, cfg))
+        with progress_output() as progress:
+            metrics = train_sft(data, out, cfg, progress=progress)
+        _report(metrics)
 
 
 @train_app.command("dpo")
@@ -54,7 +57,9 @@ def dpo(data: DataOpt, out: OutOpt, model: ModelOpt = None, max_steps: StepsOpt 
 
         cfg = resolve_config(DPOTrainConfig, config, set_, base={"model": pick(model, model_alias, "--model", "-m"),
                                                                  "max_steps": max_steps})
-        _report(train_dpo(data, out, cfg))
+        with progress_output() as progress:
+            metrics = train_dpo(data, out, cfg, progress=progress)
+        _report(metrics)
 
 
 def register(app: typer.Typer) -> None:

@@ -22,7 +22,7 @@ from agentrag.paths import check_out_dir
 from agentrag.runs import RunDir
 from agentrag.train.config import DPOTrainConfig
 from agentrag.train.model import check_model, load_tokenizer, load_trainable_model
-from agentrag.train.sft import finish, finished_run, trainer_args
+from agentrag.train.sft import Progress, finish, finished_run, progress_callbacks, trainer_args
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def planned_steps(n_records: int, cfg: DPOTrainConfig) -> int:
 
 
 def train_dpo(data: str | os.PathLike[str], out: str | os.PathLike[str],
-              config: DPOTrainConfig | None = None) -> dict[str, Any]:
+              config: DPOTrainConfig | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """DPO on a TRL preference JSONL file; returns the metrics (losses, steps, checkpoint)."""
     cfg = config or DPOTrainConfig()
     check_out_dir(out)
@@ -63,7 +63,7 @@ def train_dpo(data: str | os.PathLike[str], out: str | os.PathLike[str],
     args = trainer_args(DPOConfig, Path(out), cfg.model_copy(update={"max_steps": steps}), beta=cfg.beta)
     model = load_trainable_model(cfg.model)
     trainer = DPOTrainer(model=model, args=args, train_dataset=IterableDataset.from_generator(rows),
-                         processing_class=tokenizer)
+                         processing_class=tokenizer, callbacks=progress_callbacks(progress))
     result = trainer.train()
     return finish(trainer, tokenizer, run, cfg, {
         "train_seconds": result.metrics.get("train_runtime"), "records": len(records), "data": str(data),

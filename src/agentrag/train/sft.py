@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,27 @@ def trainer_args(cls: Any, out: Path, cfg: TrainConfig, **extra: Any) -> Any:
     )
 
 
+#: the progress callback of long commands: (stage, done, total)
+Progress = Callable[[str, int, int], None]
+
+
+def progress_callbacks(progress: Progress | None) -> list[Any]:
+    """A transformers ``TrainerCallback`` that reports ``("train", step, max_steps)`` after each
+    optimizer step (the CLI turns it into a bar, or into log lines with rate and ETA)."""
+    if progress is None:
+        return []
+    from transformers import TrainerCallback
+
+    class _Steps(TrainerCallback):  # type: ignore[misc]
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            progress("train", int(state.global_step), int(state.max_steps))
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            progress("train", int(state.global_step), int(state.max_steps))
+
+    return [_Steps()]
+
+
 def finished_run(out: str | os.PathLike[str], cfg: TrainConfig, data: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The metrics of a finished run in ``out`` with the same config and data (rerun = resume), else None."""
     import json
@@ -99,8 +121,9 @@ def finish(trainer: Any, tokenizer: Any, run: RunDir, cfg: TrainConfig, extra: d
 
 
 def train_sft(data: str | os.PathLike[str], out: str | os.PathLike[str],
-              config: SFTTrainConfig | None = None) -> dict[str, Any]:
-    """Fine-tune on a TRL SFT JSONL file (from ``agentrag export sft``); returns the metrics."""
+              config: SFTTrainConfig | None = None, progress: Progress | None = None) -> dict[str, Any]:
+    """Fine-tune on a TRL SFT JSONL file (from ``agentrag export sft``); returns the metrics.
+    ``progress(stage, done, total)`` hears of every optimizer step."""
     cfg = config or SFTTrainConfig()
     check_out_dir(out)
     records = read_trl_records(data)
@@ -127,11 +150,11 @@ def train_sft(data: str | os.PathLike[str], out: str | os.PathLike[str],
                         assistant_only_loss=False)
     model = load_trainable_model(cfg.model)
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
-                         processing_class=tokenizer)
+                         processing_class=tokenizer, callbacks=progress_callbacks(progress))
     result = trainer.train()
     return finish(trainer, tokenizer, run, cfg, {
         "train_seconds": result.metrics.get("train_runtime"), "records": len(rows), "tokens": n_tokens,
         "trained_tokens": n_trained, "data": str(data)})
 
 
-__all__ = ["tokenize_sft", "train_sft"]
+__all__ = ["tokenize_sft", "train_sft", "progress_callbacks"]

@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 Ranked = list[tuple[int, float]]
 INDEX_TYPES = ("flat", "hnsw", "ivfpq")
+#: BM25 scores one block of queries in a (queries x passages) float32 array of at most this many cells
+SCORE_CELLS = 4 << 20
 
 
 class BM25Index:
@@ -84,10 +86,53 @@ class BM25Index:
                                   return_ids=False, show_progress=False)
             q: Any = [[t for t in qt if t in self.retriever.vocab_dict] or [""] for qt in toks]
         else:
-            q = self.tokenizer.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
-        docs, scores = self.retriever.retrieve(q, k=min(k, self.size), show_progress=False, n_threads=0)
-        return [[(d, s) for d, s in zip(dr, sr, strict=True) if s > 0]
-                for dr, sr in zip(docs.tolist(), scores.tolist(), strict=True)]
+            # what tokenize(update_vocab=False, return_as="ids") returns, without its progress bar object
+            q = list(self.tokenizer.streaming_tokenize(list(queries), update_vocab=False))
+        if self.vocab == "index":
+            docs, scores = self.retriever.retrieve(q, k=min(k, self.size), show_progress=False, n_threads=0)
+            return [[(d, s) for d, s in zip(dr, sr, strict=True) if s > 0]
+                    for dr, sr in zip(docs.tolist(), scores.tolist(), strict=True)]
+        k = min(k, self.size)
+        out: list[Ranked] = []
+        step = max(1, SCORE_CELLS // self.size)
+        for lo in range(0, len(q), step):
+            out.extend(self._top(q[lo:lo + step], k))
+        return out
+
+    def _top(self, queries: list[list[int]], k: int) -> list[Ranked]:
+        """bm25s's numpy retrieval (``get_scores`` + ``selection.topk``) for a block of queries,
+        with the same arithmetic and selection, so the same ranking, ties included, but a few
+        vectorised calls per block instead of ~20 Python-level calls per query and token: every
+        (query, token) column of the block is gathered at once and summed by one ``np.add.at`` on
+        the block's score rows (in query-token order: bm25s's float32 sums, term by term), then
+        ``argpartition`` + ``argsort`` per row as ``bm25s.selection._topk_numpy`` does."""
+        sc = self.retriever.scores
+        data, indices, indptr = sc["data"], sc["indices"], sc["indptr"]
+        ncols, n = len(indptr) - 1, self.size
+        qi = np.fromiter((i for i, ids in enumerate(queries) for t in ids if t < ncols), dtype=np.int64)
+        tok = np.fromiter((t for ids in queries for t in ids if t < ncols), dtype=np.int64)
+        starts, ends = indptr[tok], indptr[tok + 1]
+        lengths = ends - starts
+        total = int(lengths.sum())
+        # positions of every entry of the gathered columns: start of its column + rank in it
+        pos = np.arange(total, dtype=np.int64) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        scores = np.zeros((len(queries), n), dtype=data.dtype)
+        np.add.at(scores.reshape(-1), np.repeat(qi * n, lengths) + indices[pos], data[pos])
+        if len(queries) == 1:  # one query: 1-d calls (take_along_axis costs more than the selection)
+            if not len(qi):
+                return [[]]
+            part1 = np.argpartition(scores[0], -k)[-k:]
+            top1 = scores[0][part1]
+            order1 = np.argsort(top1)[::-1]
+            return [[(d, v) for d, v in zip(part1[order1].tolist(), top1[order1].tolist(), strict=True) if v > 0]]
+        part = np.argpartition(scores, -k, axis=1)[:, -k:]
+        top = np.take_along_axis(scores, part, axis=1)
+        order = np.argsort(top, axis=1)[:, ::-1]
+        rows, vals = np.take_along_axis(part, order, axis=1).tolist(), np.take_along_axis(top, order, axis=1).tolist()
+        has = np.zeros(len(queries), dtype=bool)
+        has[qi] = True
+        return [[(d, v) for d, v in zip(r, s, strict=True) if v > 0] if h else []
+                for r, s, h in zip(rows, vals, has.tolist(), strict=True)]
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -130,6 +175,9 @@ class BM25Index:
         self.vocab = meta.get("vocab", "tokenizer")
         if self.size:
             self.retriever = bm25s.BM25.load(str(directory), load_corpus=False, mmap=mmap)
+            for name in ("data", "indices", "indptr"):  # plain views of the mapping: np.memmap's
+                arr = self.retriever.scores[name]  # per-slice Python hooks cost ~10 us a query
+                self.retriever.scores[name] = arr.view(np.ndarray) if isinstance(arr, np.memmap) else arr
             if self.vocab == "tokenizer":
                 self.tokenizer = self._make_tokenizer()
                 self.tokenizer.load_vocab(str(directory))

@@ -20,6 +20,7 @@ import numpy as np
 from agentrag._extras import require
 from agentrag.errors import UserError
 from agentrag.kb.base import Embedder
+from agentrag.kb.bm25_build import CHUNK_DOCS, build_bm25_files
 
 log = logging.getLogger(__name__)
 
@@ -56,20 +57,36 @@ class BM25Index:
         self.size = len(texts)
 
     def index_batches(self, batches: Iterable[list[str]], n: int | None = None) -> None:
-        """Index texts given in batches (e.g. streamed from the passage store): the texts are
-        tokenized batch by batch, so only token ids (not the texts) are held at once. The result is
-        identical to :meth:`index` on the concatenated texts."""
-        import bm25s
+        """Index texts given in batches into memory: built by the streaming builder in a
+        temporary directory (so only a chunk's token ids are held at once), then read in. The
+        result is identical to :meth:`index` on the concatenated texts. Prefer :meth:`build`,
+        which leaves the index on disk."""
+        import tempfile
 
-        self.tokenizer = self._make_tokenizer()
-        ids: list[list[int]] = []
-        for batch in batches:
-            ids.extend(self.tokenizer.tokenize(list(batch), return_as="ids", show_progress=False))
-        if n is not None and len(ids) != n:
-            raise UserError(f"BM25 indexing read {len(ids)} texts, expected {n}; the passage store is damaged")
-        self.retriever = bm25s.BM25()
-        self.retriever.index(ids, show_progress=False)
-        self.size = len(ids)
+        if n is None:
+            texts = [t for batch in batches for t in batch]
+            batches, n = [texts], len(texts)
+        with tempfile.TemporaryDirectory(prefix="agentrag-bm25-") as tmp:
+            built = type(self).build(Path(tmp) / "bm25", batches, n, stemmer=self.stemmer_name,
+                                     stopwords=self.stopwords, mmap=False)
+        self.retriever, self.tokenizer, self.size, self.vocab = built.retriever, built.tokenizer, built.size, "tokenizer"
+
+    @classmethod
+    def build(cls, directory: Path, batches: Iterable[list[str]], n: int, *, stemmer: str | None = "english",
+              stopwords: str | None = "en", chunk_docs: int = CHUNK_DOCS, key: str = "", mmap: bool = True,
+              stats: dict[str, int] | None = None) -> BM25Index:
+        """Build the index of ``n`` texts (given in batches) into ``directory`` in bounded memory,
+        resumable after a kill (see :mod:`agentrag.kb.bm25_build`), and open it."""
+        self = cls(stemmer=stemmer, stopwords=stopwords)
+        if n:
+            build_bm25_files(batches, n, directory, self._make_tokenizer(), chunk_docs=chunk_docs, key=key,
+                             stats=stats)
+        else:
+            directory.mkdir(parents=True, exist_ok=True)
+        self.size = n
+        (directory / "bm25.json").write_text(json.dumps(
+            {"stemmer": stemmer, "stopwords": stopwords, "size": n, "vocab": "tokenizer"}))
+        return cls.load(directory, mmap=mmap)
 
     def search(self, queries: Sequence[str], k: int) -> list[Ranked]:
         if self.retriever is None or self.size == 0 or k <= 0:

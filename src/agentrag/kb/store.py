@@ -32,6 +32,7 @@ from typing import Any
 from agentrag.config import load_config
 from agentrag.errors import UserError
 from agentrag.kb.base import Embedder, apply_threshold
+from agentrag.kb.bm25_build import CHUNK_DOCS
 from agentrag.kb.config import (
     METHODS,
     BM25Config,
@@ -86,13 +87,15 @@ class KnowledgeBase:
     @classmethod
     def build(cls, passages: Iterable[Passage], out_dir: str | os.PathLike[str], config: KBConfig | None = None,
               *, embedder: Embedder | None = None, gold: dict[str, list[str]] | None = None,
-              overwrite: bool = False, progress: bool = True, dedupe: bool = False) -> KnowledgeBase:
+              overwrite: bool = False, progress: bool = True, dedupe: bool = False,
+              bm25_chunk: int = CHUNK_DOCS) -> KnowledgeBase:
         """Index ``passages`` into a new KB directory (built in ``<dir>.partial``, then renamed).
 
         Passages are streamed into the passage store in chunks (bounded memory); rerunning after a
         kill skips the passages already stored and the embeddings already computed. With
         ``dedupe``, a passage whose (normalised) title and text is already stored is skipped.
-        ``config.method == "bm25"`` builds no dense index (nothing is embedded).
+        ``config.method == "bm25"`` builds no dense index (nothing is embedded). BM25 is built
+        ``bm25_chunk`` passages at a time (memory bounded by the chunk and the vocabulary).
         """
         config = config or KBConfig()
         out = check_out_dir(out_dir)
@@ -130,17 +133,18 @@ class KnowledgeBase:
         if not n:
             raise UserError("no passages to index; check the corpus files")
         t0 = time.perf_counter()
-        bm25 = BM25Index(stemmer=config.bm25.stemmer, stopwords=config.bm25.stopwords)
-        bm25.index_batches(store.texts(), n)
-        bm25.save(partial / "bm25")
+        key = store.get_meta("ids_sha1") or _ids_key(store)
+        store.set_meta("ids_sha1", key)
+        if store.get_meta("bm25_done") != "1":  # streamed in chunks, resumable (kb.bm25_build)
+            BM25Index.build(partial / "bm25", store.texts(), n, stemmer=config.bm25.stemmer,
+                            stopwords=config.bm25.stopwords, chunk_docs=bm25_chunk, key=key)
+            store.set_meta("bm25_done", "1")
         timings["bm25"] = time.perf_counter() - t0
         emb: Embedder | None = None
         dense: DenseIndex | None = None
         if config.method != "bm25":
             t0 = time.perf_counter()
             emb = embedder or _load_embedder(config)
-            key = store.get_meta("ids_sha1") or _ids_key(store)
-            store.set_meta("ids_sha1", key)
             vecs = embed_to_memmap(emb, Contents(store), partial / "embeddings.npy", progress=progress, key=key)
             timings["embed"] = time.perf_counter() - t0
             t0 = time.perf_counter()
@@ -214,9 +218,7 @@ class KnowledgeBase:
         bm25 = BM25Index.load(d / "bm25", mmap=True)
         if bm25.size != n:
             log.info("BM25 index of %s is stale (%d of %d passages); re-indexing", d, bm25.size, n)
-            bm25.index_batches(store.texts(), n)
-            bm25.save(d / "bm25")
-            bm25 = BM25Index.load(d / "bm25", mmap=True)
+            bm25 = _rebuild_bm25(d, store, n, config)
         dense: DenseIndex | None = None
         if params.get("embedder") is not None:
             dim = int(params["embedder"]["dim"])
@@ -246,9 +248,7 @@ class KnowledgeBase:
             n = len(self.store)
             dense.add(vecs)
             dense.save(self.directory / "dense.faiss")
-            self.bm25 = BM25Index(stemmer=self.config.bm25.stemmer, stopwords=self.config.bm25.stopwords)
-            self.bm25.index_batches(self.store.texts(), n)
-            self.bm25.save(self.directory / "bm25")
+            self.bm25 = _rebuild_bm25(self.directory, self.store, n, self.config)
             self.params["counts"] = {"passages": n}
             _write_json(self.directory / "params.json", self.params)
 
@@ -364,6 +364,16 @@ def _open_store(d: Path) -> PassageStore:
                             "`agentrag kb build`") from exc
         legacy.unlink()
     return PassageStore(path)
+
+
+def _rebuild_bm25(d: Path, store: PassageStore, n: int, config: KBConfig) -> BM25Index:
+    """Re-index all passages into ``bm25.new`` (streamed), then swap it for ``bm25``."""
+    new = d / "bm25.new"
+    shutil.rmtree(new, ignore_errors=True)
+    BM25Index.build(new, store.texts(), n, stemmer=config.bm25.stemmer, stopwords=config.bm25.stopwords)
+    shutil.rmtree(d / "bm25", ignore_errors=True)
+    os.replace(new, d / "bm25")
+    return BM25Index.load(d / "bm25", mmap=True)
 
 
 def _ids_key(store: PassageStore) -> str:

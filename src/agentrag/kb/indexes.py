@@ -26,8 +26,9 @@ log = logging.getLogger(__name__)
 
 Ranked = list[tuple[int, float]]
 INDEX_TYPES = ("flat", "hnsw", "ivfpq")
-#: BM25 scores one block of queries in a (queries x passages) float32 array of at most this many cells
-SCORE_CELLS = 4 << 20
+#: BM25 scores a block of queries in one (queries x passages) float32 array of at most this many cells
+#: (1 MB: stays in cache; a corpus larger than this is scored one query at a time)
+SCORE_CELLS = 1 << 18
 
 
 class BM25Index:
@@ -249,6 +250,9 @@ class DenseIndex:
                 self.index.train(np.ascontiguousarray(vectors[rows], dtype=np.float32))
         for lo in range(0, n, chunk):
             self.index.add(np.ascontiguousarray(vectors[lo:lo + chunk], dtype=np.float32))
+            if lo // chunk % 64 == 63:
+                drop_pages(vectors)
+        drop_pages(vectors)
 
     @property
     def size(self) -> int:
@@ -306,6 +310,21 @@ def rrf_fuse(runs: dict[str, list[Ranked]], weights: dict[str, float], rrf_k: fl
     return fused
 
 
+def drop_pages(arr: Any) -> None:
+    """Release the resident pages of a memory-mapped array (or a view of one) from this
+    process: read or written, they stay in the OS page cache but no longer count in its RSS, so
+    streaming over a 60 GB embeddings file keeps the build's resident memory flat."""
+    import mmap
+
+    while arr is not None and not isinstance(arr, np.memmap):
+        arr = getattr(arr, "base", None)
+    m = getattr(arr, "_mmap", None)
+    if m is None or not hasattr(m, "madvise"):
+        return
+    m.flush()
+    m.madvise(mmap.MADV_DONTNEED)
+
+
 def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chunk: int = 512,
                     progress: bool = True, key: str = "") -> np.ndarray:
     """Embed passages into a float32 memmap at ``path``, resuming an interrupted run.
@@ -336,8 +355,11 @@ def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chu
             idx = order[c * chunk:(c + 1) * chunk]
             mm[idx] = embedder.embed([texts[j] for j in idx], kind="passage")
             mm.flush()
+            if c % 64 == 63:
+                drop_pages(mm)
             state_path.write_text(json.dumps({"fingerprint": fingerprint, "done_chunks": c + 1}))
             bar.update(len(idx))
+    drop_pages(mm)
     return np.asarray(mm)
 
 

@@ -75,7 +75,7 @@ BUILD_BM25 = PRELUDE + textwrap.dedent("""
 LOAD = PRELUDE + textwrap.dedent("""
     import os, random
     from agentrag.kb import KnowledgeBase
-    out, nq, batch = sys.argv[1], int(sys.argv[2]), 32
+    out, nq, batch, methods = sys.argv[1], int(sys.argv[2]), 32, sys.argv[3].split(",")
     t0 = time.perf_counter()
     kb = KnowledgeBase.load(out, embedder=RandomEmbedder())
     res = {"load_seconds": time.perf_counter() - t0, "rss_after_load_mb": now_rss_mb(), "passages": len(kb),
@@ -95,7 +95,7 @@ LOAD = PRELUDE + textwrap.dedent("""
             best_w, best_c = min(best_w, time.perf_counter() - w), min(best_c, time.process_time() - c)
         res[name + "_qps"], res[name + "_cpu_qps"] = len(queries) / best_w, len(queries) / best_c
 
-    for method in ("bm25", "dense", "hybrid"):
+    for method in methods:
         rate(method, lambda b, m=method: kb.search(b, 10, method=m), True)
         rate(method + "_batch", lambda b, m=method: kb.search(b, 10, method=m), False)
     res["rss_after_queries_mb"] = now_rss_mb()
@@ -148,7 +148,7 @@ def du_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
 
 
-def measure(n: int, work: Path, queries: int, anchor: bool) -> dict:
+def measure(n: int, work: Path, queries: int, anchor: bool, bm25_only: bool = False) -> dict:
     from agentrag.testing import recombined_corpus
 
     corpus = work / f"corpus_{n}.jsonl"
@@ -161,12 +161,17 @@ def measure(n: int, work: Path, queries: int, anchor: bool) -> dict:
     kb = work / f"kb_{n}"
     shutil.rmtree(kb, ignore_errors=True)
     res: dict = {"passages": n, "corpus_mb": corpus.stat().st_size / 2**20}
-    res["build"] = peak(BUILD, str(corpus), str(kb), str(n))
-    res["build"]["bm25_only_peak"] = peak(BUILD_BM25, str(corpus), str(work / f"kb_bm25_{n}"))["peak_rss_mb"]
+    bm = work / f"kb_bm25_{n}"
+    shutil.rmtree(bm, ignore_errors=True)
+    res["build"] = {} if bm25_only else peak(BUILD, str(corpus), str(kb), str(n))
+    res["build"]["bm25_only_peak"] = peak(BUILD_BM25, str(corpus), str(bm))["peak_rss_mb"]
+    if bm25_only:
+        kb = bm
+    else:
+        shutil.rmtree(bm, ignore_errors=True)
     res["vocab"] = len(json.loads((kb / "bm25" / "vocab.index.json").read_text()))
-    shutil.rmtree(work / f"kb_bm25_{n}", ignore_errors=True)
     res["disk_mb"] = {p.name: round(du_mb(p) if p.is_dir() else p.stat().st_size / 2**20, 1) for p in kb.iterdir()}
-    res["load"] = peak(LOAD, str(kb), str(queries))
+    res["load"] = peak(LOAD, str(kb), str(queries), "bm25" if bm25_only else "bm25,dense,hybrid")
     if anchor:
         cache = work / f"hf_cache_{n}"
         shutil.rmtree(cache, ignore_errors=True)
@@ -196,11 +201,13 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/agentrag_kb_scale"))
     ap.add_argument("--small", type=int, default=None, help="the smaller size (default: max(passages/10, 20,000))")
     ap.add_argument("--no-anchor", action="store_true", help="skip the HF datasets load")
+    ap.add_argument("--bm25-only", action="store_true", help="build and search BM25 only (no dense index)")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     print(f"{os.cpu_count()} CPUs, load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    small = measure(args.small or max(args.passages // 10, 20_000), args.work, args.queries, not args.no_anchor)
-    big = measure(args.passages, args.work, args.queries, not args.no_anchor)
+    small = measure(args.small or max(args.passages // 10, 20_000), args.work, args.queries, not args.no_anchor,
+                    args.bm25_only)
+    big = measure(args.passages, args.work, args.queries, not args.no_anchor, args.bm25_only)
     print(f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"\n## {big['passages']:,} passages (projection to wiki-18, {WIKI18:,}: linear through "
           f"{small['passages']:,} and {big['passages']:,})\n")
@@ -216,6 +223,8 @@ def main() -> None:
         rows += [("anchor: HF datasets load, peak RSS (MB)", ("anchor_hf_datasets", "peak_rss_mb")),
                  ("anchor: HF datasets load seconds", ("anchor_hf_datasets", "seconds"))]
     for label, key in rows:
+        if args.bm25_only and key[0] == "build" and key[1] != "bm25_only_peak":
+            continue
         v = big
         for k in key:
             v = v[k]
@@ -234,7 +243,7 @@ def main() -> None:
           "\n|---|---|---|---|---|---|---|")
     for r in (small, big):
         ld = r["load"]
-        for m in ("bm25", "dense", "hybrid"):
+        for m in ("bm25",) if args.bm25_only else ("bm25", "dense", "hybrid"):
             raw = ((f"{ld['bm25s_numpy_qps']:,.0f} ({ld['bm25s_numpy_cpu_qps']:,.0f})",
                     f"{ld['bm25s_numpy_batch_qps']:,.0f} ({ld['bm25s_numpy_batch_cpu_qps']:,.0f})",
                     f"{ld['bm25_batch_cpu_qps'] / ld['bm25s_numpy_batch_cpu_qps']:.2f}") if m == "bm25" else ("", "", ""))

@@ -63,7 +63,9 @@ class PassageStore:
                 if not self.path.exists():
                     raise UserError(f"{self.path}: passage store not found; the KB is damaged, rebuild it")
                 conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
-            conn.execute(f"PRAGMA mmap_size={_MMAP}")
+            # readers map the file (pages shared between server workers); a build reads every
+            # passage once, and mapped pages would all count in its RSS: it reads through the cache
+            conn.execute(f"PRAGMA mmap_size={0 if self.writable else _MMAP}")
             conn.execute("PRAGMA cache_size=-16000")  # 16 MB page cache per connection
             self._local.conn, self._local.pid = conn, key
         return conn

@@ -123,10 +123,23 @@ class BM25Index:
         vectorised calls per block instead of ~20 Python-level calls per query and token: every
         (query, token) column of the block is gathered at once and summed by one ``np.add.at`` on
         the block's score rows (in query-token order: bm25s's float32 sums, term by term), then
-        ``argpartition`` + ``argsort`` per row as ``bm25s.selection._topk_numpy`` does."""
+        ``argpartition`` + ``argsort`` per row as ``bm25s.selection._topk_numpy`` does. A block of
+        one query (every query once the corpus exceeds :data:`SCORE_CELLS` passages) takes bm25s's
+        per-list loop instead: on long posting lists the gather costs more than the calls it saves."""
         sc = self.retriever.scores
         data, indices, indptr = sc["data"], sc["indices"], sc["indptr"]
         ncols, n = len(indptr) - 1, self.size
+        if len(queries) == 1:  # bm25s's own loop: per posting list, an np.add.at on its slices
+            ids = [t for t in queries[0] if t < ncols]
+            if not ids:
+                return [[]]
+            row = np.zeros(n, dtype=data.dtype)
+            for a, b in zip(indptr[ids].tolist(), indptr[np.asarray(ids) + 1].tolist(), strict=True):
+                np.add.at(row, indices[a:b], data[a:b])
+            part1 = np.argpartition(row, -k)[-k:]
+            top1 = row[part1]
+            order1 = np.argsort(top1)[::-1]
+            return [[(d, v) for d, v in zip(part1[order1].tolist(), top1[order1].tolist(), strict=True) if v > 0]]
         qi = np.fromiter((i for i, ids in enumerate(queries) for t in ids if t < ncols), dtype=np.int64)
         tok = np.fromiter((t for ids in queries for t in ids if t < ncols), dtype=np.int64)
         starts, ends = indptr[tok], indptr[tok + 1]
@@ -136,13 +149,6 @@ class BM25Index:
         pos = np.arange(total, dtype=np.int64) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
         scores = np.zeros((len(queries), n), dtype=data.dtype)
         np.add.at(scores.reshape(-1), np.repeat(qi * n, lengths) + indices[pos], data[pos])
-        if len(queries) == 1:  # one query: 1-d calls (take_along_axis costs more than the selection)
-            if not len(qi):
-                return [[]]
-            part1 = np.argpartition(scores[0], -k)[-k:]
-            top1 = scores[0][part1]
-            order1 = np.argsort(top1)[::-1]
-            return [[(d, v) for d, v in zip(part1[order1].tolist(), top1[order1].tolist(), strict=True) if v > 0]]
         part = np.argpartition(scores, -k, axis=1)[:, -k:]
         top = np.take_along_axis(scores, part, axis=1)
         order = np.argsort(top, axis=1)[:, ::-1]

@@ -136,3 +136,22 @@ def test_kb_build_resumes_bm25_after_a_kill(data_dir, tmp_path, monkeypatch):
     qs = ["Who directed the film?", "Where was the composer born?"]
     assert [[h.id for h in hs] for hs in kb.search(qs, 10)] == [[h.id for h in hs] for hs in ref.search(qs, 10)]
     assert not (tmp_path / "kb" / "bm25.work").exists()
+
+
+def test_build_reads_do_not_map_files_into_the_process(tmp_path):
+    """Pages a build streams over (embeddings memmap, passage store) must not pile up in its RSS."""
+    from agentrag.kb.indexes import drop_pages
+    from agentrag.kb.passages import PassageStore
+    from agentrag.records import Passage
+
+    path = tmp_path / "e.npy"
+    mm = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(2000, 16))
+    mm[:] = 2.0
+    drop_pages(np.asarray(mm))  # a view of the memmap, as embed_to_memmap returns
+    drop_pages(np.zeros(3))  # not mapped: nothing to do
+    assert float(mm[1999, 15]) == 2.0 and (np.load(path) == 2.0).all()
+    w = PassageStore(tmp_path / "p.sqlite", writable=True)
+    w.append([Passage(id="a", text="x")])
+    w.finish()
+    assert w._conn().execute("PRAGMA mmap_size").fetchone()[0] == 0
+    assert PassageStore(tmp_path / "p.sqlite")._conn().execute("PRAGMA mmap_size").fetchone()[0] > 0

@@ -6,7 +6,8 @@ Layout of a KB directory::
     passages.sqlite  the passages (row = position in the indexes; id and title+text hash indexed),
                      read lazily (see agentrag.kb.passages); KBs of earlier versions kept
                      passages.jsonl and are converted on first load
-    bm25/            bm25s index files (json + npy), memory-mapped on load
+    bm25/            bm25s index files (json + npy), memory-mapped on load; built in chunks
+                     (kb.bm25_build), resumable from ``<dir>.partial/bm25.work``
     dense.faiss      FAISS index of the normalised passage embeddings (absent for --method bm25)
     gold.json        optional: question id -> gold passage ids (from raw multi-hop files)
 

@@ -83,9 +83,8 @@ def import_kb(corpus: str | os.PathLike[str], out_dir: str | os.PathLike[str], c
         if bm.size != n:
             raise UserError(f"{bm25_dir}: the BM25 index holds {bm.size} documents but {corpus} has {n} passages")
     else:
-        bm = BM25Index(stemmer=config.bm25.stemmer, stopwords=config.bm25.stopwords)
-        bm.index_batches(store.texts(), n)
-        bm.save(partial / "bm25")
+        bm = BM25Index.build(partial / "bm25", store.texts(), n, stemmer=config.bm25.stemmer,
+                             stopwords=config.bm25.stopwords)  # streamed: bounded memory (kb/bm25_build)
     timings["bm25"] = time.perf_counter() - t0
     emb_params: Any = None
     if faiss_index is not None:

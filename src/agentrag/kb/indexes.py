@@ -20,11 +20,15 @@ import numpy as np
 from agentrag._extras import require
 from agentrag.errors import UserError
 from agentrag.kb.base import Embedder
+from agentrag.kb.bm25_build import CHUNK_DOCS, build_bm25_files
 
 log = logging.getLogger(__name__)
 
 Ranked = list[tuple[int, float]]
 INDEX_TYPES = ("flat", "hnsw", "ivfpq")
+#: BM25 scores a block of queries in one (queries x passages) float32 array of at most this many cells
+#: (1 MB: stays in cache; a corpus larger than this is scored one query at a time)
+SCORE_CELLS = 1 << 18
 
 
 class BM25Index:
@@ -54,20 +58,36 @@ class BM25Index:
         self.size = len(texts)
 
     def index_batches(self, batches: Iterable[list[str]], n: int | None = None) -> None:
-        """Index texts given in batches (e.g. streamed from the passage store): the texts are
-        tokenized batch by batch, so only token ids (not the texts) are held at once. The result is
-        identical to :meth:`index` on the concatenated texts."""
-        import bm25s
+        """Index texts given in batches into memory: built by the streaming builder in a
+        temporary directory (so only a chunk's token ids are held at once), then read in. The
+        result is identical to :meth:`index` on the concatenated texts. Prefer :meth:`build`,
+        which leaves the index on disk."""
+        import tempfile
 
-        self.tokenizer = self._make_tokenizer()
-        ids: list[list[int]] = []
-        for batch in batches:
-            ids.extend(self.tokenizer.tokenize(list(batch), return_as="ids", show_progress=False))
-        if n is not None and len(ids) != n:
-            raise UserError(f"BM25 indexing read {len(ids)} texts, expected {n}; the passage store is damaged")
-        self.retriever = bm25s.BM25()
-        self.retriever.index(ids, show_progress=False)
-        self.size = len(ids)
+        if n is None:
+            texts = [t for batch in batches for t in batch]
+            batches, n = [texts], len(texts)
+        with tempfile.TemporaryDirectory(prefix="agentrag-bm25-") as tmp:
+            built = type(self).build(Path(tmp) / "bm25", batches, n, stemmer=self.stemmer_name,
+                                     stopwords=self.stopwords, mmap=False)
+        self.retriever, self.tokenizer, self.size, self.vocab = built.retriever, built.tokenizer, built.size, "tokenizer"
+
+    @classmethod
+    def build(cls, directory: Path, batches: Iterable[list[str]], n: int, *, stemmer: str | None = "english",
+              stopwords: str | None = "en", chunk_docs: int = CHUNK_DOCS, key: str = "", mmap: bool = True,
+              stats: dict[str, int] | None = None) -> BM25Index:
+        """Build the index of ``n`` texts (given in batches) into ``directory`` in bounded memory,
+        resumable after a kill (see :mod:`agentrag.kb.bm25_build`), and open it."""
+        self = cls(stemmer=stemmer, stopwords=stopwords)
+        if n:
+            build_bm25_files(batches, n, directory, self._make_tokenizer(), chunk_docs=chunk_docs, key=key,
+                             stats=stats)
+        else:
+            directory.mkdir(parents=True, exist_ok=True)
+        self.size = n
+        (directory / "bm25.json").write_text(json.dumps(
+            {"stemmer": stemmer, "stopwords": stopwords, "size": n, "vocab": "tokenizer"}))
+        return cls.load(directory, mmap=mmap)
 
     def search(self, queries: Sequence[str], k: int) -> list[Ranked]:
         if self.retriever is None or self.size == 0 or k <= 0:
@@ -84,10 +104,59 @@ class BM25Index:
                                   return_ids=False, show_progress=False)
             q: Any = [[t for t in qt if t in self.retriever.vocab_dict] or [""] for qt in toks]
         else:
-            q = self.tokenizer.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
-        docs, scores = self.retriever.retrieve(q, k=min(k, self.size), show_progress=False, n_threads=0)
-        return [[(d, s) for d, s in zip(dr, sr, strict=True) if s > 0]
-                for dr, sr in zip(docs.tolist(), scores.tolist(), strict=True)]
+            # what tokenize(update_vocab=False, return_as="ids") returns, without its progress bar object
+            q = list(self.tokenizer.streaming_tokenize(list(queries), update_vocab=False))
+        if self.vocab == "index":
+            docs, scores = self.retriever.retrieve(q, k=min(k, self.size), show_progress=False, n_threads=0)
+            return [[(d, s) for d, s in zip(dr, sr, strict=True) if s > 0]
+                    for dr, sr in zip(docs.tolist(), scores.tolist(), strict=True)]
+        k = min(k, self.size)
+        out: list[Ranked] = []
+        step = max(1, SCORE_CELLS // self.size)
+        for lo in range(0, len(q), step):
+            out.extend(self._top(q[lo:lo + step], k))
+        return out
+
+    def _top(self, queries: list[list[int]], k: int) -> list[Ranked]:
+        """bm25s's numpy retrieval (``get_scores`` + ``selection.topk``) for a block of queries,
+        with the same arithmetic and selection, so the same ranking, ties included, but a few
+        vectorised calls per block instead of ~20 Python-level calls per query and token: every
+        (query, token) column of the block is gathered at once and summed by one ``np.add.at`` on
+        the block's score rows (in query-token order: bm25s's float32 sums, term by term), then
+        ``argpartition`` + ``argsort`` per row as ``bm25s.selection._topk_numpy`` does. A block of
+        one query (every query once the corpus exceeds :data:`SCORE_CELLS` passages) takes bm25s's
+        per-list loop instead: on long posting lists the gather costs more than the calls it saves."""
+        sc = self.retriever.scores
+        data, indices, indptr = sc["data"], sc["indices"], sc["indptr"]
+        ncols, n = len(indptr) - 1, self.size
+        if len(queries) == 1:  # bm25s's own loop: per posting list, an np.add.at on its slices
+            ids = [t for t in queries[0] if t < ncols]
+            if not ids:
+                return [[]]
+            row = np.zeros(n, dtype=data.dtype)
+            for a, b in zip(indptr[ids].tolist(), indptr[np.asarray(ids) + 1].tolist(), strict=True):
+                np.add.at(row, indices[a:b], data[a:b])
+            part1 = np.argpartition(row, -k)[-k:]
+            top1 = row[part1]
+            order1 = np.argsort(top1)[::-1]
+            return [[(d, v) for d, v in zip(part1[order1].tolist(), top1[order1].tolist(), strict=True) if v > 0]]
+        qi = np.fromiter((i for i, ids in enumerate(queries) for t in ids if t < ncols), dtype=np.int64)
+        tok = np.fromiter((t for ids in queries for t in ids if t < ncols), dtype=np.int64)
+        starts, ends = indptr[tok], indptr[tok + 1]
+        lengths = ends - starts
+        total = int(lengths.sum())
+        # positions of every entry of the gathered columns: start of its column + rank in it
+        pos = np.arange(total, dtype=np.int64) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        scores = np.zeros((len(queries), n), dtype=data.dtype)
+        np.add.at(scores.reshape(-1), np.repeat(qi * n, lengths) + indices[pos], data[pos])
+        part = np.argpartition(scores, -k, axis=1)[:, -k:]
+        top = np.take_along_axis(scores, part, axis=1)
+        order = np.argsort(top, axis=1)[:, ::-1]
+        rows, vals = np.take_along_axis(part, order, axis=1).tolist(), np.take_along_axis(top, order, axis=1).tolist()
+        has = np.zeros(len(queries), dtype=bool)
+        has[qi] = True
+        return [[(d, v) for d, v in zip(r, s, strict=True) if v > 0] if h else []
+                for r, s, h in zip(rows, vals, has.tolist(), strict=True)]
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -130,6 +199,9 @@ class BM25Index:
         self.vocab = meta.get("vocab", "tokenizer")
         if self.size:
             self.retriever = bm25s.BM25.load(str(directory), load_corpus=False, mmap=mmap)
+            for name in ("data", "indices", "indptr"):  # plain views of the mapping: np.memmap's
+                arr = self.retriever.scores[name]  # per-slice Python hooks cost ~10 us a query
+                self.retriever.scores[name] = arr.view(np.ndarray) if isinstance(arr, np.memmap) else arr
             if self.vocab == "tokenizer":
                 self.tokenizer = self._make_tokenizer()
                 self.tokenizer.load_vocab(str(directory))
@@ -184,6 +256,9 @@ class DenseIndex:
                 self.index.train(np.ascontiguousarray(vectors[rows], dtype=np.float32))
         for lo in range(0, n, chunk):
             self.index.add(np.ascontiguousarray(vectors[lo:lo + chunk], dtype=np.float32))
+            if lo // chunk % 8 == 7:  # keep at most ~32k rows (100 MB at 768 dims) of the memmap resident
+                drop_pages(vectors)
+        drop_pages(vectors)
 
     @property
     def size(self) -> int:
@@ -241,6 +316,21 @@ def rrf_fuse(runs: dict[str, list[Ranked]], weights: dict[str, float], rrf_k: fl
     return fused
 
 
+def drop_pages(arr: Any) -> None:
+    """Release the resident pages of a memory-mapped array (or a view of one) from this
+    process: read or written, they stay in the OS page cache but no longer count in its RSS, so
+    streaming over a 60 GB embeddings file keeps the build's resident memory flat."""
+    import mmap
+
+    while arr is not None and not isinstance(arr, np.memmap):
+        arr = getattr(arr, "base", None)
+    m = getattr(arr, "_mmap", None)
+    if m is None or not hasattr(m, "madvise"):
+        return
+    m.flush()
+    m.madvise(mmap.MADV_DONTNEED)
+
+
 def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chunk: int = 512,
                     progress: bool = True, key: str = "") -> np.ndarray:
     """Embed passages into a float32 memmap at ``path``, resuming an interrupted run.
@@ -271,8 +361,11 @@ def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chu
             idx = order[c * chunk:(c + 1) * chunk]
             mm[idx] = embedder.embed([texts[j] for j in idx], kind="passage")
             mm.flush()
+            if c % 64 == 63:
+                drop_pages(mm)
             state_path.write_text(json.dumps({"fingerprint": fingerprint, "done_chunks": c + 1}))
             bar.update(len(idx))
+    drop_pages(mm)
     return np.asarray(mm)
 
 

@@ -63,7 +63,9 @@ class PassageStore:
                 if not self.path.exists():
                     raise UserError(f"{self.path}: passage store not found; the KB is damaged, rebuild it")
                 conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
-            conn.execute(f"PRAGMA mmap_size={_MMAP}")
+            # readers map the file (pages shared between server workers); a build reads every
+            # passage once, and mapped pages would all count in its RSS: it reads through the cache
+            conn.execute(f"PRAGMA mmap_size={0 if self.writable else _MMAP}")
             conn.execute("PRAGMA cache_size=-16000")  # 16 MB page cache per connection
             self._local.conn, self._local.pid = conn, key
         return conn
@@ -158,20 +160,24 @@ class PassageStore:
 
     def by_rows(self, rows: Sequence[int]) -> list[Passage]:
         """Passages at index rows (0-based), in the given order."""
-        if not rows:
-            return []
+        found = self.raw_rows(rows)
+        return [self._passage(found[r]) for r in rows]
+
+    def raw_rows(self, rows: Iterable[int]) -> dict[int, tuple[str, str, str, str | None]]:
+        """Index row (0-based) -> ``(id, title, text, metadata json)`` for the distinct ``rows``:
+        what search builds its hits from (no intermediate :class:`Passage`)."""
         uniq = sorted(set(rows))
-        found: dict[int, Passage] = {}
+        found: dict[int, tuple[str, str, str, str | None]] = {}
         conn = self._conn()
         for i in range(0, len(uniq), 500):
             part = uniq[i:i + 500]
-            q = f"SELECT row, id, title, text, metadata FROM passages WHERE row IN ({','.join('?' * len(part))})"
+            q = f"SELECT row - 1, id, title, text, metadata FROM passages WHERE row IN ({','.join('?' * len(part))})"
             for r in conn.execute(q, [x + 1 for x in part]):
-                found[int(r[0]) - 1] = self._passage(r[1:])
-        missing = [r for r in rows if r not in found]
-        if missing:
-            raise UserError(f"{self.path}: index row {missing[0]} has no passage; the KB is damaged, rebuild it")
-        return [found[r] for r in rows]
+                found[r[0]] = r[1:]
+        if len(found) != len(uniq):
+            missing = next(r for r in uniq if r not in found)
+            raise UserError(f"{self.path}: index row {missing} has no passage; the KB is damaged, rebuild it")
+        return found
 
     def by_id(self, passage_id: str) -> Passage | None:
         r = self._conn().execute("SELECT id, title, text, metadata FROM passages WHERE id=?",

@@ -6,7 +6,8 @@ Layout of a KB directory::
     passages.sqlite  the passages (row = position in the indexes; id and title+text hash indexed),
                      read lazily (see agentrag.kb.passages); KBs of earlier versions kept
                      passages.jsonl and are converted on first load
-    bm25/            bm25s index files (json + npy), memory-mapped on load
+    bm25/            bm25s index files (json + npy), memory-mapped on load; built in chunks
+                     (kb.bm25_build), resumable from ``<dir>.partial/bm25.work``
     dense.faiss      FAISS index of the normalised passage embeddings (absent for --method bm25)
     gold.json        optional: question id -> gold passage ids (from raw multi-hop files)
 
@@ -32,6 +33,7 @@ from typing import Any
 from agentrag.config import load_config
 from agentrag.errors import UserError
 from agentrag.kb.base import Embedder, apply_threshold
+from agentrag.kb.bm25_build import CHUNK_DOCS
 from agentrag.kb.config import (
     METHODS,
     BM25Config,
@@ -44,7 +46,7 @@ from agentrag.kb.indexes import BM25Index, DenseIndex, Ranked, embed_to_memmap, 
 from agentrag.kb.passages import FILE as PASSAGES_FILE
 from agentrag.kb.passages import Contents, PassageStore
 from agentrag.paths import check_out_dir
-from agentrag.records import Hit, Passage, read_jsonl
+from agentrag.records import SCHEMA_VERSION, Hit, Passage, read_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +88,15 @@ class KnowledgeBase:
     @classmethod
     def build(cls, passages: Iterable[Passage], out_dir: str | os.PathLike[str], config: KBConfig | None = None,
               *, embedder: Embedder | None = None, gold: dict[str, list[str]] | None = None,
-              overwrite: bool = False, progress: bool = True, dedupe: bool = False) -> KnowledgeBase:
+              overwrite: bool = False, progress: bool = True, dedupe: bool = False,
+              bm25_chunk: int = CHUNK_DOCS) -> KnowledgeBase:
         """Index ``passages`` into a new KB directory (built in ``<dir>.partial``, then renamed).
 
         Passages are streamed into the passage store in chunks (bounded memory); rerunning after a
         kill skips the passages already stored and the embeddings already computed. With
         ``dedupe``, a passage whose (normalised) title and text is already stored is skipped.
-        ``config.method == "bm25"`` builds no dense index (nothing is embedded).
+        ``config.method == "bm25"`` builds no dense index (nothing is embedded). BM25 is built
+        ``bm25_chunk`` passages at a time (memory bounded by the chunk and the vocabulary).
         """
         config = config or KBConfig()
         out = check_out_dir(out_dir)
@@ -130,17 +134,18 @@ class KnowledgeBase:
         if not n:
             raise UserError("no passages to index; check the corpus files")
         t0 = time.perf_counter()
-        bm25 = BM25Index(stemmer=config.bm25.stemmer, stopwords=config.bm25.stopwords)
-        bm25.index_batches(store.texts(), n)
-        bm25.save(partial / "bm25")
+        key = store.get_meta("ids_sha1") or _ids_key(store)
+        store.set_meta("ids_sha1", key)
+        if store.get_meta("bm25_done") != "1":  # streamed in chunks, resumable (kb.bm25_build)
+            BM25Index.build(partial / "bm25", store.texts(), n, stemmer=config.bm25.stemmer,
+                            stopwords=config.bm25.stopwords, chunk_docs=bm25_chunk, key=key)
+            store.set_meta("bm25_done", "1")
         timings["bm25"] = time.perf_counter() - t0
         emb: Embedder | None = None
         dense: DenseIndex | None = None
         if config.method != "bm25":
             t0 = time.perf_counter()
             emb = embedder or _load_embedder(config)
-            key = store.get_meta("ids_sha1") or _ids_key(store)
-            store.set_meta("ids_sha1", key)
             vecs = embed_to_memmap(emb, Contents(store), partial / "embeddings.npy", progress=progress, key=key)
             timings["embed"] = time.perf_counter() - t0
             t0 = time.perf_counter()
@@ -214,9 +219,7 @@ class KnowledgeBase:
         bm25 = BM25Index.load(d / "bm25", mmap=True)
         if bm25.size != n:
             log.info("BM25 index of %s is stale (%d of %d passages); re-indexing", d, bm25.size, n)
-            bm25.index_batches(store.texts(), n)
-            bm25.save(d / "bm25")
-            bm25 = BM25Index.load(d / "bm25", mmap=True)
+            bm25 = _rebuild_bm25(d, store, n, config)
         dense: DenseIndex | None = None
         if params.get("embedder") is not None:
             dim = int(params["embedder"]["dim"])
@@ -246,9 +249,7 @@ class KnowledgeBase:
             n = len(self.store)
             dense.add(vecs)
             dense.save(self.directory / "dense.faiss")
-            self.bm25 = BM25Index(stemmer=self.config.bm25.stemmer, stopwords=self.config.bm25.stopwords)
-            self.bm25.index_batches(self.store.texts(), n)
-            self.bm25.save(self.directory / "bm25")
+            self.bm25 = _rebuild_bm25(self.directory, self.store, n, self.config)
             self.params["counts"] = {"passages": n}
             _write_json(self.directory / "params.json", self.params)
 
@@ -297,14 +298,9 @@ class KnowledgeBase:
         m = method or self.config.method
         with self._lock:
             ranked = self.rank(list(queries), k, m)
-        rows = [r for rs in ranked for r, _ in rs]
-        by_row = dict(zip(rows, self.store.by_rows(rows), strict=True))
-        return [apply_threshold([self._hit(by_row[r], s, m) for r, s in rs], k, threshold) for rs in ranked]
-
-    def _hit(self, p: Passage, score: float, method: str) -> Hit:
-        # read from the store we wrote: skip re-validation (it dominates small-index search time)
-        return Hit.model_construct(id=p.id, title=p.title, text=p.text, score=float(score), method=method,
-                                   kb=self.name, metadata=dict(p.metadata))
+        found = self.store.raw_rows(r for rs in ranked for r, _ in rs)
+        name = self.name
+        return [apply_threshold([_hit(found[r], s, m, name) for r, s in rs], k, threshold) for rs in ranked]
 
     # ---- access -------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -332,6 +328,24 @@ class KnowledgeBase:
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
+_HIT_FIELDS = frozenset(("id", "title", "text", "score", "method", "kb", "metadata"))
+_set = object.__setattr__
+
+
+def _hit(row: tuple[str, str, str, str | None], score: float, method: str, kb: str) -> Hit:
+    """``Hit.model_construct(id=.., title=.., text=.., score=.., method=.., kb=.., metadata=..)`` without
+    its per-field default lookups: the passage was validated when it was stored, and building hits
+    was most of our overhead over raw bm25s (issue 27)."""
+    h = Hit.__new__(Hit)
+    _set(h, "__dict__", {"schema_version": SCHEMA_VERSION, "id": row[0], "title": row[1], "text": row[2],
+                         "score": float(score), "method": method, "kb": kb,
+                         "metadata": json.loads(row[3]) if row[3] else {}})
+    _set(h, "__pydantic_fields_set__", set(_HIT_FIELDS))
+    _set(h, "__pydantic_extra__", None)
+    _set(h, "__pydantic_private__", None)
+    return h
+
+
 def _open_store(d: Path) -> PassageStore:
     path = d / PASSAGES_FILE
     legacy = d / "passages.jsonl"
@@ -351,6 +365,16 @@ def _open_store(d: Path) -> PassageStore:
                             "`agentrag kb build`") from exc
         legacy.unlink()
     return PassageStore(path)
+
+
+def _rebuild_bm25(d: Path, store: PassageStore, n: int, config: KBConfig) -> BM25Index:
+    """Re-index all passages into ``bm25.new`` (streamed), then swap it for ``bm25``."""
+    new = d / "bm25.new"
+    shutil.rmtree(new, ignore_errors=True)
+    BM25Index.build(new, store.texts(), n, stemmer=config.bm25.stemmer, stopwords=config.bm25.stopwords)
+    shutil.rmtree(d / "bm25", ignore_errors=True)
+    os.replace(new, d / "bm25")
+    return BM25Index.load(d / "bm25", mmap=True)
 
 
 def _ids_key(store: PassageStore) -> str:

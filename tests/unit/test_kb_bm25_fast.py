@@ -1,0 +1,74 @@
+"""Our BM25 hot path (block scoring, hits built without pydantic's per-field work) returns exactly
+what bm25s's own ``retrieve`` returns on the same index object, ties included."""
+
+import itertools
+
+import pytest
+
+from agentrag.kb import KBConfig, KnowledgeBase, indexes
+from agentrag.kb.indexes import BM25Index
+from agentrag.kb.ingest import questions, read_corpus
+from agentrag.kb.store import _hit
+from agentrag.records import Hit
+
+
+def _raw(idx: BM25Index, qs: list[str], k: int) -> list[list[tuple[int, float]]]:
+    ids = idx.tokenizer.tokenize(qs, update_vocab=False, return_as="ids", show_progress=False)
+    docs, scores = idx.retriever.retrieve(ids, k=k, show_progress=False, n_threads=0)
+    return [[(d, s) for d, s in zip(dr, sr) if s > 0] for dr, sr in zip(docs.tolist(), scores.tolist())]
+
+
+@pytest.fixture(scope="module")
+def real(data_dir):
+    texts = [p.contents for p in itertools.islice(read_corpus(data_dir / "corpora" / "2wiki_passages_6119.jsonl"), 600)]
+    texts += texts[:50]  # exact duplicates: tied scores the selection must order as bm25s does
+    qs = [q for _, q, _ in itertools.islice(questions(data_dir / "2wikimultihopqa" / "dev_with_context_164.jsonl"), 80)]
+    idx = BM25Index()
+    idx.index(texts)
+    return idx, qs + ["", "the of and", "zzzqqq unknownword"]
+
+
+@pytest.mark.parametrize("k", [1, 10, 700])
+def test_search_equals_bm25s_batched_and_single(real, k):
+    idx, qs = real
+    want = _raw(idx, qs, min(k, idx.size))
+    assert idx.search(qs, k) == want
+    assert [idx.search([q], k)[0] for q in qs] == want
+    assert idx.search(["the of and"], k) == [[]]  # stopwords only: no hit, as bm25s's zero scores
+
+
+def test_blocks_split_the_batch_without_changing_results(real, monkeypatch):
+    idx, qs = real
+    want = idx.search(qs, 10)
+    monkeypatch.setattr(indexes, "SCORE_CELLS", idx.size * 3)  # 3 queries a block
+    assert idx.search(qs, 10) == want
+
+
+def test_tied_duplicates_come_back_in_bm25s_order(real):
+    idx, _ = real
+    q = ["Who is the director of the film"]
+    got, want = idx.search(q, 50)[0], _raw(idx, q, 50)[0]
+    assert got == want
+    assert len({s for _, s in got}) < len(got)  # the check above did cover ties
+
+
+def test_fast_hit_is_model_construct():
+    meta = '{"url": "x"}'
+    a = _hit(("p1", "T", "text", meta), 2.5, "bm25", "main")
+    b = Hit.model_construct(id="p1", title="T", text="text", score=2.5, method="bm25", kb="main",
+                            metadata={"url": "x"})
+    assert a == b and a.model_dump() == b.model_dump() and a.model_fields_set == b.model_fields_set
+    assert _hit(("p2", "", "t", None), 1, "bm25", "kb").metadata == {}
+    a.score = 3.0  # a real, mutable model: its own fields-set
+    assert b.score == 2.5 and "score" in a.model_fields_set
+
+
+def test_kb_search_hits_follow_the_index(tmp_path, data_dir):
+    ps = list(itertools.islice(read_corpus(data_dir / "corpora" / "musique_train_passages_1890.jsonl"), 300))
+    kb = KnowledgeBase.build(ps, tmp_path / "kb", KBConfig(method="bm25"), progress=False)
+    qs = ["Who founded the company?", "river in Europe", "the"]
+    ranked = _raw(kb.bm25, qs, 10)
+    hits = kb.search(qs, 10)
+    assert [[(h.id, h.score) for h in hs] for hs in hits] == [[(ps[r].id, s) for r, s in rs] for rs in ranked]
+    by_id = {p.id: p for p in ps}
+    assert all(h.text == by_id[h.id].text and h.title == by_id[h.id].title for hs in hits for h in hs)

@@ -160,6 +160,22 @@ def test_eval_print_config_is_what_config_yaml_holds(tmp_path, data_dir, fakes):
     assert yaml.safe_load((out / "config.yaml").read_text()) == cfg
 
 
+def test_embedded_model_gets_cpu_budgets_unless_set(tmp_path, data_dir, fakes):
+    """--llm embedded: max_steps 4 and top_k 3 unless the user set them; other LLMs keep the agent's defaults."""
+    def printed(*args):
+        argv = _eval_args(data_dir, tmp_path / "run", *args, "--print-config")
+        res = runner.invoke(app, argv)
+        assert res.exit_code == 0, res.output
+        return yaml.safe_load(res.stdout)["agent_config"]
+
+    emb = printed("--llm", "embedded")
+    assert (emb["max_steps"], emb["top_k"], emb["max_top_k"]) == (4, 3, 3)
+    mine = printed("--llm", "embedded", "--set", "agent_config.max_steps=6", "--set", "agent_config.top_k=5")
+    assert (mine["max_steps"], mine["top_k"], mine["max_top_k"]) == (6, 5, 3)
+    remote = printed()  # --llm agent-llm
+    assert (remote["max_steps"], remote["top_k"], remote["max_top_k"]) == (8, 5, 20)
+
+
 @pytest.mark.parametrize("path,args", [
     ("synth ragshaper", ["--kb", "k", "--seeds", "2"]),
     ("synth evipath", ["--dataset", "d.jsonl"]),

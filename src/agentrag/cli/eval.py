@@ -73,7 +73,8 @@ def eval_command(
 
     Example: agentrag eval --dataset ../shared/data/hotpotqa/dev_distractor_200.jsonl --kb runs/kb
     --agent react --llm embedded --limit 10 -j 1 --out runs/eval_react --set agent_config.max_steps=4
-    (the settings a 2-core CPU finishes in minutes; scripts/demo.sh uses them)
+    (the settings a 2-core CPU finishes in minutes; scripts/demo.sh uses them). With --llm embedded,
+    agent_config max_steps 4, top_k 3 and max_top_k 3 are the defaults unless set.
     """
     with user_errors():
         from agentrag.eval.run import EvalBugs, run_eval
@@ -111,8 +112,24 @@ def resolved_eval_config(cfg: Any) -> Any:
     config class (its defaults included), as ``--print-config`` and ``config.yaml`` show it."""
     from agentrag.agents import agent_config
 
-    full = agent_config(cfg.agent, **cfg.agent_config).model_dump(mode="json")
+    given = dict(cfg.agent_config)
+    fields = type(agent_config(cfg.agent)).model_fields
+    if is_embedded(cfg.llm):  # CPU budgets for the keys the user left unset (docs/quickstart.md)
+        for key, value in EMBEDDED_AGENT_BUDGET.items():
+            if key in fields and key not in given:
+                given[key] = value
+    full = agent_config(cfg.agent, **given).model_dump(mode="json")
     return cfg.model_copy(update={"agent_config": full})
+
+
+#: agent settings the embedded model (SmolLM2-135M on llama.cpp, 2 CPU cores) gets unless set: fewer
+#: turns and shorter prompts keep an eval question at about a minute instead of several
+EMBEDDED_AGENT_BUDGET: dict[str, Any] = {"max_steps": 4, "top_k": 3, "max_top_k": 3}
+
+
+def is_embedded(llm: Any) -> bool:
+    """Whether an ``--llm`` value names the embedded model (``embedded`` or ``embedded:…``)."""
+    return isinstance(llm, str) and (llm == "embedded" or llm.startswith("embedded:"))
 
 
 def _print_metrics(m: dict[str, Any]) -> None:

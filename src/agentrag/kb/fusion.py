@@ -24,9 +24,10 @@ the default, and why, is measured by ``benchmarks/fusion.py`` (docs/kb.md, "Hybr
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 if TYPE_CHECKING:
     from agentrag.kb.config import HybridConfig
@@ -61,24 +62,25 @@ def rrf_fuse(runs: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float],
     return fused
 
 
+def _normalised(scores: np.ndarray, norm: str) -> tuple[np.ndarray, float]:
+    if norm == "minmax":
+        lo, hi = float(scores.min()), float(scores.max())
+        return (np.ones_like(scores) if hi == lo else (scores - lo) / (hi - lo)), 0.0
+    if norm == "zscore":
+        std = float(scores.std())
+        if std == 0.0:
+            return np.zeros_like(scores), 0.0
+        z = (scores - scores.mean()) / std
+        return z, float(z.min())
+    raise ValueError(f"unknown score normalisation {norm!r}; choose minmax or zscore")
+
+
 def normalise(run: Ranked, norm: str) -> tuple[dict[int, float], float]:
     """``({row: normalised score}, floor)`` of one run; ``floor`` is the value of an absent row."""
     if not run:
         return {}, 0.0
-    scores = [s for _, s in run]
-    if norm == "minmax":
-        lo, hi = min(scores), max(scores)
-        if hi == lo:
-            return {row: 1.0 for row, _ in run}, 0.0
-        return {row: (s - lo) / (hi - lo) for row, s in run}, 0.0
-    if norm == "zscore":
-        mean = sum(scores) / len(scores)
-        std = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
-        if std == 0.0:
-            return {row: 0.0 for row, _ in run}, 0.0
-        z = {row: (s - mean) / std for row, s in run}
-        return z, min(z.values())
-    raise ValueError(f"unknown score normalisation {norm!r}; choose minmax or zscore")
+    values, floor = _normalised(np.array([s for _, s in run], dtype=np.float64), norm)
+    return {row: float(v) for (row, _), v in zip(run, values, strict=True)}, floor
 
 
 def score_fuse(runs: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], norm: str = "minmax", *,
@@ -88,18 +90,30 @@ def score_fuse(runs: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float
     confidence, the z-score of its top document."""
     if adaptive and norm != "zscore":
         raise ValueError("adaptive weights need zscore normalisation")
+    if norm not in ("minmax", "zscore"):
+        raise ValueError(f"unknown score normalisation {norm!r}; choose minmax or zscore")
     fused: list[Ranked] = []
     for i in range(_n_queries(runs)):
-        normed = {m: normalise(list(per_query[i]), norm) for m, per_query in runs.items()}
-        eff: dict[str, float] = {}
-        for m, (values, _floor) in normed.items():
+        parts: list[tuple[np.ndarray, np.ndarray, float, float]] = []  # rows, values, floor, weight
+        for m, per_query in runs.items():
+            run = per_query[i]
+            if not run:
+                continue
+            rows = np.fromiter((r for r, _ in run), dtype=np.int64, count=len(run))
+            values, floor = _normalised(np.fromiter((s for _, s in run), dtype=np.float64, count=len(run)), norm)
             w = weights.get(m, 1.0)
             if adaptive:
-                w *= max(max(values.values(), default=0.0), 0.0)
-            eff[m] = w
-        rows = {row for values, _ in normed.values() for row in values}
-        acc = {row: sum(eff[m] * values.get(row, floor) for m, (values, floor) in normed.items()) for row in rows}
-        fused.append(_ranked(acc))
+                w *= max(float(values.max()), 0.0)
+            parts.append((rows, values, floor, w))
+        if not parts:
+            fused.append([])
+            continue
+        every = np.unique(np.concatenate([rows for rows, _, _, _ in parts]))
+        acc = np.full(len(every), sum(w * floor for _, _, floor, w in parts))
+        for rows, values, floor, w in parts:  # listed rows: their value instead of the floor
+            acc[np.searchsorted(every, rows)] += w * (values - floor)
+        order = np.lexsort((every, -acc))
+        fused.append(list(zip(every[order].tolist(), acc[order].tolist(), strict=True)))
     return fused
 
 

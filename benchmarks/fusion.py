@@ -42,17 +42,17 @@ TUNE = DATA / "2wikimultihopqa" / "train_600.jsonl"
 VALIDATION = [DATA / "hotpotqa" / "train_distractor_100.jsonl", DATA / "2wikimultihopqa" / "dev_with_context_164.jsonl",
               DATA / "musique" / "train_100.jsonl", DATA / "hotpotqa" / "dev_distractor_200.jsonl",
               DATA / "hotpotqa" / "train_distractor_499.jsonl", DATA / "musique" / "train_397.jsonl"]
-FORMER = HybridConfig(fusion="rrf", weights={"bm25": 1.0, "dense": 1.5}, rrf_k=10.0)
+FORMER = HybridConfig(fusion="rrf", weights={"bm25": 1.0, "dense": 1.5}, rrf_k=10.0, adaptive=False)
 
 
 def candidates() -> dict[str, HybridConfig]:
     """The fusion candidates, fixed before any number was seen (order breaks ties)."""
     out: dict[str, HybridConfig] = {"rrf k60 1:1": HybridConfig(fusion="rrf", weights={"bm25": 1.0, "dense": 1.0},
-                                                                 rrf_k=60.0)}
+                                                                 rrf_k=60.0, adaptive=False)}
     for k in (10.0, 30.0, 60.0):
         for wd in (0.5, 0.75, 1.0, 1.5, 2.0):
             out.setdefault(f"rrf k{k:g} 1:{wd:g}", HybridConfig(fusion="rrf", weights={"bm25": 1.0, "dense": wd},
-                                                                rrf_k=k))
+                                                                rrf_k=k, adaptive=False))
     for norm in ("minmax", "zscore"):
         for adaptive in (False, True):
             if adaptive and norm == "minmax":

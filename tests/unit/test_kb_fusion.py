@@ -5,7 +5,7 @@ import math
 import pytest
 
 from agentrag.kb.config import HybridConfig
-from agentrag.kb.fusion import fuse, normalise, rrf_fuse, score_fuse
+from agentrag.kb.fusion import confidence, fuse, normalise, rrf_fuse, score_fuse
 from agentrag.kb.indexes import rrf_fuse as rrf_from_indexes
 
 BM25 = [(1, 3.0), (2, 2.0), (3, 1.0)]
@@ -49,8 +49,13 @@ def test_adaptive_zscore_scales_each_run_by_its_top_z():
     # confidences: bm25 S, dense 1
     fused = score_fuse(RUNS, {"bm25": 1.0, "dense": 1.0}, "zscore", adaptive=True)[0]
     assert fused == _approx([(2, 1.0), (1, S * S - 1), (3, -S * S - 1), (4, -S * S - 1)])
-    with pytest.raises(ValueError, match="zscore"):
-        score_fuse(RUNS, {}, "minmax", adaptive=True)
+    # the same confidences with min-max: bm25 1, .5, 0 (floor 0); dense 1, 0 (floor 0)
+    assert score_fuse(RUNS, {"bm25": 1.0, "dense": 1.0}, "minmax", adaptive=True)[0] == \
+        _approx([(2, S * 0.5 + 1.0), (1, S), (3, 0.0), (4, 0.0)])
+    # and with RRF (k 10): weights S and 1
+    assert rrf_fuse(RUNS, {}, 10, adaptive=True)[0] == \
+        _approx([(2, S / 12 + 1 / 11), (1, S / 11), (3, S / 13), (4, 1 / 12)])
+    assert confidence([]) == 0.0 and confidence([(1, 2.0), (2, 2.0)]) == 0.0
 
 
 def test_normalisation_with_constant_scores():
@@ -76,11 +81,12 @@ def test_empty_runs_and_mismatched_query_counts():
 
 
 def test_fuse_dispatches_on_the_config():
-    rrf = HybridConfig(fusion="rrf", weights={"bm25": 1.0, "dense": 2.0}, rrf_k=10)
+    rrf = HybridConfig(fusion="rrf", weights={"bm25": 1.0, "dense": 2.0}, rrf_k=10, adaptive=False)
     assert fuse(RUNS, rrf) == rrf_fuse(RUNS, rrf.weights, 10)
+    assert fuse(RUNS, HybridConfig(fusion="rrf", rrf_k=10)) == rrf_fuse(RUNS, HybridConfig().weights, 10, adaptive=True)
     z = HybridConfig(fusion="zscore", weights={"bm25": 1.0, "dense": 1.0}, adaptive=True)
     assert fuse(RUNS, z) == score_fuse(RUNS, z.weights, "zscore", adaptive=True)
-    mm = HybridConfig(fusion="minmax", weights={"bm25": 0.4, "dense": 0.6})
+    mm = HybridConfig(fusion="minmax", weights={"bm25": 0.4, "dense": 0.6}, adaptive=False)
     assert fuse(RUNS, mm) == score_fuse(RUNS, mm.weights, "minmax")
 
 
@@ -104,7 +110,7 @@ def _kb(tmp_path, **hybrid):
                                progress=False)
 
 
-@pytest.mark.parametrize("hybrid", [{"fusion": "rrf", "rrf_k": 5.0}, {"fusion": "minmax"},
+@pytest.mark.parametrize("hybrid", [{"fusion": "rrf", "rrf_k": 5.0, "adaptive": False}, {"fusion": "minmax"},
                                     {"fusion": "zscore", "adaptive": True, "weights": {"bm25": 0.3, "dense": 0.7}}])
 def test_kb_hybrid_is_the_configured_fusion_of_its_runs(tmp_path, hybrid):
     kb = _kb(tmp_path, **hybrid)
@@ -143,7 +149,8 @@ def test_kb_saved_with_chosen_rrf_settings_keeps_them(tmp_path):
     kb = _kb(tmp_path)
     _save_as_before_fusion(kb, {"weights": {"bm25": 1.0, "dense": 0.7}, "rrf_k": 10.0, "depth": 50})
     again = KnowledgeBase.load(kb.directory, embedder=HashEmbedder(64))
-    assert again.config.hybrid == HybridConfig(fusion="rrf", weights={"bm25": 1.0, "dense": 0.7}, rrf_k=10, depth=50)
+    assert again.config.hybrid == HybridConfig(fusion="rrf", weights={"bm25": 1.0, "dense": 0.7}, rrf_k=10, depth=50,
+                                               adaptive=False)
     runs = {m: again.rank(QUERIES, 50, m) for m in ("bm25", "dense")}
     assert [[h.id for h in r] for r in again.search(QUERIES, 3, method="hybrid")] == \
         [[f"d{row}" for row, _ in e[:3]] for e in rrf_fuse(runs, {"bm25": 1.0, "dense": 0.7}, 10)]

@@ -51,20 +51,20 @@ FORMER_HYBRID: dict[str, Any] = {"weights": {"bm25": 1.0, "dense": 1.5}, "rrf_k"
 class HybridConfig(Config):
     """How ``hybrid`` search fuses the BM25 and dense runs (top ``depth`` of each), see
     :mod:`agentrag.kb.fusion`. ``fusion``: ``rrf`` (weighted reciprocal-rank fusion with ``rrf_k``),
-    ``minmax`` or ``zscore`` (weighted sum of per-query normalised scores; ``adaptive`` scales each
-    run's weight per query by its confidence, z-score only). The defaults were chosen by
+    ``minmax`` or ``zscore`` (weighted sum of per-query normalised scores); ``adaptive`` scales each
+    run's weight per query by its confidence (the z-score of its top score). The defaults were chosen by
     ``benchmarks/fusion.py``: tuned on one shared dataset, validated on the others (docs/kb.md).
 
     A hybrid block without ``fusion`` but with ``rrf_k`` (every KB saved before fusion methods
-    existed, or a config naming only RRF settings) is an RRF config and keeps RRF; if it holds
+    existed, or a config naming only RRF settings) is an RRF config and keeps plain RRF; if it holds
     exactly the former defaults (:data:`FORMER_HYBRID`), which no one chose, it gets today's
     defaults instead.
     """
 
-    fusion: Literal["rrf", "minmax", "zscore"] = "rrf"
-    weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 1.0, "dense": 1.5})
-    rrf_k: float = 10.0
-    adaptive: bool = False
+    fusion: Literal["rrf", "minmax", "zscore"] = "zscore"
+    weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 0.4, "dense": 0.6})
+    rrf_k: float = 60.0  # used by fusion=rrf only
+    adaptive: bool = True
     depth: int = 100
 
     @model_validator(mode="before")
@@ -75,7 +75,7 @@ class HybridConfig(Config):
         if data.get("weights") == FORMER_HYBRID["weights"] and data["rrf_k"] == FORMER_HYBRID["rrf_k"]:
             log.info("hybrid settings are the former defaults (%s); using today's defaults", FORMER_HYBRID)
             return {k: v for k, v in data.items() if k not in FORMER_HYBRID}
-        return {**data, "fusion": "rrf"}
+        return {"adaptive": False, **data, "fusion": "rrf"}
 
 
 class KBConfig(Config):

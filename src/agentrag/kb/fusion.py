@@ -13,8 +13,8 @@ results are deterministic).
   for min-max (the value of its last listed document), the lowest listed z for z-score. A run whose
   scores are all equal carries no ordering: min-max gives its documents 1 (and absent ones 0),
   z-score gives every document 0.
-- ``zscore`` with ``adaptive=True``: per-query weights. Each run's weight is multiplied by its
-  *confidence* on that query, the z-score of its own top document (how far the best hit stands
+- ``adaptive=True`` (any method): per-query weights. Each run's weight is multiplied by its
+  :func:`confidence` on that query, the z-score of its own top score (how far the best hit stands
   above the rest of the list; clipped at 0). A run with one clear winner counts more than a run
   with a flat list.
 
@@ -47,15 +47,26 @@ def _ranked(acc: dict[int, float]) -> Ranked:
     return sorted(acc.items(), key=lambda rs: (-rs[1], rs[0]))
 
 
-def rrf_fuse(runs: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], rrf_k: float) -> list[Ranked]:
+def confidence(run: Ranked) -> float:
+    """How far a run's top hit stands above its list: the z-score of the top score (0 if flat or empty)."""
+    if not run:
+        return 0.0
+    scores = np.fromiter((s for _, s in run), dtype=np.float64, count=len(run))
+    std = float(scores.std())
+    return max((float(scores.max()) - float(scores.mean())) / std, 0.0) if std > 0 else 0.0
+
+
+def rrf_fuse(runs: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], rrf_k: float, *,
+             adaptive: bool = False) -> list[Ranked]:
     """Weighted reciprocal-rank fusion: score(d) = sum_m w_m / (rrf_k + rank_m(d)), ranks from 1.
 
-    A method missing from ``weights`` has weight 1."""
+    A method missing from ``weights`` has weight 1; ``adaptive``: each weight times the run's
+    :func:`confidence` on the query."""
     fused: list[Ranked] = []
     for i in range(_n_queries(runs)):
         acc: dict[int, float] = {}
         for method, per_query in runs.items():
-            w = weights.get(method, 1.0)
+            w = weights.get(method, 1.0) * (confidence(per_query[i]) if adaptive else 1.0)
             for rank, (row, _score) in enumerate(per_query[i], start=1):
                 acc[row] = acc.get(row, 0.0) + w / (rrf_k + rank)
         fused.append(_ranked(acc))
@@ -86,10 +97,8 @@ def normalise(run: Ranked, norm: str) -> tuple[dict[int, float], float]:
 def score_fuse(runs: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], norm: str = "minmax", *,
                adaptive: bool = False) -> list[Ranked]:
     """Weighted CombSUM of normalised scores (see the module docstring); a method missing from
-    ``weights`` has weight 1. ``adaptive`` (z-score only): weights scaled per query by each run's
-    confidence, the z-score of its top document."""
-    if adaptive and norm != "zscore":
-        raise ValueError("adaptive weights need zscore normalisation")
+    ``weights`` has weight 1. ``adaptive``: weights scaled per query by each run's
+    :func:`confidence`, the z-score of its top document."""
     if norm not in ("minmax", "zscore"):
         raise ValueError(f"unknown score normalisation {norm!r}; choose minmax or zscore")
     fused: list[Ranked] = []
@@ -101,9 +110,7 @@ def score_fuse(runs: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float
                 continue
             rows = np.fromiter((r for r, _ in run), dtype=np.int64, count=len(run))
             values, floor = _normalised(np.fromiter((s for _, s in run), dtype=np.float64, count=len(run)), norm)
-            w = weights.get(m, 1.0)
-            if adaptive:
-                w *= max(float(values.max()), 0.0)
+            w = weights.get(m, 1.0) * (confidence(run) if adaptive else 1.0)
             parts.append((rows, values, floor, w))
         if not parts:
             fused.append([])
@@ -120,8 +127,8 @@ def score_fuse(runs: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float
 def fuse(runs: Mapping[str, Sequence[Ranked]], config: HybridConfig) -> list[Ranked]:
     """The fused runs under ``config.fusion`` (with its weights, ``rrf_k``, ``adaptive``)."""
     if config.fusion == "rrf":
-        return rrf_fuse(runs, config.weights, config.rrf_k)
+        return rrf_fuse(runs, config.weights, config.rrf_k, adaptive=config.adaptive)
     return score_fuse(runs, config.weights, config.fusion, adaptive=config.adaptive)
 
 
-__all__ = ["rrf_fuse", "score_fuse", "normalise", "fuse", "FUSIONS", "Ranked"]
+__all__ = ["rrf_fuse", "score_fuse", "normalise", "confidence", "fuse", "FUSIONS", "Ranked"]

@@ -70,6 +70,21 @@ def _key(path: Path, depth: int) -> str:
     return h.hexdigest()[:12]
 
 
+def first(path: Path, n: int | None, cache: Path) -> Path:
+    """The file itself, or a copy of its first ``n`` records (a smaller file of the same kind)."""
+    if not n:
+        return path
+    with path.open(encoding="utf-8") as fh:
+        lines = [line for line, _ in zip(fh, range(n), strict=False)]
+    if len(lines) < n:
+        return path
+    out = cache / path.parent.name / f"{path.stem}.first{n}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.exists():
+        out.write_text("".join(lines), encoding="utf-8")
+    return out
+
+
 def runs_for(path: Path, cache: Path, depth: int, embedder: Any) -> dict[str, Any]:
     """BM25 and dense runs of the file's questions on a KB built from the file (cached)."""
     npz = cache / f"{path.parent.name}.{path.stem}.{_key(path, depth)}.npz"
@@ -137,11 +152,14 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=HybridConfig().depth)
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--all", action="store_true", help="also print every candidate on every file")
+    ap.add_argument("--first", type=int, default=None, metavar="N",
+                    help="validate on the first N questions of each validation file (a KB of their contexts)")
     args = ap.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     embedder = load_embedder(None)
     cands = candidates()
     methods = {"former": FORMER, "default": HybridConfig(), **cands}
+    args.validate = [first(f, args.first, args.cache) for f in args.validate]
     files = [args.tune, *args.validate]
     data: dict[Path, dict[str, Any]] = {}
     table: dict[Path, dict[str, tuple[float, float]]] = {}

@@ -13,6 +13,10 @@ candidate and its margin over the better single method.
 
     PYTHONPATH=src .venv/bin/python benchmarks/fusion.py            # all shared files, table to stdout
     PYTHONPATH=src .venv/bin/python benchmarks/fusion.py --all      # every candidate on every file
+
+The first run embeds ~23,000 passages (about 30-60 min on a busy 2-core CPU; the KBs resume if
+killed); reruns read the cached runs and take a minute. ``--first N`` validates on the first N
+questions of each validation file (a KB of their contexts) when time is short.
 """
 
 from __future__ import annotations

@@ -56,6 +56,12 @@ def test_adaptive_zscore_scales_each_run_by_its_top_z():
     assert rrf_fuse(RUNS, {}, 10, adaptive=True)[0] == \
         _approx([(2, S / 12 + 1 / 11), (1, S / 11), (3, S / 13), (4, 1 / 12)])
     assert confidence([]) == 0.0 and confidence([(1, 2.0), (2, 2.0)]) == 0.0
+    # every run flat: no confidence anywhere, the plain weights decide (not all-zero scores)
+    flat = {"bm25": [[(1, 2.0), (2, 2.0)]], "dense": [[(3, 0.5), (4, 0.5)]]}
+    assert score_fuse(flat, {"bm25": 0.6, "dense": 0.4}, "minmax", adaptive=True)[0] == \
+        _approx([(1, 0.6), (2, 0.6), (3, 0.4), (4, 0.4)])
+    assert rrf_fuse(flat, {"bm25": 1.0, "dense": 2.0}, 10, adaptive=True)[0] == \
+        _approx([(3, 2 / 11), (4, 2 / 12), (1, 1 / 11), (2, 1 / 12)])
 
 
 def test_normalisation_with_constant_scores():

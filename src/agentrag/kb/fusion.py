@@ -16,7 +16,7 @@ results are deterministic).
 - ``adaptive=True`` (any method): per-query weights. Each run's weight is multiplied by its
   :func:`confidence` on that query, the z-score of its own top score (how far the best hit stands
   above the rest of the list; clipped at 0). A run with one clear winner counts more than a run
-  with a flat list.
+  with a flat list; if every run is flat, the plain weights apply.
 
 :func:`fuse` applies the method a :class:`~agentrag.kb.config.HybridConfig` names. Which method is
 the default, and why, is measured by ``benchmarks/fusion.py`` (docs/kb.md, "Hybrid fusion").
@@ -56,6 +56,12 @@ def confidence(run: Ranked) -> float:
     return max((float(scores.max()) - float(scores.mean())) / std, 0.0) if std > 0 else 0.0
 
 
+def _scales(runs: Mapping[str, Sequence[Ranked]], i: int, adaptive: bool) -> dict[str, float]:
+    """Per-run weight factors of query ``i``: confidences, or 1 when not adaptive or all are 0."""
+    conf = {m: confidence(per_query[i]) if adaptive else 1.0 for m, per_query in runs.items()}
+    return conf if any(conf.values()) else dict.fromkeys(conf, 1.0)
+
+
 def rrf_fuse(runs: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], rrf_k: float, *,
              adaptive: bool = False) -> list[Ranked]:
     """Weighted reciprocal-rank fusion: score(d) = sum_m w_m / (rrf_k + rank_m(d)), ranks from 1.
@@ -65,8 +71,9 @@ def rrf_fuse(runs: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float],
     fused: list[Ranked] = []
     for i in range(_n_queries(runs)):
         acc: dict[int, float] = {}
+        scale = _scales(runs, i, adaptive)
         for method, per_query in runs.items():
-            w = weights.get(method, 1.0) * (confidence(per_query[i]) if adaptive else 1.0)
+            w = weights.get(method, 1.0) * scale[method]
             for rank, (row, _score) in enumerate(per_query[i], start=1):
                 acc[row] = acc.get(row, 0.0) + w / (rrf_k + rank)
         fused.append(_ranked(acc))
@@ -104,13 +111,14 @@ def score_fuse(runs: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float
     fused: list[Ranked] = []
     for i in range(_n_queries(runs)):
         parts: list[tuple[np.ndarray, np.ndarray, float, float]] = []  # rows, values, floor, weight
+        scale = _scales(runs, i, adaptive)
         for m, per_query in runs.items():
             run = per_query[i]
             if not run:
                 continue
             rows = np.fromiter((r for r, _ in run), dtype=np.int64, count=len(run))
             values, floor = _normalised(np.fromiter((s for _, s in run), dtype=np.float64, count=len(run)), norm)
-            w = weights.get(m, 1.0) * (confidence(run) if adaptive else 1.0)
+            w = weights.get(m, 1.0) * scale[m]
             parts.append((rows, values, floor, w))
         if not parts:
             fused.append([])

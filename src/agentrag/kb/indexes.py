@@ -1,4 +1,5 @@
-"""The search indexes of a knowledge base: BM25 (bm25s), dense (FAISS) and their fusion (RRF).
+"""The search indexes of a knowledge base: BM25 (bm25s) and dense (FAISS); their fusion is in
+:mod:`agentrag.kb.fusion` (``rrf_fuse`` is re-exported here).
 
 Indexes return ``(row, score)`` pairs, rows being positions in the KB's passage list; the
 :class:`~agentrag.kb.store.KnowledgeBase` turns rows into hits. All files are plain (json, npy,
@@ -21,6 +22,7 @@ from agentrag._extras import require
 from agentrag.errors import UserError
 from agentrag.kb.base import Embedder
 from agentrag.kb.bm25_build import CHUNK_DOCS, build_bm25_files
+from agentrag.kb.fusion import rrf_fuse  # re-exported: fusion lives in agentrag.kb.fusion
 
 log = logging.getLogger(__name__)
 
@@ -300,20 +302,6 @@ class DenseIndex:
                 hnsw.hnsw.efSearch = self.ef_search
             elif self.index_type == "ivfpq":
                 faiss.extract_index_ivf(self.index).nprobe = self.nprobe
-
-
-def rrf_fuse(runs: dict[str, list[Ranked]], weights: dict[str, float], rrf_k: float) -> list[Ranked]:
-    """Weighted reciprocal-rank fusion: score(d) = sum_m w_m / (rrf_k + rank_m(d)), ranks from 1."""
-    n = len(next(iter(runs.values()))) if runs else 0
-    fused: list[Ranked] = []
-    for i in range(n):
-        acc: dict[int, float] = {}
-        for method, per_query in runs.items():
-            w = weights.get(method, 1.0)
-            for rank, (row, _score) in enumerate(per_query[i], start=1):
-                acc[row] = acc.get(row, 0.0) + w / (rrf_k + rank)
-        fused.append(sorted(acc.items(), key=lambda rs: (-rs[1], rs[0])))
-    return fused
 
 
 def drop_pages(arr: Any) -> None:

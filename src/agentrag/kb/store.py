@@ -42,7 +42,8 @@ from agentrag.kb.config import (
     IndexConfig,
     KBConfig,
 )
-from agentrag.kb.indexes import BM25Index, DenseIndex, Ranked, embed_to_memmap, rrf_fuse
+from agentrag.kb.fusion import fuse
+from agentrag.kb.indexes import BM25Index, DenseIndex, Ranked, embed_to_memmap
 from agentrag.kb.passages import FILE as PASSAGES_FILE
 from agentrag.kb.passages import Contents, PassageStore
 from agentrag.paths import check_out_dir
@@ -287,7 +288,7 @@ class KnowledgeBase:
             if not used:
                 raise UserError("hybrid.weights gives no method a positive weight; set bm25 or dense > 0")
             runs = {m: self.rank(queries, depth, m) for m in used}
-            return [r[:k] for r in rrf_fuse(runs, self.config.hybrid.weights, self.config.hybrid.rrf_k)]
+            return [r[:k] for r in fuse(runs, self.config.hybrid)]
         raise UserError(f"unknown retrieval method {method!r}; choose one of {', '.join(METHODS)}")
 
     def search(self, queries: list[str], k: int, threshold: float | None = None,

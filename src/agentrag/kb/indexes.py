@@ -62,7 +62,10 @@ def _numba_kernel() -> Any:
         from numba import njit
 
         retrieve_utils = require("bm25s.numba.retrieve_utils", "kb", purpose="the numba BM25 backend")
-        _NUMBA_KERNEL = njit(nogil=True, cache=True)(retrieve_utils._retrieve_internal_jitted)
+        try:
+            _NUMBA_KERNEL = njit(nogil=True, cache=True)(retrieve_utils._retrieve_internal_jitted)
+        except RuntimeError:  # no writable cache directory: compile in every process instead
+            _NUMBA_KERNEL = njit(nogil=True)(retrieve_utils._retrieve_internal_jitted)
     return _NUMBA_KERNEL
 
 

@@ -29,10 +29,11 @@ def test_bm25_matches_bm25s_directly(data_dir, tmp_path):
     for q_hits, d_row, s_row in zip(ours, docs, scores):
         expected = [(passages[int(d)].id, float(s)) for d, s in zip(d_row, s_row) if s > 0]
         assert [round(s, 4) for _, s in expected] == pytest.approx([round(h.score, 4) for h in q_hits], abs=1e-4)
-        # ids equal wherever the score is not tied with a neighbour
+        # ids equal wherever the score is not tied with a neighbour (the last one may tie with a
+        # passage below the cut, which the numba backend's heap may keep instead)
         for i, (pid, s) in enumerate(expected):
-            tied = any(abs(s - s2) < 1e-6 for j, (_, s2) in enumerate(expected) if j != i)
+            tied = any(abs(s - s2) < 1e-6 for j, (_, s2) in enumerate(expected) if j != i) or i == len(expected) - 1
             if not tied:
                 assert q_hits[i].id == pid
                 compared += 1
-    assert compared > 300
+    assert compared > 280

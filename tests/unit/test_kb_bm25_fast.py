@@ -23,7 +23,7 @@ def real(data_dir):
     texts = [p.contents for p in itertools.islice(read_corpus(data_dir / "corpora" / "2wiki_passages_6119.jsonl"), 600)]
     texts += texts[:50]  # exact duplicates: tied scores the selection must order as bm25s does
     qs = [q for _, q, _ in itertools.islice(questions(data_dir / "2wikimultihopqa" / "dev_with_context_164.jsonl"), 80)]
-    idx = BM25Index()
+    idx = BM25Index(backend="numpy")  # bm25s numpy parity; the numba backend: test_kb_bm25_numba.py
     idx.index(texts)
     return idx, qs + ["", "the of and", "zzzqqq unknownword"]
 

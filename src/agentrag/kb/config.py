@@ -41,6 +41,9 @@ class IndexConfig(Config):
 class BM25Config(Config):
     stemmer: str | None = "english"
     stopwords: str | None = "en"
+    # retrieval: auto = bm25s's numba backend when numba is installed (it is, with the kb extra), else
+    # numpy; $AGENTRAG_BM25_BACKEND overrides auto. Same scores either way (docs/kb.md, BM25)
+    backend: Literal["auto", "numpy", "numba"] = "auto"
 
 
 #: the hybrid settings every KB was saved with before ``fusion`` existed (weighted RRF, tuned on the

@@ -31,14 +31,54 @@ INDEX_TYPES = ("flat", "hnsw", "ivfpq")
 #: BM25 scores a block of queries in one (queries x passages) float32 array of at most this many cells
 #: (1 MB: stays in cache; a corpus larger than this is scored one query at a time)
 SCORE_CELLS = 1 << 18
+#: BM25 retrieval backends: ``numba`` (bm25s's compiled loop), ``numpy`` (our vectorised numpy), ``auto``
+#: (numba when it is installed). ``AGENTRAG_BM25_BACKEND`` overrides ``auto`` (e.g. to force numpy).
+BM25_BACKENDS = ("auto", "numpy", "numba")
+_NUMBA_KERNEL: Any = None
+
+
+def resolve_bm25_backend(requested: str | None = None) -> str:
+    """``numpy`` or ``numba``: ``requested`` unless it is ``auto``/None, then ``$AGENTRAG_BM25_BACKEND``,
+    then numba if it can be imported. Asking for numba without it installed is a ``UserError``."""
+    choice = requested if requested not in (None, "auto") else os.environ.get("AGENTRAG_BM25_BACKEND") or "auto"
+    if choice not in BM25_BACKENDS:
+        raise UserError(f"unknown BM25 backend {choice!r}; choose one of {', '.join(BM25_BACKENDS)}")
+    if choice == "numpy":
+        return "numpy"
+    try:
+        import numba  # noqa: F401
+    except ImportError as exc:
+        if choice == "numba":
+            raise UserError("the numba BM25 backend needs numba: pip install 'agentrag[kb]'") from exc
+        return "numpy"
+    return "numba"
+
+
+def _numba_kernel() -> Any:
+    """bm25s's numba retrieval loop (``bm25s.numba.retrieve_utils``: per query, the score row summed
+    posting list by posting list, then a heap top-k), compiled serial and ``nogil`` like bm25s's own
+    ``n_threads=0`` path, but with ``cache=True``: the ~6 s compile happens once per machine (numba's
+    cache, next to bm25s's files or in the user cache directory), later processes load it in ~0.3 s."""
+    global _NUMBA_KERNEL
+    if _NUMBA_KERNEL is None:
+        from numba import njit
+
+        retrieve_utils = require("bm25s.numba.retrieve_utils", "kb", purpose="the numba BM25 backend")
+        try:
+            _NUMBA_KERNEL = njit(nogil=True, cache=True)(retrieve_utils._retrieve_internal_jitted)
+        except RuntimeError:  # no writable cache directory: compile in every process instead
+            _NUMBA_KERNEL = njit(nogil=True)(retrieve_utils._retrieve_internal_jitted)
+    return _NUMBA_KERNEL
 
 
 class BM25Index:
     """Okapi BM25 by ``bm25s``, with a Snowball English stemmer and English stopwords by default."""
 
-    def __init__(self, *, stemmer: str | None = "english", stopwords: str | None = "en") -> None:
+    def __init__(self, *, stemmer: str | None = "english", stopwords: str | None = "en",
+                 backend: str | None = None) -> None:
         self.stemmer_name = stemmer
         self.stopwords = stopwords
+        self.backend = resolve_bm25_backend(backend)  # "numpy" | "numba" (see resolve_bm25_backend)
         self.retriever: Any = None
         self.tokenizer: Any = None
         self.size = 0
@@ -104,15 +144,14 @@ class BM25Index:
                 stemmer = Stemmer.Stemmer(self.stemmer_name)
             toks = bm25s.tokenize(list(queries), stopwords=self.stopwords or None, stemmer=stemmer,
                                   return_ids=False, show_progress=False)
-            q: Any = [[t for t in qt if t in self.retriever.vocab_dict] or [""] for qt in toks]
+            vocab = self.retriever.vocab_dict  # (its "" entry, if any, has no column: dropped below)
+            q: Any = [[vocab[t] for t in qt if t in vocab] for qt in toks]
         else:
             # what tokenize(update_vocab=False, return_as="ids") returns, without its progress bar object
             q = list(self.tokenizer.streaming_tokenize(list(queries), update_vocab=False))
-        if self.vocab == "index":
-            docs, scores = self.retriever.retrieve(q, k=min(k, self.size), show_progress=False, n_threads=0)
-            return [[(d, s) for d, s in zip(dr, sr, strict=True) if s > 0]
-                    for dr, sr in zip(docs.tolist(), scores.tolist(), strict=True)]
         k = min(k, self.size)
+        if self.backend == "numba":
+            return self._top_numba(q, k)
         out: list[Ranked] = []
         step = max(1, SCORE_CELLS // self.size)
         for lo in range(0, len(q), step):
@@ -160,6 +199,25 @@ class BM25Index:
         return [[(d, v) for d, v in zip(r, s, strict=True) if v > 0] if h else []
                 for r, s, h in zip(rows, vals, has.tolist(), strict=True)]
 
+    def _top_numba(self, queries: list[list[int]], k: int) -> list[Ranked]:
+        """bm25s's numba backend (``backend="numba"``, ``n_threads=0``) on our score arrays: the same
+        float32 sums as the numpy path (token by token, in query order), so the same scores at every
+        rank; among passages of equal score its heap may keep or order other ones than numpy's
+        ``argpartition`` (see docs/kb.md). Token ids outside the index (words unseen when it was
+        built) are dropped first: the compiled loop does not check bounds."""
+        if not queries:
+            return []
+        sc = self.retriever.scores
+        ncols = len(sc["indptr"]) - 1
+        ids = [[t for t in qt if t < ncols] for qt in queries]
+        ptr = np.cumsum([0] + [len(t) for t in ids], dtype=np.int32)
+        flat = np.fromiter((t for qt in ids for t in qt), dtype=np.int32, count=int(ptr[-1]))
+        vals, rows = _numba_kernel()(flat, ptr, k, True, np.dtype(self.retriever.dtype),
+                                     np.dtype(self.retriever.int_dtype), sc["data"], sc["indptr"], sc["indices"],
+                                     int(sc["num_docs"]), None, None)
+        return [[(d, v) for d, v in zip(r, s, strict=True) if v > 0]
+                for r, s in zip(rows.tolist(), vals.tolist(), strict=True)]
+
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         if self.retriever is not None:
@@ -192,11 +250,12 @@ class BM25Index:
         return cls.load(directory, mmap=True)
 
     @classmethod
-    def load(cls, directory: Path, *, mmap: bool = False) -> BM25Index:
-        """Open a saved index; with ``mmap`` the score matrix stays on disk (pages read on demand)."""
+    def load(cls, directory: Path, *, mmap: bool = False, backend: str | None = None) -> BM25Index:
+        """Open a saved index; with ``mmap`` the score matrix stays on disk (pages read on demand).
+        ``backend``: see :func:`resolve_bm25_backend` (numba compiles on the first search)."""
         bm25s = require("bm25s", "kb", purpose="the BM25 index")
         meta = json.loads((directory / "bm25.json").read_text())
-        self = cls(stemmer=meta["stemmer"], stopwords=meta["stopwords"])
+        self = cls(stemmer=meta["stemmer"], stopwords=meta["stopwords"], backend=backend)
         self.size = int(meta["size"])
         self.vocab = meta.get("vocab", "tokenizer")
         if self.size:
@@ -357,4 +416,4 @@ def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chu
     return np.asarray(mm)
 
 
-__all__ = ["BM25Index", "DenseIndex", "rrf_fuse", "embed_to_memmap", "INDEX_TYPES"]
+__all__ = ["BM25Index", "BM25_BACKENDS", "resolve_bm25_backend", "DenseIndex", "rrf_fuse", "embed_to_memmap", "INDEX_TYPES"]

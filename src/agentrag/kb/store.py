@@ -217,7 +217,7 @@ class KnowledgeBase:
         config = load_config(KBConfig, None, overrides, base=params["config"])
         store = _open_store(d)
         n = len(store)
-        bm25 = BM25Index.load(d / "bm25", mmap=True)
+        bm25 = BM25Index.load(d / "bm25", mmap=True, backend=config.bm25.backend)
         if bm25.size != n:
             log.info("BM25 index of %s is stale (%d of %d passages); re-indexing", d, bm25.size, n)
             bm25 = _rebuild_bm25(d, store, n, config)

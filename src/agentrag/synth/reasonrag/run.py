@@ -29,7 +29,10 @@ from agentrag.synth.driver import (
     Synthesizer,
     SynthOutput,
     SynthRun,
+    config_key,
+    finished_output,
     ids_key,
+    records_key,
     reuse_output,
     run_synthesizer,
 )
@@ -185,6 +188,13 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
 
     def execute(self, ctx: SynthRun, cfg: ReasonRagRunConfig, comps: ReasonRagComponents,
                 inputs: list[QAItem]) -> SynthOutput:
+        # a no-op rerun of a finished run reuses its output without opening a stage file
+        key = config_key(cfg, records_key(inputs))
+        return finished_output(ctx, key, lambda: self.pipeline(ctx, cfg, comps, inputs))
+
+    def pipeline(self, ctx: SynthRun, cfg: ReasonRagRunConfig, comps: ReasonRagComponents,
+                 inputs: list[QAItem]) -> SynthOutput:
+        """The full resume: search and greedy over pending questions, pairs, statistics, export."""
         files = RunFiles(ctx.run)
         search(ctx, cfg, comps, files, inputs)
         run_greedy(ctx, cfg, comps, files, inputs)

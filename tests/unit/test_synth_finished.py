@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +149,60 @@ def test_a_run_that_stopped_on_an_endpoint_error_is_resumed_in_full(tmp_path: Pa
             llm=ScriptedLLM(default=_fails_at(3, EndpointError("HTTP 401 from stub", status=401))))
     both = run(tmp_path, [QUESTION, OTHER], concurrency=1)
     assert len(full_runs) == 3 and both["unfinished"] == 0 and both["questions"] == 2
+
+
+
+def _ragshaper(out: Path, data: Path) -> Callable[[], dict[str, Any]]:
+    from test_ragshaper_pipeline import _cfg, _components
+    from test_ragshaper_support import ShaperRun
+
+    return lambda: ShaperRun(out, _cfg(), _components()).run(["Ada Varn", "Ott Brem"])
+
+
+def _tracer(out: Path, data: Path) -> Callable[[], dict[str, Any]]:
+    from tracer_support import run_config, run_world
+
+    cfg = run_config(out)  # one config (its excluded-titles file) for every run
+    return lambda: run_world(out, cfg)
+
+
+def _evipath(out: Path, data: Path) -> Callable[[], dict[str, Any]]:
+    from agentrag.synth.evipath import EviPathRunConfig, run_evipath
+    from evipath_fakes import CleanGoldLLM, ContentWordEmbedder
+
+    musique = data / "musique" / "train_100.jsonl"
+    recs = [json.loads(x) for x in musique.read_text().splitlines()[:3]]
+    return lambda: run_evipath(EviPathRunConfig(datasets=[str(musique)], limit=3, concurrency=2), out,
+                               planner=CleanGoldLLM(recs), embedder=ContentWordEmbedder())
+
+
+ENTRY = {"ragshaper": ("agentrag.synth.ragshaper.pipeline", "RagShaperPipeline", "run", _ragshaper),
+         "tracer": ("agentrag.synth.tracer.pipeline", "TracerStages", "run", _tracer),
+         "evipath": ("agentrag.synth.evipath.run", "EviPathSynth", "pipeline", _evipath)}
+
+
+@pytest.mark.parametrize("name", sorted(ENTRY))
+def test_every_synthesizer_skips_the_pipeline_on_a_noop_rerun_only(tmp_path: Path, name: str, data_dir: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    mod, cls_name, attr, make = ENTRY[name]
+    cls = getattr(importlib.import_module(mod), cls_name)
+    original, calls = getattr(cls, attr), []
+
+    def counted(self: Any, *a: Any) -> Any:
+        calls.append(1)
+        return original(self, *a)
+
+    monkeypatch.setattr(cls, attr, counted)
+    out = tmp_path / "run"
+    go = make(out, data_dir)
+    first = go()
+    assert len(calls) == 1 and first["unfinished"] == 0
+    again = go()
+    assert len(calls) == 1 and data(again) == data(first)
+    stage = sorted(p for p in out.glob("*.jsonl") if p.stat().st_size)[0]
+    st = stage.stat()
+    os.utime(stage, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # a touched stage file: the full resume
+    third = go()
+    assert len(calls) == 2 and data(third) == data(first)

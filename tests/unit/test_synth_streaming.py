@@ -123,3 +123,38 @@ def test_reasonrag_run_streams_to_the_statistics_and_export_of_the_lists(tmp_pat
         assert (tmp_path / "run" / "dpo" / name).read_bytes() == (tmp_path / "lists" / name).read_bytes(), name
     counts = {f["stage"]: (f["in"], f["out"]) for f in m["funnel"]}
     assert counts["pairs"][1] == len(pairs) == counts["dpo"][0] and counts["greedy"] == (len(trees), len(greedy))
+
+
+def _tracer_records(i: int) -> tuple[Any, Any, Any]:
+    from agentrag.synth.tracer.schema import AtomicPair, AtomicRecord, DocRecord, Hop, HopRecord
+
+    doc = DocRecord(id=f"d{i}", passage_id=f"p{i}", title="T", text="x", rank=i,
+                    status="ok" if i % 3 else "failed", reason=None if i % 3 else "sample: parse_error bad")
+    pairs = [AtomicPair(id=f"d{i}-a{j}", status="accepted" if (i + j) % 2 else "rejected",
+                        reason=None if (i + j) % 2 else "atomic: leakage") for j in range(2)]
+    atomic = AtomicRecord(id=f"d{i}", doc_id=f"d{i}", status="ok" if i % 4 else "failed",
+                          reason=None if i % 4 else "atomic: context_limit", pairs=pairs, calls=2)
+    tried = [Hop(level=2, template="inference", atomic_question="q", atomic_answer="a", doc_id=f"x{i}", question="q",
+                 answer="a", reason="semantic: shortcut found") for _ in range(i % 3)]
+    hop = HopRecord(id=f"d{i}-h2", chain_id=f"d{i}", level=2, status="verified" if i % 2 else "failed",
+                    attempts=tried, calls=3)
+    return doc, atomic, hop
+
+
+def test_tracer_counts_stream_the_records_and_count_what_the_lists_count() -> None:
+    from agentrag.synth.tracer.report import tracer_counts
+
+    n = 200
+    alive = Alive()
+    docs = alive.stream(n, lambda i: _tracer_records(i)[0])
+    atomic = alive.stream(n, lambda i: _tracer_records(i)[1])
+    hops = {2: alive.stream(n, lambda i: _tracer_records(i)[2])}
+    counts, details = tracer_counts(docs, [], atomic, hops, [], {"items": 0}, {"candidates": n})
+    assert alive.max <= 5  # the record read, and the last of each finished loop
+    lists = [_tracer_records(i) for i in range(n)]
+    want = tracer_counts([d for d, _, _ in lists], [], [a for _, a, _ in lists], {2: [h for _, _, h in lists]}, [],
+                         {"items": 0}, {"candidates": n})
+    assert (counts, details) == want
+    assert counts["sample"] == (n, n - len(range(0, n, 3)), {"sample: parse_error bad": len(range(0, n, 3))})
+    assert counts["hop2"][2]["semantic: shortcut"] > 0 and counts["hop2"][2]["no related document"] > 0
+    assert list(counts) == ["sample", "select", "atomic", "pairs", "hop2", "hop2.candidates", "export"]

@@ -281,21 +281,32 @@ class RunDir:
         summary), or the value stored by the last call when no data file of the run changed since
         (see :func:`fingerprint`; ``key`` names whatever else it depends on, e.g. the config and
         the item ids asked for). A no-op rerun then reads no record for its report and exports."""
-        from agentrag._version import __version__
-
-        state = self.path / ".derived.json"
-        key = f"{__version__}\n{key}"  # another release may compute it differently
-        fp = fingerprint(self.path, key)
-        try:
-            old = json.loads(state.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            old = {}
-        if old.get("fingerprint") == fp and "value" in old:
-            return old["value"]
+        found, value = self.stored(".derived.json", key)
+        if found:
+            return value
         value = json.loads(json.dumps(compute(), default=str))  # as a reuse returns it
         # taken after compute(): the exports it writes are part of the state a rerun compares with
-        self.write_json(".derived.json", {"fingerprint": fingerprint(self.path, key), "value": value})
+        self.store(".derived.json", key, value)
         return value
+
+    def stored(self, name: str, key: str) -> tuple[bool, Any]:
+        """``(True, value)`` when the state file ``name`` (one of :data:`STATE_FILES`) holds a value
+        stored by :meth:`store` with this ``key`` and no data file of the run changed since
+        (:func:`fingerprint`: names, sizes, mtimes; nothing is read); ``(False, None)`` otherwise."""
+        try:
+            old = json.loads((self.path / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False, None
+        if isinstance(old, dict) and "value" in old and old.get("fingerprint") == fingerprint(self.path, _key(key)):
+            return True, old["value"]
+        return False, None
+
+    def store(self, name: str, key: str, value: Any) -> None:
+        """Store the JSON-able ``value`` in the state file ``name`` with the fingerprint of the
+        run's data files now and ``key`` (read back by :meth:`stored`)."""
+        if name not in STATE_FILES:
+            raise ValueError(f"{name!r} is not a state file of a run ({', '.join(STATE_FILES)})")
+        self.write_json(name, {"fingerprint": fingerprint(self.path, _key(key)), "value": value})
 
     def write_text(self, name: str, text: str) -> Path:
         target = self.path / name
@@ -303,9 +314,20 @@ class RunDir:
         return target
 
 
+#: state files of a run directory (:meth:`RunDir.store`): values stored with the fingerprint of
+#: the data files, ``.derived.json`` (statistics and exports), ``.finished.json`` (the output of
+#: a run that finished every item, :func:`agentrag.synth.driver.finished_output`)
+STATE_FILES = (".derived.json", ".finished.json")
+
 #: files of a run directory that describe an invocation, not the run's data (left out of its fingerprint)
 _NOT_DATA = ("metrics.json", "report.md", "report.html", "unfinished.json", ".agentrag.lock",
-             ".derived.json", "config.prev.yaml")
+             *STATE_FILES, "config.prev.yaml")
+
+
+def _key(key: str) -> str:
+    from agentrag._version import __version__
+
+    return f"{__version__}\n{key}"  # another release may compute it differently
 
 
 def fingerprint(path: str | os.PathLike[str], extra: str = "") -> str:
@@ -365,4 +387,4 @@ def _atomic_write(path: Path, text: str) -> None:
         raise storage_error(exc, path) from exc
 
 
-__all__ = ["JsonlStore", "RunDir", "LOCK_NAME"]
+__all__ = ["JsonlStore", "RunDir", "LOCK_NAME", "STATE_FILES"]

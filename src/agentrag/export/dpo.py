@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from agentrag.errors import UserError
@@ -191,18 +191,29 @@ def write_dpo_export(out_dir: str | os.PathLike[str], pairs: Iterable[Preference
                      license: str | None = None) -> dict[str, Any]:
     """Write ``trl_dpo.jsonl``, ``dpo_sharegpt.jsonl``, ``dpo_alpaca.jsonl`` (the pairs alpaca holds
     exactly; possibly empty), ``dataset_info.json`` and the card into ``out_dir`` (``license``: the
-    card's, see :mod:`agentrag.export.hf`). The summary counts the pairs cut to their first
-    differing turn in the sharegpt file (``sharegpt_cut``) and those in the alpaca file."""
+    card's, see :mod:`agentrag.export.hf`). ``pairs`` that is not an iterator (a list, a run's
+    :class:`~agentrag.runs.JsonlStore`) is read once per file, pair by pair. The summary counts
+    the pairs cut to their first differing turn in the sharegpt file (``sharegpt_cut``) and those
+    in the alpaca file."""
     out = check_out_dir(out_dir)
-    pair_list = list(pairs)
-    n = write_jsonl_dicts(out / TRL_FILE, to_trl_dpo(pair_list, tools))
-    write_jsonl_dicts(out / SHAREGPT_FILE, to_sharegpt_dpo(pair_list, tools))
-    cut = sum(ranking_split(p)[3] for p in pair_list)
+    # a re-iterable (a list, a run's stage file) is read once per file, pair by pair: no file's
+    # records are held; a one-shot iterator is read into a list first
+    source = list(pairs) if iter(pairs) is pairs else pairs
+    n = write_jsonl_dicts(out / TRL_FILE, (to_trl_dpo([p], tools)[0] for p in source))
+    cut = 0
+
+    def sharegpt() -> Iterator[dict[str, Any]]:
+        nonlocal cut
+        for p in source:
+            cut += ranking_split(p)[3]
+            yield to_sharegpt_dpo([p], tools)[0]
+
+    write_jsonl_dicts(out / SHAREGPT_FILE, sharegpt())
     if cut:
         log.warning("%d of %d pairs go on after their first differing assistant turn: cut there in %s "
                     "(LLaMA-Factory's ranking form holds one turn a side); %s keeps them whole", cut, n,
                     SHAREGPT_FILE, TRL_FILE)
-    n_alpaca = write_jsonl_dicts(out / ALPACA_FILE, to_alpaca_dpo(p for p in pair_list if alpaca_exact(p)))
+    n_alpaca = write_jsonl_dicts(out / ALPACA_FILE, (to_alpaca_dpo([p])[0] for p in source if alpaca_exact(p)))
     write_json(out / DATASET_INFO_FILE, dpo_dataset_info(alpaca=n_alpaca > 0))
     summary: dict[str, Any] = {"exported": n, "sharegpt_cut": cut, "alpaca": n_alpaca}
     card = write_card(out, "dpo", TRL_FILE, summary,

@@ -212,10 +212,14 @@ def write_jsonl_dicts(path: Path, rows: Iterable[dict[str, Any]]) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     n = 0
-    with tmp.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-            n += 1
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for row in rows:  # rows may be a stream that raises (a bad record): no tmp file stays
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                n += 1
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     replace_if_changed(tmp, path)  # a rerun that exports the same rows leaves the file untouched
     return n
 

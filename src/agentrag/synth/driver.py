@@ -114,19 +114,59 @@ def ids_key(ids: Iterable[str]) -> str:
     return hashlib.sha1("\n".join(sorted(ids)).encode("utf-8")).hexdigest()
 
 
+def _output_json(out: SynthOutput) -> dict[str, Any]:
+    return {"counts": {k: [a, b, dict(c)] for k, (a, b, c) in out.counts.items()}, "export": out.export,
+            "details": out.details}
+
+
+def _output(got: Mapping[str, Any]) -> SynthOutput:
+    return SynthOutput(counts={k: (a, b, c) for k, (a, b, c) in got["counts"].items()}, export=got["export"],
+                       details=got["details"])
+
+
 def reuse_output(run: RunDir, key: str, compute: Callable[[], SynthOutput]) -> SynthOutput:
     """``compute()`` (a pipeline's statistics and exports after its stages), or the output of the
     last run when none of the run's data files changed since (:meth:`RunDir.derived`; ``key``:
     what else the output depends on, e.g. the config and the item ids). A no-op rerun then reads
     no record and writes no export."""
-    def as_json() -> dict[str, Any]:
-        out = compute()
-        return {"counts": {k: [a, b, dict(c)] for k, (a, b, c) in out.counts.items()}, "export": out.export,
-                "details": out.details}
+    return _output(run.derived(key, lambda: _output_json(compute())))
 
-    got = run.derived(key, as_json)
-    return SynthOutput(counts={k: (a, b, c) for k, (a, b, c) in got["counts"].items()}, export=got["export"],
-                       details=got["details"])
+
+FINISHED = ".finished.json"
+
+
+def finished_output(ctx: SynthRun, key: str, pipeline: Callable[[], SynthOutput]) -> SynthOutput:
+    """The output of the last run when it finished every item, ``key`` is the same (the config
+    and the items asked for) and no data file of the run changed since (:meth:`RunDir.stored`:
+    names, sizes and mtimes, nothing read): a no-op rerun then opens no stage file and scans
+    nothing for pending work. Otherwise ``pipeline()`` (the full resume: stages, statistics,
+    exports); its output is kept for the next rerun only when no item was left unfinished (an
+    outage, a bug) and nothing raised. A rerun after a crash, an outage, an appended, edited or
+    deleted file, another config or other items therefore runs the full resume."""
+    found, got = ctx.run.stored(FINISHED, key)
+    if found:
+        return _output(got)
+    out = pipeline()
+    if not ctx.unfinished_by_stage:
+        ctx.run.store(FINISHED, key, _output_json(out))
+    return out
+
+
+def records_key(records: Iterable[BaseModel]) -> str:
+    """A short key of input records' contents (in order), for :func:`finished_output`: an edited
+    dataset record, an added or removed one changes it."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for r in records:
+        h.update(r.model_dump_json().encode("utf-8") + b"\n")
+    return h.hexdigest()
+
+
+def config_key(cfg: Any, *parts: str) -> str:
+    """A key of a config (its JSON) and ``parts`` (e.g. :func:`ids_key` of the items asked for)."""
+    dump = cfg.model_dump_json() if hasattr(cfg, "model_dump_json") else repr(cfg)
+    return "\n".join([dump, *parts])
 
 
 class SynthBugs(ItemBugs):
@@ -285,4 +325,5 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
 
 
 __all__ = ["Stage", "FunnelRow", "SynthMetrics", "SynthOutput", "SynthRun", "SynthBugs", "Synthesizer",
-           "run_synthesizer", "funnel_rows", "finish_run", "run_sections"]
+           "run_synthesizer", "funnel_rows", "finish_run", "run_sections", "reuse_output", "finished_output",
+           "config_key", "ids_key", "records_key"]

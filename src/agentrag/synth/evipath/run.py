@@ -25,7 +25,10 @@ from agentrag.synth.driver import (
     Synthesizer,
     SynthOutput,
     SynthRun,
+    config_key,
+    finished_output,
     ids_key,
+    records_key,
     reuse_output,
     run_synthesizer,
 )
@@ -158,6 +161,13 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
 
     def execute(self, ctx: SynthRun, cfg: EviPathRunConfig, comps: EviPathComponents,
                 inputs: EviInputs) -> SynthOutput:
+        # a no-op rerun of a finished run reuses its output without opening a stage file
+        key = config_key(cfg, records_key(inputs.items))
+        return finished_output(ctx, key, lambda: self.pipeline(ctx, cfg, comps, inputs))
+
+    def pipeline(self, ctx: SynthRun, cfg: EviPathRunConfig, comps: EviPathComponents,
+                 inputs: EviInputs) -> SynthOutput:
+        """The full resume: every stage over pending items, statistics, exports."""
         stages = EviPathStages(ctx, cfg, comps)
         wanted, _ = stages.run(inputs.items, export=False)
 

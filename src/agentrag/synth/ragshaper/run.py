@@ -9,6 +9,7 @@ and runs :class:`.RagShaperPipeline` over pending items.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -18,7 +19,15 @@ from agentrag.errors import UserError
 from agentrag.exec import Executor
 from agentrag.runs import RunDir, check_out_dir
 from agentrag.synth.common import Progress
-from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
+from agentrag.synth.driver import (
+    Stage,
+    Synthesizer,
+    SynthOutput,
+    SynthRun,
+    config_key,
+    finished_output,
+    run_synthesizer,
+)
 from agentrag.synth.ragshaper import analysis
 from agentrag.synth.ragshaper.build import ComponentsBuilder, role_refs
 from agentrag.synth.ragshaper.components import RagShaperComponents, read_seeds
@@ -130,7 +139,10 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
 
     def execute(self, ctx: SynthRun, cfg: RagShaperRunConfig, comps: RagShaperComponents,
                 inputs: RagShaperInputs) -> SynthOutput:
-        return RagShaperPipeline(ctx, cfg, comps, seed_source=inputs.source).run(inputs.entities)
+        # a no-op rerun of a finished run reuses its output without opening a stage file
+        key = config_key(cfg, json.dumps([inputs.source, inputs.entities], ensure_ascii=False))
+        return finished_output(ctx, key, lambda: RagShaperPipeline(ctx, cfg, comps, seed_source=inputs.source)
+                               .run(inputs.entities))
 
     def title(self, cfg: RagShaperRunConfig, name: str) -> str:
         return f"RAGShaper run {name}" + (" (ablation: no distractors)" if not cfg.distractors.enabled else "")

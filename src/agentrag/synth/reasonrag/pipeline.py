@@ -24,10 +24,12 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
 
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
@@ -40,6 +42,8 @@ from agentrag.synth.reasonrag.pairs import PAIR_GATES, extract_pairs
 from agentrag.synth.reasonrag.schedule import run_chained
 from agentrag.synth.reasonrag.tree import IterationEvent, SearchTree
 from agentrag.synth.worker import ComponentsTask
+
+R = TypeVar("R", bound=BaseModel)
 
 log = logging.getLogger(__name__)
 
@@ -185,11 +189,23 @@ def build_pairs(cfg: ReasonRagConfig, files: RunFiles, trees: list[SearchTree]) 
     return kept + sum(rejected.values()), rejected
 
 
-def export(cfg: ReasonRagConfig, files: RunFiles, pairs: list[PreferencePair]) -> dict[str, Any]:
-    """The DPO export (TRL + LLaMA-Factory) of every pair, when enabled and there is one."""
+class Selected(Generic[R]):
+    """The records of a stage file that ``keep`` selects, read anew on each iteration (a pass
+    reads the file record by record: nothing is held between or during passes)."""
+
+    def __init__(self, store: JsonlStore[R], keep: Callable[[R], bool]) -> None:
+        self.store, self.keep = store, keep
+
+    def __iter__(self) -> Iterator[R]:
+        return (r for r in self.store if self.keep(r))
+
+
+def export(cfg: ReasonRagConfig, files: RunFiles, pairs: Iterable[PreferencePair]) -> dict[str, Any]:
+    """The DPO export (TRL + LLaMA-Factory) of every pair, when enabled and there is one
+    (``pairs`` is read once per export file when it is not an iterator: a :class:`Selected`)."""
     if not cfg.export:
         return {"skipped": "export disabled in config", "exported": 0}
-    if not pairs:
+    if next(iter(pairs), None) is None:
         for name in ("trl_dpo.jsonl", "dpo_sharegpt.jsonl", "dpo_alpaca.jsonl"):  # an export of earlier (stale) pairs goes
             (files.run.path / "dpo" / name).unlink(missing_ok=True)
         return {"skipped": "no preference pair passed the filters", "exported": 0}
@@ -198,5 +214,5 @@ def export(cfg: ReasonRagConfig, files: RunFiles, pairs: list[PreferencePair]) -
     return write_dpo_export(files.run.path / "dpo", pairs)
 
 
-__all__ = ["ReasonRagComponents", "RunFiles", "search", "run_greedy", "build_pairs", "export", "pair_settings",
+__all__ = ["ReasonRagComponents", "RunFiles", "search", "run_greedy", "build_pairs", "export", "Selected", "pair_settings",
            "refresh_pairs", "PAIR_SETTINGS"]

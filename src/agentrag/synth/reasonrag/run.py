@@ -14,14 +14,14 @@ of ``--dataset``).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentrag.errors import UserError
 from agentrag.exec import Executor
-from agentrag.records import QAItem
+from agentrag.records import QAItem, Trajectory
 from agentrag.runs import RunDir, check_out_dir
 from agentrag.synth.common import Progress
 from agentrag.synth.driver import (
@@ -29,7 +29,10 @@ from agentrag.synth.driver import (
     Synthesizer,
     SynthOutput,
     SynthRun,
+    config_key,
+    finished_output,
     ids_key,
+    records_key,
     reuse_output,
     run_synthesizer,
 )
@@ -38,6 +41,7 @@ from agentrag.synth.reasonrag.pairs import PAIR_GATES
 from agentrag.synth.reasonrag.pipeline import (
     ReasonRagComponents,
     RunFiles,
+    Selected,
     build_pairs,
     export,
     run_greedy,
@@ -131,12 +135,13 @@ class ReasonRagBuilder:
                                    rebuild=self)
 
 
-def mcts_flags(trees: Sequence[SearchTree], events: Sequence[IterationEvent]) -> dict[str, int]:
+def mcts_flags(trees: Sequence[SearchTree], error_expansion: int) -> dict[str, int]:
     """What the search spent without a value, counted in the mcts funnel row (samples, not
     questions): ``error_expansion`` (an expansion whose call failed as data: context window, empty
-    output) and ``flagged_rollout`` (a SPRE rollout cut short by such a call; no value)."""
-    done = {t.id for t in trees}
-    out = {"error_expansion": sum(1 for ev in events if ev.outcome == "error" and ev.question_id in done),
+    output; the events of the finished trees with outcome ``error``, counted by the caller while
+    it streams the events) and ``flagged_rollout`` (a SPRE rollout cut short by such a call; no
+    value)."""
+    out = {"error_expansion": error_expansion,
            "flagged_rollout": sum(1 for t in trees for n in t.nodes for e in n.estimates if e.flag)}
     return {k: v for k, v in out.items() if v}
 
@@ -183,6 +188,13 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
 
     def execute(self, ctx: SynthRun, cfg: ReasonRagRunConfig, comps: ReasonRagComponents,
                 inputs: list[QAItem]) -> SynthOutput:
+        # a no-op rerun of a finished run reuses its output without opening a stage file
+        key = config_key(cfg, records_key(inputs))
+        return finished_output(ctx, key, lambda: self.pipeline(ctx, cfg, comps, inputs))
+
+    def pipeline(self, ctx: SynthRun, cfg: ReasonRagRunConfig, comps: ReasonRagComponents,
+                 inputs: list[QAItem]) -> SynthOutput:
+        """The full resume: search and greedy over pending questions, pairs, statistics, export."""
         files = RunFiles(ctx.run)
         search(ctx, cfg, comps, files, inputs)
         run_greedy(ctx, cfg, comps, files, inputs)
@@ -191,19 +203,35 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
         candidates, rejected = build_pairs(cfg, files, trees)
 
         def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
-            pairs = [p for p in files.pairs.read() if p.metadata.get("question_id") in ids]
+            # every stage file is streamed (read record by record, once per pass): the report
+            # holds counters, not the run's events, pairs or greedy trajectories
+            pairs = Selected(files.pairs, lambda p: p.metadata.get("question_id") in ids)
             exported = export(cfg, files, pairs)
-            greedy = [g for g in files.greedy.read() if g.id in ids]
-            events = [ev for ev in files.events.read() if ev.question_id in ids]
+            done = {t.id for t in trees}
+            tally = {"greedy": 0, "error_expansion": 0}
+
+            def events() -> Iterator[IterationEvent]:
+                for ev in files.events:
+                    if ev.question_id in ids:
+                        tally["error_expansion"] += ev.outcome == "error" and ev.question_id in done
+                        yield ev
+
+            def greedy() -> Iterator[Trajectory]:
+                for g in files.greedy:
+                    if g.id in ids:
+                        tally["greedy"] += 1
+                        yield g
+
+            details = {"value": cfg.value.kind, **run_statistics(trees, events(), pairs, greedy())}
+            n_pairs = int(details["pairs"])
             counts: dict[str, tuple[int, int, Mapping[str, int]]] = {
                 "questions": (len(inputs), len(inputs), {}),
-                "mcts": (len(inputs), len(trees), mcts_flags(trees, events)),
-                "pairs": (candidates, len(pairs), dict(rejected)),
-                "dpo": (len(pairs), int(exported.get("exported", 0)), {}),
+                "mcts": (len(inputs), len(trees), mcts_flags(trees, tally["error_expansion"])),
+                "pairs": (candidates, n_pairs, dict(rejected)),
+                "dpo": (n_pairs, int(exported.get("exported", 0)), {}),
             }
             if cfg.greedy_baseline:
-                counts["greedy"] = (len(trees), len(greedy), {})
-            details = {"value": cfg.value.kind, **run_statistics(trees, events, pairs, greedy)}
+                counts["greedy"] = (len(trees), tally["greedy"], {})
             return SynthOutput(counts=counts, export=exported, details=details)
         return reuse_output(ctx.run, ids_key(ids), report)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agentrag.eval.metrics import f1
@@ -20,33 +20,65 @@ def summary(values: Sequence[float]) -> dict[str, float | None]:
             "max": max(values)}
 
 
-def histogram(values: Sequence[float], width: float = 0.1) -> dict[str, int]:
+def _bin(v: float, width: float = 0.1) -> int:
+    """The :func:`histogram` bin of ``v``."""
+    bins = int(round(1 / width))
+    return min(bins - 1, max(0, int(v / width)))
+
+
+def _bins(counts: Sequence[int], width: float = 0.1) -> dict[str, int]:
+    return {f"{i * width:.1f}-{(i + 1) * width:.1f}": c for i, c in enumerate(counts)}
+
+
+def histogram(values: Iterable[float], width: float = 0.1) -> dict[str, int]:
     """Counts per bin ``[lo, lo + width)`` over [0, 1] (the last bin holds 1.0)."""
     bins = int(round(1 / width))
     counts = [0] * bins
     for v in values:
-        counts[min(bins - 1, max(0, int(v / width)))] += 1
-    return {f"{i * width:.1f}-{(i + 1) * width:.1f}": c for i, c in enumerate(counts)}
+        counts[_bin(v, width)] += 1
+    return _bins(counts, width)
 
 
-def run_statistics(trees: Sequence[SearchTree], events: Sequence[IterationEvent], pairs: Sequence[PreferencePair],
-                   greedy: Sequence[Trajectory]) -> dict[str, Any]:
-    """Everything the report shows, as plain JSON."""
+def run_statistics(trees: Sequence[SearchTree], events: Iterable[IterationEvent], pairs: Iterable[PreferencePair],
+                   greedy: Iterable[Trajectory]) -> dict[str, Any]:
+    """Everything the report shows, as plain JSON. ``events``, ``pairs`` and ``greedy`` are read
+    once each, record by record (a :class:`~agentrag.runs.JsonlStore` streams its file): memory
+    holds counters, the greedy answers of the trees and the trees themselves (the pipeline's
+    state), never the list of events or pairs."""
     nodes = [n for t in trees for n in t.nodes if n.id != "r"]
     kept_nodes = [n for t in trees for n in t.nodes if n.id != "r" and n.id not in pruned(t)]
     calls_by_q: Counter[str] = Counter()
+    outcomes: Counter[str] = Counter()
     for ev in events:
         calls_by_q[ev.question_id] += ev.usage.calls + (ev.node.value_usage.calls if ev.node else 0)
-    pairs_by_q = Counter(str(p.metadata.get("question_id")) for p in pairs)
-    greedy_by_q = {g.id: g for g in greedy}
+        outcomes[ev.outcome] += 1
+    n_pairs = 0
+    pairs_by_q: Counter[str] = Counter()
+    pair_types: Counter[str] = Counter()
+    pair_layers: Counter[str] = Counter()
+    gaps = [0] * 10
+    for p in pairs:
+        n_pairs += 1
+        pairs_by_q[str(p.metadata.get("question_id"))] += 1
+        pair_types[str(p.metadata.get("type"))] += 1
+        pair_layers[str(p.metadata.get("layer"))] += 1
+        gaps[_bin(float(p.metadata.get("gap", 0.0)))] += 1
+    tree_ids = {t.id for t in trees}
+    greedy_answer: dict[str, str | None] = {}  # the greedy answer of each tree's question, no trajectory
+    greedy_calls = 0
+    for g in greedy:
+        greedy_calls += g.usage.calls
+        if g.id in tree_ids:
+            greedy_answer[g.id] = g.answer
     compare: list[dict[str, Any]] = []
     for t in trees:
         leaves = t.answer_leaves()
-        g = greedy_by_q.get(t.id)
+        has_greedy = t.id in greedy_answer
+        answer = greedy_answer.get(t.id)
         compare.append({"question_id": t.id, "best_leaf_f1": max((n.score or 0.0 for n in leaves), default=0.0),
                         "answer_leaves": len(leaves),
-                        "greedy_answer": g.answer if g else None,
-                        "greedy_f1": f1(g.answer, t.golden_answers) if g else None})
+                        "greedy_answer": answer,
+                        "greedy_f1": f1(answer, t.golden_answers) if has_greedy else None})
     greedy_f1: list[float] = [c["greedy_f1"] for c in compare if c["greedy_f1"] is not None]
     total_calls = sum(calls_by_q.values())
     return {
@@ -54,20 +86,20 @@ def run_statistics(trees: Sequence[SearchTree], events: Sequence[IterationEvent]
         "status": dict(Counter(t.status for t in trees)),
         "actions": dict(Counter(n.action for n in nodes)),
         "actions_kept": dict(Counter(n.action for n in kept_nodes)),
-        "outcomes": dict(Counter(ev.outcome for ev in events)),
+        "outcomes": dict(outcomes),
         "mcts_iterations": summary([t.iterations for t in trees]),
         "reasoning_rounds_of_answer_leaves": summary([n.depth for t in trees for n in t.answer_leaves()]),
         "response_tokens": summary([n.usage.completion_tokens for n in nodes]),
-        "pairs": len(pairs),
-        "pairs_per_question": round(len(pairs) / len(trees), 3) if trees else None,
-        "pair_types": dict(Counter(str(p.metadata.get("type")) for p in pairs)),
-        "pair_layers": dict(Counter(str(p.metadata.get("layer")) for p in pairs)),
-        "reward_gap_histogram": histogram([float(p.metadata.get("gap", 0.0)) for p in pairs]),
+        "pairs": n_pairs,
+        "pairs_per_question": round(n_pairs / len(trees), 3) if trees else None,
+        "pair_types": dict(pair_types),
+        "pair_layers": dict(pair_layers),
+        "reward_gap_histogram": _bins(gaps),
         "llm_calls": {"total": total_calls,
                       "per_question": round(total_calls / len(trees), 2) if trees else None,
-                      "per_kept_pair": round(total_calls / len(pairs), 2) if pairs else None,
+                      "per_kept_pair": round(total_calls / n_pairs, 2) if n_pairs else None,
                       "by_question": dict(calls_by_q),
-                      "greedy_baseline": sum(g.usage.calls for g in greedy)},
+                      "greedy_baseline": greedy_calls},
         "pairs_by_question": dict(pairs_by_q),
         "best_leaf_vs_greedy": {
             "mean_best_leaf_f1": round(statistics.fmean([c["best_leaf_f1"] for c in compare]), 3) if compare else None,

@@ -141,8 +141,7 @@ class TracerStages:
         def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
             chains = self.chains(docs)
             exported = export_benchmark(chains, self.ctx.run.path)
-            counts, details = tracer_counts(self.docs.read(), docs, self.atomic.read(),
-                                            {level: store.read() for level, store in self.hops.items()}, chains,
+            counts, details = tracer_counts(self.docs, docs, self.atomic, dict(self.hops), chains,  # streamed
                                             exported, self.sampling_stats)
             return SynthOutput(counts=counts, export=exported, details=details)
         key = ids_key(d.id for d in docs) + json.dumps(self.sampling_stats, sort_keys=True)

@@ -10,7 +10,7 @@ module reads records only: it imports nothing of the pipeline.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agentrag.synth.tracer.schema import AtomicRecord, Chain, DocRecord, HopRecord
@@ -31,41 +31,66 @@ def reason_key(reason: str | None) -> str:
     return head
 
 
-def _rejected(reasons: Sequence[str | None]) -> dict[str, int]:
-    return dict(Counter(reason_key(r) for r in reasons))
-
-
-def tracer_counts(annotated: Sequence[DocRecord], selected: Sequence[DocRecord], atomic: Sequence[AtomicRecord],
-                  hops: Mapping[int, Sequence[HopRecord]], chains: Sequence[Chain], exported: Mapping[str, Any],
+def tracer_counts(annotated: Iterable[DocRecord], selected: Sequence[DocRecord], atomic: Iterable[AtomicRecord],
+                  hops: Mapping[int, Iterable[HopRecord]], chains: Sequence[Chain], exported: Mapping[str, Any],
                   sampling: Mapping[str, int]) -> tuple[Counts, dict[str, Any]]:
-    """The funnel counts of the declared stages and the Tracer's own statistics (module docstring)."""
-    ok_docs = [d for d in annotated if d.status == "ok"]
-    pairs = [x for r in atomic for x in r.pairs]
+    """The funnel counts of the declared stages and the Tracer's own statistics (module docstring).
+    ``annotated``, ``atomic`` and each level of ``hops`` are read once, record by record (a run's
+    :class:`~agentrag.runs.JsonlStore` streams its file): memory holds counters, not the records;
+    ``selected`` and ``chains`` are the pipeline's own state."""
+    n_docs = ok_docs = sample_calls = 0
+    doc_rejected: Counter[str] = Counter()
+    for d in annotated:
+        n_docs += 1
+        sample_calls += d.provenance.usage.calls or 1
+        if d.status == "ok":
+            ok_docs += 1
+        else:
+            doc_rejected[reason_key(d.reason)] += 1
+    n_atomic = ok_atomic = atomic_calls = n_pairs = ok_pairs = 0
+    atomic_rejected: Counter[str] = Counter()
+    pair_rejected: Counter[str] = Counter()
+    for r in atomic:
+        n_atomic += 1
+        atomic_calls += r.calls
+        if r.status == "ok":
+            ok_atomic += 1
+        else:
+            atomic_rejected[reason_key(r.reason)] += 1
+        for x in r.pairs:
+            n_pairs += 1
+            if x.status == "accepted":
+                ok_pairs += 1
+            else:
+                pair_rejected[reason_key(x.reason)] += 1
     counts: Counts = {
-        "sample": (sampling.get("candidates", len(annotated)), len(ok_docs),
-                   _rejected([d.reason for d in annotated if d.status != "ok"])),
-        "select": (len(ok_docs), len(selected), {}),
-        "atomic": (len(atomic), sum(r.status == "ok" for r in atomic),
-                   _rejected([r.reason for r in atomic if r.status != "ok"])),
-        "pairs": (len(pairs), sum(x.status == "accepted" for x in pairs),
-                  _rejected([x.reason for x in pairs if x.status != "accepted"])),
+        "sample": (sampling.get("candidates", n_docs), ok_docs, dict(doc_rejected)),
+        "select": (ok_docs, len(selected), {}),
+        "atomic": (n_atomic, ok_atomic, dict(atomic_rejected)),
+        "pairs": (n_pairs, ok_pairs, dict(pair_rejected)),
     }
-    sample_calls = sum(d.provenance.usage.calls or 1 for d in annotated)
-    cumulative = sample_calls + sum(r.calls for r in atomic)
+    cumulative = sample_calls + atomic_calls
     calls_by_level: dict[str, Any] = {}
     for level, recs in hops.items():
-        attempts = [a for r in recs for a in r.attempts]
-        verified = sum(r.status == "verified" for r in recs)
-        counts[f"hop{level}"] = (len(recs), verified, dict(Counter(
-            "no related document" if not r.attempts else reason_key(r.attempts[-1].reason)
-            for r in recs if r.status != "verified")))
-        counts[f"hop{level}.candidates"] = (len(attempts) + verified, verified,
-                                            dict(Counter(reason_key(a.reason) for a in attempts)))
-        spent = sum(r.calls for r in recs)
+        n_recs = verified = spent = n_attempts = 0
+        hop_rejected: Counter[str] = Counter()
+        candidate_rejected: Counter[str] = Counter()
+        for h in recs:
+            n_recs += 1
+            spent += h.calls
+            n_attempts += len(h.attempts)
+            for a in h.attempts:
+                candidate_rejected[reason_key(a.reason)] += 1
+            if h.status == "verified":
+                verified += 1
+            else:
+                hop_rejected["no related document" if not h.attempts else reason_key(h.attempts[-1].reason)] += 1
+        counts[f"hop{level}"] = (n_recs, verified, dict(hop_rejected))
+        counts[f"hop{level}.candidates"] = (n_attempts + verified, verified, dict(candidate_rejected))
         cumulative += spent
-        tried = len(attempts) + verified
+        tried = n_attempts + verified
         calls_by_level[str(level)] = {
-            "calls": spent, "chains": len(recs), "candidates_tried": tried, "verified": verified,
+            "calls": spent, "chains": n_recs, "candidates_tried": tried, "verified": verified,
             "calls_per_candidate": round(spent / tried, 1) if tried else None,
             "calls_per_verified_this_level": round(spent / verified, 1) if verified else None,
             "calls_per_verified_cumulative": round(cumulative / verified, 1) if verified else None}
@@ -81,7 +106,7 @@ def tracer_counts(annotated: Sequence[DocRecord], selected: Sequence[DocRecord],
         "chains_by_max_depth": {f"{d}hop/{t}": n for (d, t), n in sorted(by_hops_type.items())},
         "domain_mix_docs": dict(Counter(d.domain for d in selected)),
         "domain_mix_benchmark": dict(Counter(c.doc_domain for c in chains if c.depth >= 2)),
-        "calls_by_stage": {"sample": sample_calls, "atomic": sum(r.calls for r in atomic)},
+        "calls_by_stage": {"sample": sample_calls, "atomic": atomic_calls},
         "calls_by_level": calls_by_level,
     }
     return counts, details

@@ -6,6 +6,7 @@ driver and every worker process (the Ray executor) build the components from.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,16 @@ from agentrag.llm.base import LLM
 from agentrag.records import Passage
 from agentrag.runs import RunDir
 from agentrag.synth.common import Progress
-from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
+from agentrag.synth.driver import (
+    Stage,
+    Synthesizer,
+    SynthOutput,
+    SynthRun,
+    config_key,
+    finished_output,
+    records_key,
+    run_synthesizer,
+)
 from agentrag.synth.tracer.config import TracerRunConfig
 from agentrag.synth.tracer.pipeline import TracerComponents, TracerStages
 from agentrag.synth.tracer.verify import STAGES as VERIFY_STAGES
@@ -137,7 +147,9 @@ class TracerSynth(Synthesizer[TracerRunConfig, TracerInputs, TracerComponents]):
 
     def execute(self, ctx: SynthRun, cfg: TracerRunConfig, comps: TracerComponents,
                 inputs: TracerInputs) -> SynthOutput:
-        return TracerStages(ctx, cfg, comps).run()
+        # a no-op rerun of a finished run reuses its output without opening a stage file
+        key = config_key(cfg, records_key(inputs.passages), json.dumps(sorted(inputs.excluded), ensure_ascii=False))
+        return finished_output(ctx, key, lambda: TracerStages(ctx, cfg, comps).run())
 
     def title(self, cfg: TracerRunConfig, name: str) -> str:
         return f"AgenticRAGTracer build {name}"

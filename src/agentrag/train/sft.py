@@ -67,14 +67,15 @@ def progress_callbacks(progress: Progress | None) -> list[Any]:
     optimizer step (the CLI turns it into a bar, or into log lines with rate and ETA)."""
     if progress is None:
         return []
+    report: Progress = progress
     from transformers import TrainerCallback
 
     class _Steps(TrainerCallback):  # type: ignore[misc]
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            progress("train", int(state.global_step), int(state.max_steps))
+            report("train", int(state.global_step), int(state.max_steps))
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            progress("train", int(state.global_step), int(state.max_steps))
+            report("train", int(state.global_step), int(state.max_steps))
 
     return [_Steps()]
 

@@ -387,4 +387,4 @@ def _atomic_write(path: Path, text: str) -> None:
         raise storage_error(exc, path) from exc
 
 
-__all__ = ["JsonlStore", "RunDir", "LOCK_NAME", "STATE_FILES"]
+__all__ = ["JsonlStore", "RunDir", "LOCK_NAME"]

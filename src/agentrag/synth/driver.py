@@ -325,5 +325,4 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
 
 
 __all__ = ["Stage", "FunnelRow", "SynthMetrics", "SynthOutput", "SynthRun", "SynthBugs", "Synthesizer",
-           "run_synthesizer", "funnel_rows", "finish_run", "run_sections", "reuse_output", "finished_output",
-           "config_key", "ids_key", "records_key"]
+           "run_synthesizer", "funnel_rows", "finish_run", "run_sections"]

@@ -155,3 +155,34 @@ def test_build_reads_do_not_map_files_into_the_process(tmp_path):
     w.finish()
     assert w._conn().execute("PRAGMA mmap_size").fetchone()[0] == 0
     assert PassageStore(tmp_path / "p.sqlite")._conn().execute("PRAGMA mmap_size").fetchone()[0] > 0
+
+
+def _mapped_rss_kb(path) -> int:
+    """Resident KB of this process's mappings of ``path`` (/proc/self/smaps)."""
+    total, inside = 0, False
+    for line in open("/proc/self/smaps", encoding="utf-8"):
+        if "-" in line.split(" ", 1)[0]:  # a mapping's header line
+            inside = line.rstrip().endswith(str(path))
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+def test_ivfpq_training_sample_does_not_keep_the_embeddings_file_resident(tmp_path):
+    """The IVF-PQ training sample is spread over the whole embeddings memmap: gathered at once, every
+    page of the file stays in the build's RSS (a term linear in N); gathered in blocks, none does."""
+    from agentrag.kb.indexes import drop_pages, training_sample
+
+    path = tmp_path / "emb.npy"
+    mm = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(8192, 512))  # 16 MB
+    mm[:] = np.arange(8192, dtype=np.float32)[:, None]
+    mm.flush()
+    drop_pages(mm)
+    del mm
+    vecs = np.load(path, mmap_mode="r")
+    rows = np.linspace(0, 8191, num=2730).astype(np.int64)  # every 3rd row: every page of the file
+    sample = training_sample(vecs, rows, block=256)
+    assert sample.dtype == np.float32 and (sample[:, 0] == rows).all() and (sample[:, -1] == rows).all()
+    assert _mapped_rss_kb(path) < 2048, _mapped_rss_kb(path)  # at most ~a block of pages
+    naive = np.ascontiguousarray(vecs[rows])  # what the build did before: the whole file resident
+    assert (naive == sample).all() and _mapped_rss_kb(path) > 12 * 1024

@@ -313,8 +313,8 @@ class DenseIndex:
             self.index = self._new(n)
             if not self.index.is_trained:
                 max_train = max(65536, 40 * int(self.index.nlist))
-                rows = np.linspace(0, n - 1, num=min(n, max_train)).astype(np.int64) if n > max_train else slice(None)
-                self.index.train(np.ascontiguousarray(vectors[rows], dtype=np.float32))
+                rows = np.linspace(0, n - 1, num=min(n, max_train)).astype(np.int64) if n > max_train else np.arange(n)
+                self.index.train(training_sample(vectors, rows))
         for lo in range(0, n, chunk):
             self.index.add(np.ascontiguousarray(vectors[lo:lo + chunk], dtype=np.float32))
             if lo // chunk % 8 == 7:  # keep at most ~32k rows (100 MB at 768 dims) of the memmap resident
@@ -361,6 +361,18 @@ class DenseIndex:
                 hnsw.hnsw.efSearch = self.ef_search
             elif self.index_type == "ivfpq":
                 faiss.extract_index_ivf(self.index).nprobe = self.nprobe
+
+
+def training_sample(vectors: np.ndarray, rows: np.ndarray, *, block: int = 8192) -> np.ndarray:
+    """``vectors[rows]`` as a float32 array, gathered ``block`` rows at a time with the memmap's
+    pages released after each block: evenly spaced rows touch almost every page of the file, and
+    gathered at once they would all count in the build's resident memory (measured: +600 MB at
+    200,000 x 768 dims), a term that grows with N while the sample itself grows with sqrt(N)."""
+    out = np.empty((len(rows), vectors.shape[1]), dtype=np.float32)
+    for lo in range(0, len(rows), block):
+        out[lo:lo + block] = vectors[rows[lo:lo + block]]
+        drop_pages(vectors)
+    return out
 
 
 def drop_pages(arr: Any) -> None:

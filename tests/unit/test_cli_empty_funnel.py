@@ -61,3 +61,18 @@ def test_reasonrag_with_no_pair_names_min_gap_and_prints_no_missing_path(tmp_pat
     assert "top rejection: min_gap" in out and "lower pairs.min_gap" in out
     assert "trl_dpo.jsonl" not in out  # not written: not printed
     assert "report: " in out
+
+
+def test_every_synthesizer_prints_its_funnel_one_way(monkeypatch):
+    """One printer for the four synth commands: stage names padded to the longest, rejections by
+    reason, and an outage's unfinished items named."""
+    import agentrag.cli.funnel as funnel
+
+    lines: list[str] = []
+    monkeypatch.setattr(funnel.console, "print", lambda text, **kw: lines.append(text))
+    funnel.print_funnel([
+        {"stage": "items", "in": 10, "out": 9, "rejected": {"annotation": 1}, "unfinished": 0},
+        {"stage": "conversations", "in": 9, "out": 6, "rejected": {"failed_gates": 2}, "unfinished": 1},
+    ])
+    assert lines == ["  items            10 -> 9     annotation: 1",
+                     "  conversations     9 -> 6     failed_gates: 2  unfinished: 1"]

@@ -128,8 +128,8 @@ EMBEDDED_AGENT_BUDGET: dict[str, Any] = {"max_steps": 4, "top_k": 3, "max_top_k"
 
 
 def is_embedded(llm: Any) -> bool:
-    """Whether an ``--llm`` value names the embedded model (``embedded`` or ``embedded:…``)."""
-    return isinstance(llm, str) and (llm == "embedded" or llm.startswith("embedded:"))
+    """Whether an ``--llm`` value names the embedded model (the reference ``embedded``)."""
+    return isinstance(llm, str) and llm.strip() == "embedded"
 
 
 def _print_metrics(m: dict[str, Any]) -> None:

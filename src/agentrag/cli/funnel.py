@@ -86,6 +86,16 @@ def explain_empty(funnel: Sequence[Mapping[str, Any]], config: Mapping[str, Any]
     return lines
 
 
+def print_funnel(funnel: Sequence[Mapping[str, Any]]) -> None:
+    """One line per stage of a synthesizer's funnel (``metrics.json``): in -> out, rejections by
+    reason, and the items an outage left unfinished; stage names padded to the longest."""
+    width = max((len(str(row["stage"])) for row in funnel), default=0)
+    for row in funnel:
+        rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
+        left = f"  unfinished: {row['unfinished']}" if row.get("unfinished") else ""
+        console.print(f"  {row['stage']:<{width}} {row['in']:>5} -> {row['out']:<5} {rej}{left}", markup=False)
+
+
 def print_empty_funnel(metrics: Mapping[str, Any], out: Path) -> bool:
     """Print :func:`explain_empty` in yellow (the run's config read from ``out/config.yaml``);
     returns whether the funnel was empty."""
@@ -111,5 +121,5 @@ def print_outputs(label_paths: Sequence[tuple[str, Path | str]]) -> None:
         console.print("   ".join(shown), soft_wrap=True)
 
 
-__all__ = ["explain_empty", "empty_stage", "hint_for", "print_empty_funnel", "print_outputs", "written",
+__all__ = ["explain_empty", "empty_stage", "hint_for", "print_funnel", "print_empty_funnel", "print_outputs", "written",
            "REASON_HINTS"]

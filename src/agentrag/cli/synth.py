@@ -103,17 +103,11 @@ def ragshaper(
 
 def _summary(metrics: dict[str, Any], path: Path) -> None:
     """The funnel and the LLM usage of the driver's typed metrics (``metrics.json``)."""
-    from agentrag.synth.driver import SynthMetrics
+    from agentrag.cli.funnel import print_empty_funnel, print_funnel, print_outputs
 
-    m = SynthMetrics.model_validate({k: v for k, v in metrics.items() if k in SynthMetrics.model_fields})
-    for row in m.funnel:
-        rej = ", ".join(f"{k}: {v}" for k, v in row.rejected.items())
-        left = f"  unfinished: {row.unfinished}" if row.unfinished else ""
-        console.print(f"  {row.stage:<12} {row.n_in:>5} -> {row.out:<5} {rej}{left}")
-    for name, st in m.llm.items():
+    print_funnel(metrics["funnel"])
+    for name, st in metrics.get("llm", {}).items():
         console.print(f"  LLM {name}: {st}")
-    from agentrag.cli.funnel import print_empty_funnel, print_outputs
-
     print_empty_funnel(metrics, path)
     print_outputs([("sft", path / "sft" / "trl_sft.jsonl"), ("report", path / "report.md"),
                    ("metrics", path / "metrics.json")])

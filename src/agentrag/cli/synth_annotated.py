@@ -56,11 +56,10 @@ def annotated(
         out = run_dir_for(need_out(out), cfg, force_new=force_new_config)
         with progress_output() as progress:
             metrics = run_annotated(cfg, out, progress=progress)
-        for row in metrics["funnel"]:
-            rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
-            console.print(f"  {row['stage']:<8} {row['in']:>5} -> {row['out']:<5} {rej}")
+        from agentrag.cli.funnel import print_empty_funnel, print_funnel, print_outputs
+
+        print_funnel(metrics["funnel"])
         console.print(f"kept by source: {metrics.get('kept_by_source')}  wall time: {metrics['wall_s']} s")
-        from agentrag.cli.funnel import print_empty_funnel, print_outputs
 
         print_empty_funnel(metrics, out)
         print_outputs([("sft", out / "sft" / "trl_sft.jsonl"), ("report", out / "report.md")])

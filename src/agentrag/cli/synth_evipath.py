@@ -99,14 +99,12 @@ def _with_progress(cfg: Any, out: Path, executor: str | None, workers: int | Non
 
 
 def _summary(metrics: dict[str, Any], path: Path) -> None:
-    for row in metrics["funnel"]:
-        rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
-        left = f"  (unfinished: {row['unfinished']})" if row.get("unfinished") else ""
-        console.print(f"  {row['stage']:<14} {row['in']:>5} -> {row['out']:<5} {rej}{left}")
+    from agentrag.cli.funnel import print_empty_funnel, print_funnel, print_outputs
+
+    print_funnel(metrics["funnel"])
     console.print(f"  LLM per finished item: {metrics['llm_per_item']}  wall time: {metrics['wall_s']} s")
     for name, st in metrics.get("llm", {}).items():
         console.print(f"  LLM {name}: {st}")
-    from agentrag.cli.funnel import print_empty_funnel, print_outputs
 
     if not print_empty_funnel(metrics, path):
         console.print(f"export: {metrics['export']}")

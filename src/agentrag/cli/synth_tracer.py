@@ -105,11 +105,9 @@ def build(
         with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, \
                 progress_output() as progress:
             metrics = run_tracer(cfg, out, progress=progress, executor=ex, preflight=preflight)
-        for row in metrics["funnel"]:
-            rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
-            left = f"  unfinished: {row['unfinished']}" if row["unfinished"] else ""
-            console.print(f"  {row['stage']:<20} {row['in']:>5} -> {row['out']:<5} {rej}{left}", markup=False)
-        from agentrag.cli.funnel import print_empty_funnel, print_outputs
+        from agentrag.cli.funnel import print_empty_funnel, print_funnel, print_outputs
+
+        print_funnel(metrics["funnel"])
 
         if not print_empty_funnel(metrics, out):
             console.print(f"  exported: {metrics['export']['files']}", markup=False)

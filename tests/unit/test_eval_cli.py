@@ -57,7 +57,18 @@ def test_eval_command_writes_run_and_resumes(tmp_path, data_dir, fakes):
     assert (out / "report.html").read_text().count("<rect") == 1
     assert "agent_config" in (out / "config.yaml").read_text()
 
-    res = runner.invoke(app, args)  # resume: nothing left to do
+    fakes.clear()
+    def mtimes():  # the writer lock is taken by every invocation
+        return {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.name != ".agentrag.lock"}
+
+    before = mtimes()
+    res = runner.invoke(app, args)  # a no-op rerun: the finished run's metrics, no LLM built, nothing written
+    assert res.exit_code == 0, res.output
+    assert "EM=33.3" in res.output and not fakes
+    assert mtimes() == before
+
+    (out / "results.jsonl").touch()  # a data file changed: the full resume, nothing left to evaluate
+    res = runner.invoke(app, [*args[:-2], "--set", "agent_config.max_steps=3"])
     assert res.exit_code == 0, res.output
     assert fakes["agent-llm"].calls == 0 and fakes["judge-llm"].calls == 0
     assert len((out / "results.jsonl").read_text().splitlines()) == 3

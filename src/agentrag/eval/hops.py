@@ -27,17 +27,14 @@ answer. For a chain (2hop, 3hop1, 4hop1) that is the prefix of length h; for 3ho
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agentrag.eval.result import EvalResult
+from agentrag.eval.summary import MAXD_MIN_HOPS, HopDiagnosis, subset_name
 from agentrag.records import QAItem
 
 _REF = re.compile(r"#(\d+)")
-TYPES = ("comparison", "inference")
-#: Tracer measures MaxD (and Table 2's steps) on the 3- and 4-hop questions only
-MAXD_MIN_HOPS = 3
 
 
 def _step_text(question: str) -> str:
@@ -111,106 +108,13 @@ def lower_hop_items(item: QAItem) -> list[QAItem]:
     return out
 
 
-def _mean(xs: Sequence[float]) -> float | None:
-    return round(sum(xs) / len(xs), 4) if xs else None
-
-
-def _topk(rs: Sequence[EvalResult]) -> float | None:
-    return _mean([float(k) for r in rs for k in r.topk_per_step])
-
-
-def subset_name(result: EvalResult) -> str:
-    """Table 2's subset of a result: ``comparison-3hop`` when the data says the type, else ``3hop``."""
-    qtype = str(result.metadata.get("type", "")).lower()
-    return f"{qtype}-{result.hops}hop" if qtype in TYPES else f"{result.hops}hop"
-
-
-def diagnose(results: Sequence[EvalResult]) -> dict[str, Any]:
-    """Hop-aware diagnosis of evaluated results (see the module docstring for the definitions)."""
-    everything = [r for r in results if r.parent_id is None]
-    main = [r for r in everything if r.correct is not None]
-    probes: dict[str, list[EvalResult]] = defaultdict(list)
+def diagnose(results: Iterable[EvalResult]) -> dict[str, Any]:
+    """Hop-aware diagnosis of evaluated results (see the module docstring for the definitions);
+    one pass over ``results`` (a list or a run's ``results.jsonl``), none of them held."""
+    acc = HopDiagnosis()
     for r in results:
-        if r.parent_id is not None:
-            probes[r.parent_id].append(r)
-
-    by_hops: dict[int, list[EvalResult]] = defaultdict(list)
-    for r in main:
-        if r.hops is not None:
-            by_hops[r.hops].append(r)
-
-    correct = [r for r in main if r.correct]
-    incorrect = [r for r in main if not r.correct]
-    with_hops = [r for r in main if r.hops is not None]
-    wrong_with_hops = [r for r in incorrect if r.hops is not None]
-
-    def rate(rs: Sequence[EvalResult], cond: Any) -> float | None:
-        return _mean([1.0 if cond(r) else 0.0 for r in rs])
-
-    def depths(rs: Sequence[EvalResult]) -> list[float]:
-        return [float(_depth(r, probes[r.id])) for r in rs
-                if (r.hops or 0) >= MAXD_MIN_HOPS and probes.get(r.id)]
-
-    hop_table: dict[str, dict[str, Any]] = {}
-    for h in sorted(by_hops):
-        rs = by_hops[h]
-        ds = depths(rs)
-        hop_table[str(h)] = {
-            "n": len(rs),
-            "accuracy": _mean([float(bool(r.correct)) for r in rs]),
-            "em": _mean([r.em for r in rs]),
-            "f1": _mean([r.f1 for r in rs]),
-            "mean_steps": _mean([float(r.steps) for r in rs]),
-            "steps_c": _mean([float(r.steps) for r in rs if r.correct]),
-            "steps_i": _mean([float(r.steps) for r in rs if not r.correct]),
-            "collapse_rate": rate(rs, lambda r: r.steps < (r.hops or 0)),
-            "over_extension_rate": rate(rs, lambda r: r.steps > (r.hops or 0)),
-            "topk_c": _topk([r for r in rs if r.correct]),
-            "topk_i": _topk([r for r in rs if not r.correct]),
-            "maxd": _mean(ds),
-            "maxd_n": len(ds),
-        }
-    subsets: dict[str, list[EvalResult]] = defaultdict(list)
-    for r in with_hops:
-        if (r.hops or 0) >= MAXD_MIN_HOPS:
-            subsets[subset_name(r)].append(r)
-    table2 = {name: {"n": len(rs), "maxd": _mean(depths(rs)), "maxd_n": len(depths(rs)),
-                     "steps_c": _mean([float(r.steps) for r in rs if r.correct]),
-                     "steps_i": _mean([float(r.steps) for r in rs if not r.correct])}
-              for name, rs in sorted(subsets.items())}
-    return {
-        "n": len(main),
-        "unjudged": len(everything) - len(main),
-        "accuracy": _mean([float(bool(r.correct)) for r in main]),
-        "steps_c": _mean([float(r.steps) for r in correct]),
-        "steps_i": _mean([float(r.steps) for r in incorrect]),
-        "collapse_rate": rate(with_hops, lambda r: r.steps < (r.hops or 0)),
-        "over_extension_rate": rate(with_hops, lambda r: r.steps > (r.hops or 0)),
-        "collapse_rate_incorrect": rate(wrong_with_hops, lambda r: r.steps < (r.hops or 0)),
-        "over_extension_rate_incorrect": rate(wrong_with_hops, lambda r: r.steps > (r.hops or 0)),
-        "topk_c": _topk(correct),
-        "topk_i": _topk(incorrect),
-        "maxd": _mean(depths(with_hops)),
-        "table2": table2,
-        "by_hops": hop_table,
-        "step_histogram": _histogram([r.steps for r in main]),
-    }
-
-
-def _depth(result: EvalResult, lower: Sequence[EvalResult]) -> int:
-    if result.correct:
-        return result.hops or 0
-    return max((r.level or 0 for r in lower if r.correct), default=0)
-
-
-def _histogram(values: Sequence[int]) -> dict[str, int]:
-    """Counts per value over the whole range min..max (empty bins included, so gaps show)."""
-    counts: dict[int, int] = defaultdict(int)
-    for v in values:
-        counts[v] += 1
-    if not counts:
-        return {}
-    return {str(k): counts[k] for k in range(min(counts), max(counts) + 1)}
+        acc.add(r)
+    return acc.result()
 
 
 __all__ = ["diagnose", "lower_hop_items", "chain_question", "dependencies", "subgraph_question", "subset_name",

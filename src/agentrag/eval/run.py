@@ -4,9 +4,17 @@ Check every input before anything is written (the dataset, the LLM references, t
 config, the retriever and, for a retrieval server, its ``/health``), open the run directory (the
 writer lock: a second process on the same directory gets a :class:`~agentrag.errors.RunLockedError`
 naming the first), write ``config.yaml``, build the components, evaluate the pending items under
-the failure policy (:func:`agentrag.eval.runner.evaluate_stage`), then write ``metrics.json`` (the
+the failure policy (:func:`agentrag.eval.runner.run_pending`), then write ``metrics.json`` (the
 metrics, one LLM-usage block ``llm`` keyed by role, the unfinished count, the bugs, the wall time)
-and the report, once, after the statistics exist.
+and the report, once, after the statistics exist. The statistics stream over ``results.jsonl``
+(:class:`agentrag.eval.summary.Summary`): no result is held.
+
+A no-op rerun: when the last invocation scored every question (nothing unfinished, no bug) and
+stored its metrics in ``.finished.json`` (:meth:`RunDir.store <agentrag.runs.RunDir.store>`), and
+neither :func:`finished_key` (the config, the dataset records' contents, the report's title and
+description) nor any data file of the run (``results.jsonl``, ``config.yaml``: name, size, mtime)
+changed since, those metrics are returned as they are (the finished run's wall time and LLM
+usage) and nothing is built, read back or written. Anything else runs the full resume.
 
 Outcomes: the metrics are returned (``unfinished > 0``: rerun the same call to finish them); an
 endpoint error (401/403/404, unknown model), an unwritable run directory or bad input raises a
@@ -17,9 +25,12 @@ the metrics and the report are written.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
+import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +39,18 @@ from agentrag.errors import UserError
 from agentrag.eval.judge import LLMJudge
 from agentrag.eval.report import write_eval_report
 from agentrag.eval.result import EvalResult
-from agentrag.eval.runner import EvalConfig, evaluate_stage, summarize
+from agentrag.eval.runner import EvalConfig, run_pending, summarize
 from agentrag.exec import Executor, ItemBugs, ThreadExecutor
 from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
 from agentrag.llm.usage import llm_usage
 from agentrag.records import QAItem
 from agentrag.runs import LOCK_NAME, RunDir
 
+log = logging.getLogger(__name__)
+
 Progress = Callable[[str, int, int], None]
+#: the state file of a run that scored every question (:meth:`~agentrag.runs.RunDir.store`)
+FINISHED = ".finished.json"
 
 
 class EvalBugs(ItemBugs):
@@ -117,6 +132,9 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
                         "(llm, judge, kb in the config) so every worker builds its own")
     started = time.perf_counter()
     fresh = not Path(out).exists()
+    title = f"Evaluation of {cfg.agent} on {Path(cfg.dataset).name}"
+    description = (f"agent {cfg.agent}, LLM {_name(llm, cfg.llm)}, judge {_name(judge, cfg.judge) or 'none'}, "
+                   f"KB {_name(given_retriever, cfg.kb)}")
     with RunDir(out) as run:
         if preflight is not None:
             try:
@@ -129,6 +147,12 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
                         run.path.rmdir()
                 raise
         run.write_config(cfg)
+        key = finished_key(cfg, items, title, description)
+        found, stored = run.stored(FINISHED, key)
+        if found and isinstance(stored, dict):  # a no-op rerun of a finished run: read nothing, write nothing
+            log.info("%s: every question is scored and nothing changed since; reusing its metrics", run.path)
+            write_outputs(run, stored, title, description, only_if_changed=True)
+            return stored
         cache = run.file("llm_cache.sqlite")
         roles: dict[str, Any] = {}
         width = cfg.items_in_flight()
@@ -152,20 +176,44 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
             from agentrag.eval.worker import EvalTask
 
             agent = EvalTask(cfg.model_dump(), cache)
-        results, stage = evaluate_stage(agent, items, run, judge=the_judge, concurrency=width,
-                                        maxd=cfg.maxd, correct_by=cfg.correct_by, progress=progress,
-                                        on_result=on_result, executor=executor)
+        results, stage = run_pending(agent, items, run, judge=the_judge, concurrency=width, maxd=cfg.maxd,
+                                     correct_by=cfg.correct_by, progress=progress, on_result=on_result,
+                                     executor=executor)
+        # streamed from results.jsonl: no result (nor trajectory) is held for the statistics
         metrics = summarize(results, n_requested=len(items), unfinished={**stage.unfinished, **stage.bugs})
         metrics["bugs"] = len(stage.bugs)
         metrics["llm"] = llm_usage(roles)
         metrics["wall_s"] = metrics["invocation_wall_s"] = round(time.perf_counter() - started, 2)
-        run.write_json("metrics.json", metrics)
-        write_eval_report(run.path, metrics, title=f"Evaluation of {cfg.agent} on {Path(cfg.dataset).name}",
-                          description=f"agent {cfg.agent}, LLM {_name(llm, cfg.llm)}, judge "
-                                      f"{_name(judge, cfg.judge) or 'none'}, KB {_name(given_retriever, cfg.kb)}")
+        write_outputs(run, metrics, title, description)
+        if not stage.unfinished and not stage.bugs:  # every question scored: a rerun may reuse this
+            run.store(FINISHED, key, metrics)
     if stage.bugs:
         raise EvalBugs(stage.bugs, metrics)
     return metrics
+
+
+def finished_key(cfg: EvalConfig, items: Sequence[QAItem], title: str, description: str) -> str:
+    """What a finished run's metrics depend on besides the run directory's data files: the
+    resolved config (``--limit``, ``--maxd``, the judge, ...), the dataset records' contents (an
+    edited, added or removed question changes it) and the report's title and description."""
+    h = hashlib.sha1()
+    for item in items:
+        h.update(item.model_dump_json().encode("utf-8") + b"\n")
+    return "\n".join([cfg.model_dump_json(), h.hexdigest(), title, description])
+
+
+def write_outputs(run: RunDir, metrics: dict[str, Any], title: str, description: str, *,
+                  only_if_changed: bool = False) -> None:
+    """``metrics.json`` and the report. ``only_if_changed`` (a reused finished run): leave both
+    untouched when ``metrics.json`` already holds ``metrics`` and the report files exist."""
+    if only_if_changed and all(run.file(n).exists() for n in ("report.md", "report.html")):
+        try:
+            if json.loads(run.file("metrics.json").read_text(encoding="utf-8")) == metrics:
+                return
+        except (OSError, ValueError):
+            pass
+    run.write_json("metrics.json", metrics)
+    write_eval_report(run.path, metrics, title=title, description=description)
 
 
 def _name(obj: Any, ref: str | None) -> str | None:

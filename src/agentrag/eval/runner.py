@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 from pydantic import Field
@@ -24,9 +24,10 @@ from pydantic import Field
 from agentrag.config import Config
 from agentrag.errors import LLMError, UserError, storage_error
 from agentrag.eval import metrics
-from agentrag.eval.hops import MAXD_MIN_HOPS, diagnose, lower_hop_items
+from agentrag.eval.hops import MAXD_MIN_HOPS, lower_hop_items
 from agentrag.eval.judge import LLMJudge
 from agentrag.eval.result import EvalResult
+from agentrag.eval.summary import Summary
 from agentrag.exec import Executor, StageResult, ThreadExecutor, WorkerTask, run_stage
 from agentrag.llm.adaptive import ITEMS_IN_FLIGHT_HELP, default_items_in_flight
 from agentrag.records import QAItem, Trajectory
@@ -132,23 +133,24 @@ def run_and_score(agent: RunsItems, item: QAItem, judge: LLMJudge | None = None,
     return score_item(item, traj, judge, correct_by)
 
 
-def evaluate_stage(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_dir: str | os.PathLike[str] | RunDir,
-                   *, judge: LLMJudge | None = None, concurrency: int = 4, maxd: bool = False,
-                   correct_by: CorrectBy = "auto",
-                   progress: Callable[[str, int, int], None] | None = None,
-                   on_result: Callable[[EvalResult], object] | None = None,
-                   executor: Executor | None = None) -> tuple[list[EvalResult], StageResult]:
-    """:func:`evaluate`, also returning the :class:`~agentrag.exec.StageResult` of this invocation
-    (its ``unfinished`` and ``bugs``; ``done`` counts the items scored now, ``total`` the pending ones)."""
+def run_pending(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run: RunDir, *,
+                judge: LLMJudge | None = None, concurrency: int = 4, maxd: bool = False,
+                correct_by: CorrectBy = "auto", progress: Callable[[str, int, int], None] | None = None,
+                on_result: Callable[[EvalResult], object] | None = None,
+                executor: Executor | None = None) -> tuple[Iterator[EvalResult], StageResult]:
+    """Evaluate the items of ``items`` (and their lower-hop questions when ``maxd``) not yet in
+    ``results.jsonl``; returns a one-pass iterator over the results of every item asked for (read
+    back from the file record by record, in file order) and this invocation's
+    :class:`~agentrag.exec.StageResult`. Writes ``unfinished.json``."""
     if concurrency < 1:
         raise UserError(f"concurrency must be >= 1, got {concurrency!r}")
     if correct_by == "judge" and judge is None and not isinstance(agent, WorkerTask):
         raise UserError("correct_by='judge' needs a judge: pass --judge REF (or use auto, em or acc)")
-    rd = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
-    store = rd.stage("results", EvalResult)
+    store = run.stage("results", EvalResult)
     everything = expand_items(items, maxd)
     todo = [i for i in everything if i.id not in store]
     wanted = {i.id for i in everything}
+    del everything
     log.info("%d items to evaluate (%d already done in %s)", len(todo), len(wanted) - len(todo), store.path)
 
     def work(item: QAItem) -> EvalResult:
@@ -163,18 +165,33 @@ def evaluate_stage(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_d
             on_result(res)
 
     fn = agent if isinstance(agent, WorkerTask) else work  # a WorkerTask rebuilds agent + judge per worker
+    stage = run_stage(executor or ThreadExecutor(concurrency), fn, todo, stage="eval", progress=progress,
+                      on_result=write)
+    del todo
+    unfinished = {**stage.unfinished, **stage.bugs}
+    run.write_json("unfinished.json", unfinished)
+    if unfinished:
+        log.warning("%d items unfinished; rerun the same command to retry them", len(unfinished))
+    return (r for r in store if r.id in wanted), stage
+
+
+def evaluate_stage(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_dir: str | os.PathLike[str] | RunDir,
+                   *, judge: LLMJudge | None = None, concurrency: int = 4, maxd: bool = False,
+                   correct_by: CorrectBy = "auto",
+                   progress: Callable[[str, int, int], None] | None = None,
+                   on_result: Callable[[EvalResult], object] | None = None,
+                   executor: Executor | None = None) -> tuple[list[EvalResult], StageResult]:
+    """:func:`evaluate`, also returning the :class:`~agentrag.exec.StageResult` of this invocation
+    (its ``unfinished`` and ``bugs``; ``done`` counts the items scored now, ``total`` the pending ones)."""
+    rd = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
     try:
-        stage = run_stage(executor or ThreadExecutor(concurrency), fn, todo, stage="eval", progress=progress,
-                          on_result=write)
-        unfinished = {**stage.unfinished, **stage.bugs}
-        rd.write_json("unfinished.json", unfinished)
-        results = [r for r in store.read() if r.id in wanted]
+        results, stage = run_pending(agent, items, rd, judge=judge, concurrency=concurrency, maxd=maxd,
+                                     correct_by=correct_by, progress=progress, on_result=on_result,
+                                     executor=executor)
+        return list(results), stage
     finally:
         if not isinstance(run_dir, RunDir):
             rd.close()
-    if unfinished:
-        log.warning("%d items unfinished; rerun the same command to retry them", len(unfinished))
-    return results, stage
 
 
 def evaluate(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_dir: str | os.PathLike[str] | RunDir, *,
@@ -205,42 +222,23 @@ def outage_kind(reason: str) -> str:
     return head if head.isidentifier() else "other"
 
 
-def summarize(results: Sequence[EvalResult], *, n_requested: int | None = None,
+def summarize(results: Iterable[EvalResult], *, n_requested: int | None = None,
               unfinished: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Aggregate metrics (fractions in [0, 1]) and the hop-aware diagnosis; ``unfinished`` (id ->
-    reason, from ``unfinished.json``) is reported as a count and a count per error kind."""
-    main = [r for r in results if r.parent_id is None]
-
-    def mean(xs: Sequence[float]) -> float | None:
-        return round(sum(xs) / len(xs), 4) if xs else None
-
-    judged = [r.judge for r in main if r.judge is not None]
-    recalls = [r.recall for r in main if r.recall is not None]
-    out: dict[str, Any] = {
-        "n": len(main),
-        "em": mean([r.em for r in main]),
-        "f1": mean([r.f1 for r in main]),
-        "acc": mean([r.acc for r in main]),
-        "judge_mean": mean([float(j) for j in judged]),
-        "judge_pass": mean([float(j >= 1) for j in judged]),
-        "judge_errors": sum(1 for r in main if r.judge_error),
-        "context_limit": sum(1 for r in main if r.finish_reason == "context_limit"),
-        "recall": mean(recalls),
-        "mean_steps": mean([float(r.steps) for r in main]),
-        "mean_topk": mean([float(k) for r in main for k in r.topk_per_step]),
-        "finish_reasons": dict(Counter(r.finish_reason for r in main)),
-        "prompt_tokens": sum(r.trajectory.usage.prompt_tokens for r in main if r.trajectory),
-        "completion_tokens": sum(r.trajectory.usage.completion_tokens for r in main if r.trajectory),
-        "mean_elapsed_s": mean([r.trajectory.elapsed for r in main if r.trajectory]),
-        "hops": diagnose(results),
-    }
+    reason, from ``unfinished.json``) is reported as a count and a count per error kind. One pass
+    over ``results`` (a list, or a run's ``results.jsonl`` read record by record), none of them
+    held (:class:`agentrag.eval.summary.Summary`)."""
+    acc = Summary()
+    for r in results:
+        acc.add(r)
+    out = acc.result()
     if n_requested is not None:
-        out["missing"] = max(0, n_requested - len(main))
+        out["missing"] = max(0, n_requested - acc.n)
     if unfinished is not None:
         out["unfinished"] = len(unfinished)
         out["unfinished_reasons"] = dict(Counter(outage_kind(v) for v in unfinished.values()))
     return out
 
 
-__all__ = ["EvalConfig", "evaluate", "evaluate_stage", "run_and_score", "score_item", "summarize", "expand_items",
+__all__ = ["EvalConfig", "evaluate", "evaluate_stage", "run_pending", "run_and_score", "score_item", "summarize", "expand_items",
            "retrieval_topks", "ANSWER_TOOLS", "CorrectBy"]

@@ -316,7 +316,8 @@ class RunDir:
 
 #: state files of a run directory (:meth:`RunDir.store`): values stored with the fingerprint of
 #: the data files, ``.derived.json`` (statistics and exports), ``.finished.json`` (the output of
-#: a run that finished every item, :func:`agentrag.synth.driver.finished_output`)
+#: a run that finished every item: :func:`agentrag.synth.driver.finished_output` and
+#: ``agentrag.eval.run``'s no-op rerun)
 STATE_FILES = (".derived.json", ".finished.json")
 
 #: files of a run directory that describe an invocation, not the run's data (left out of its fingerprint)

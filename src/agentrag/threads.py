@@ -46,7 +46,8 @@ def parallel_calls(calls: Sequence[Callable[[], T]], *, stop: Callable[[T], bool
       order, after the calls before it finished. Calls not started yet are cancelled; the running
       ones are waited for, so no call of the item outlives it.
 
-    One call, or ``max_workers <= 1``, runs in the calling thread: the sequential loop itself.
+    The calling thread makes the first call and ``max_workers - 1`` pool threads the others; one
+    call, or ``max_workers <= 1``, runs in the calling thread alone: the sequential loop itself.
     Calls made at once cost what they cost (a call after a stopping result was paid although its
     result is dropped); the records are those of the loop. Each call runs in a copy of the
     caller's :mod:`contextvars` context.
@@ -59,9 +60,13 @@ def parallel_calls(calls: Sequence[Callable[[], T]], *, stop: Callable[[T], bool
                 break
         return out
     results: list[T] = []
-    with ThreadPoolExecutor(min(max_workers, len(calls)), thread_name_prefix=name) as pool:
-        futures: list[Future[T]] = [pool.submit(contextvars.copy_context().run, call) for call in calls]
+    # the calling thread makes the first call itself: one thread fewer to start per group
+    with ThreadPoolExecutor(min(max_workers - 1, len(calls) - 1), thread_name_prefix=name) as pool:
+        futures: list[Future[T]] = [pool.submit(contextvars.copy_context().run, call) for call in calls[1:]]
         try:
+            results.append(calls[0]())
+            if stop is not None and stop(results[-1]):
+                return results
             for fut in futures:
                 results.append(fut.result())  # re-raises the call's own exception object
                 if stop is not None and stop(results[-1]):

@@ -306,3 +306,31 @@ def test_evipath_pipeline_outage_in_a_parallel_sub_answer_leaves_the_item_unfini
     monkeypatch.undo()
     m_again, again = run(tmp_path / "par", gold)  # a healthy rerun finishes it
     assert m_again["unfinished"] == 0 and len({r["item_id"] for r in again["iterations.jsonl"]}) == 2
+
+
+# --- the backend's request limit with many more threads than slots ----------------------------
+
+
+def test_request_limit_with_many_more_threads_than_slots_loses_no_waiter():
+    """Items in flight x parallel calls can far exceed the limit; a release wakes as many waiters
+    as there are free slots (not all), and every waiter still gets its turn, also when the limit
+    climbs back (one free slot more) or shrinks on overload."""
+    from agentrag.llm.adaptive import AdaptiveLimit
+
+    lim, peak = AdaptiveLimit(3, name="stub"), Peak()
+    done: list[int] = []
+
+    def request(i: int) -> None:
+        with lim.slot() as slot, peak:
+            time.sleep(0.002)
+            if i < 24:
+                slot.overload()  # the first windows overload: the limit halves; later ones add slots back
+        done.append(i)
+
+    threads = [threading.Thread(target=request, args=(i,)) for i in range(120)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(done) == list(range(120)) and lim.in_flight == 0
+    assert peak.peak <= 3 and lim.lowest == 1 and lim.limit == 3 and lim.changes >= 3

@@ -116,8 +116,11 @@ def test_explore_parallel_then_sequential_with_placeholders_filled():
         '<think>#1 is Ann Lee and #2 is Bob Ray; now their birth years.</think>\n<action>\n'
         'Search("When was Ann Lee born?")\nSearch("When was Bob Ray born?")\n</action>',
         "<think>Ann Lee (1950) was born before Bob Ray (1960).</think>\n<answer>Film A</answer>"])
-    executor = ScriptedLLM(["Film A was directed by Ann Lee.", "Film B was directed by Bob Ray.",
-                            "Ann Lee was born in 1950.", "Bob Ray was born in 1960."])
+    replies = {"Who directed Film A?": "Film A was directed by Ann Lee.",
+               "Who directed Film B?": "Film B was directed by Bob Ray.",
+               "When was Ann Lee born?": "Ann Lee was born in 1950.", "When was Bob Ray born?": "Bob Ray was born in 1960."}
+    # the sub-questions of one action are answered at once: the executor answers by question, not by order
+    executor = ScriptedLLM(default=lambda messages, **kw: replies[messages[1].content.rsplit("Question: ", 1)[1]])
     plan = PlanRecord(id="q1", plan=["Who directed Film A?", "Who directed Film B?", "When was #1 born?",
                                      "When was #2 born?"], provenance=Provenance(stage="plans"))
     its, subs = explore(planner, executor, _item(), plan, EviPathConfig())
@@ -130,7 +133,7 @@ def test_explore_parallel_then_sequential_with_placeholders_filled():
     assert planner.requests[1]["messages"][0].content == STEP_SYSTEM
     assert "3. When was #1 born?" in state and "Result: Film A was directed by Ann Lee." in state
     # f_QA sees the question and F̂ only
-    qa = executor.requests[0]["messages"]
+    qa = next(r["messages"] for r in executor.requests if r["messages"][1].content.endswith("Who directed Film A?"))
     assert qa[0].content == QA_SYSTEM and "Question: Who directed Film A?" in qa[1].content
     assert "Something unrelated" not in qa[1].content
 

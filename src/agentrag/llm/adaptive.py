@@ -124,7 +124,9 @@ class AdaptiveLimit:
                     self._reset(max(1, self.limit // 2), "the server answered 429/503 or timed out")
                 elif self._attempts >= self.limit:  # a window without enough overload to matter
                     self._reset(min(self.maximum, self.limit + 1), "no overload for a window of requests")
-            self._cond.notify_all()
+            # wake as many waiters as there are free slots, not all of them (with many more threads
+            # than slots, waking every waiter per request costs CPU in proportion to the waiters)
+            self._cond.notify(max(0, self.limit - self.in_flight))
 
     def _reset(self, new: int, why: str) -> None:
         """Start a new window at limit ``new`` (logged when it changes)."""

@@ -6,7 +6,9 @@ sub-question may refer to an earlier answer with the placeholder ``#k``.
 Iterative exploration (Eq. 4–5): each iteration sees the state s_i (plan, earlier thoughts,
 sub-questions and answers), a and F̂, and writes the thought R_i (placeholders instantiated,
 which remaining sub-questions are solvable now, the updated plan) and the action Q_i: one or
-more complete sub-questions, answered here by f_QA (Eq. 6) to give the observation. The last
+more complete sub-questions, answered here by f_QA (Eq. 6) to give the observation. The
+sub-questions of one action are independent and answered at once
+(:func:`agentrag.threads.parallel_calls`), with the records of answering them one after another. The last
 iteration writes the final answer and no action.
 
 Both are free-text protocols (a numbered list; ``<think>``/``<action>``/``<answer>`` tags) because
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import re
 import time
+from functools import partial
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -34,6 +37,7 @@ from agentrag.synth.evipath.answering import answer_subquestion
 from agentrag.synth.evipath.config import EviPathConfig
 from agentrag.synth.evipath.demos import PLAN_DEMO, STEP_DEMO
 from agentrag.synth.evipath.schema import EviItem, IterationRecord, PlanRecord, SubAnswerRecord
+from agentrag.threads import parallel_calls
 
 PLAN_SYSTEM = (
     "You reverse-engineer how a complex question is answered. You get the question, its correct answer "
@@ -146,8 +150,12 @@ def explore(planner: LLM, executor: LLM, item: EviItem, plan: PlanRecord,
         if err is None and not parsed.thought:
             err = "parse_error: no <think> in the iteration"
         if err is None and parsed.searches:
-            for j, q in enumerate(parsed.searches, start=1):
-                sentence, sprov, serr = answer_subquestion(executor, q, item, cfg.executor)
+            # the sub-questions of one action are independent: answered at once, read in order; the
+            # first that fails as data ends the action (later answers dropped, as if never asked)
+            answers = parallel_calls([partial(answer_subquestion, executor, q, item, cfg.executor)
+                                      for q in parsed.searches], stop=lambda out: out[2] is not None,
+                                     name="evipath-sub-answer")
+            for j, (q, (sentence, sprov, serr)) in enumerate(zip(parsed.searches, answers, strict=False), start=1):
                 subs.append(SubAnswerRecord(id=f"{item.id}-i{n}-q{j}", item_id=item.id, iteration=n, question=q,
                                             answer=sentence, status="failed" if serr else "ok", reason=serr,
                                             provenance=sprov))

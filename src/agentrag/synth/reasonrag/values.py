@@ -5,7 +5,7 @@ SPRE: from a new node, ``k`` rollouts continue the agent's rounds (same prompts,
 ``rollout_temperature``, each with its own derived seed) until an answer or the ``max_iter``-th
 round, which forces one. Each rollout is an :class:`Estimate` with v = F1 against the gold
 answers and ``steps`` = the total rounds of the trajectory, so Q = mean(v * alpha^steps) at
-whatever alpha is asked. A terminal node needs no rollout: its k rollouts are its own answer (one
+whatever alpha is asked. The k rollouts are independent and run at once. A terminal node needs no rollout: its k rollouts are its own answer (one
 estimate of weight k). A rollout whose call fails as data (a request over the model's context
 window, an empty output) ends there and its estimate is flagged: it carries no value (Eq. 1 skips
 it) and the run counts it (``flagged_rollout`` in the mcts funnel row).
@@ -17,6 +17,8 @@ other LLM failure propagates (failure policy).
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,6 +32,7 @@ from agentrag.synth.common import call_json, derive_seed
 from agentrag.synth.reasonrag.config import ReasonRagConfig
 from agentrag.synth.reasonrag.step import take_step
 from agentrag.synth.reasonrag.tree import Estimate, SearchTree, TreeNode
+from agentrag.threads import parallel_calls
 
 PROCESS_JUDGE_SYSTEM = """\
 You grade the intermediate reasoning of an agent that answers a question with a search tool. \
@@ -77,43 +80,55 @@ def judge_estimate(judge: LLM, item: QAItem, steps: list[str], node: TreeNode,
 
 def spre_estimates(llm: LLM, retriever: Retriever, cfg: ReasonRagConfig, item: QAItem, tree: SearchTree,
                    node: TreeNode) -> tuple[list[Estimate], Usage]:
-    """Eq. 1 samples for ``node``: k rollouts to an answer (or the node's own answer if terminal)."""
+    """Eq. 1 samples for ``node``: k rollouts to an answer (or the node's own answer if terminal).
+
+    The k rollouts are independent (each draws its own derived seeds), so they run at once
+    (:func:`agentrag.threads.parallel_calls`); estimates and the usage sum are those of the
+    rollouts made one after another, and an outage in any of them propagates as it did then."""
     k, golds = cfg.value.rollouts, item.golden_answers
     if node.terminal:
         return [Estimate(v=f1(node.answer, golds), steps=node.depth, answer=node.answer, weight=k,
                          origin=node.id)], Usage()
-    m = cfg.mcts
     y0 = [n.response for n in tree.path(node.parent or "r")[1:]] + [node.response]
+    done = parallel_calls([partial(_rollout, llm, retriever, cfg, item, node, y0, i) for i in range(k)],
+                          name="reasonrag-rollout")
     usage = Usage()
-    out: list[Estimate] = []
-    for i in range(k):
-        y, query, docs = list(y0), node.query, node.documents or NO_DOCUMENTS
-        stage: str = node.stage
-        answer: str | None = None
-        depth = node.depth
-        flag: str | None = None
-        while True:
-            forced = forced_round(depth, stage, m.max_iter)
-            sampling = {"temperature": cfg.value.rollout_temperature, "max_tokens": m.max_tokens,
-                        "seed": derive_seed(cfg.seed, item.id, node.id, "rollout", i, depth)}
-            step = take_step(llm, retriever, item.question, y, stage, query, docs, forced=forced,
-                             top_k=m.top_k, sampling=sampling, accept_untagged_answer=m.accept_untagged_answer)
-            usage = usage + step.usage
-            depth += 1
-            if step.context_limited or not step.text:  # a failed call: the rollout ends, its estimate flagged
-                flag = (step.error or "context_limit") if step.context_limited else "empty output"
-                break
-            y.append(step.text)  # as the agent does: every output joins y, a malformed one too
-            if step.action == "answer":
-                answer = step.content or None
-                break
-            if forced:  # the forced round gave no answer: the rollout ends answerless
-                break
-            if step.action is not None and step.error is None:
-                stage, query, docs = step.stage, step.query, step.documents
-        out.append(Estimate(v=f1(answer, golds), steps=depth, answer=answer, origin=f"{node.id}/rollout{i}",
-                            flag=flag))
-    return out, usage
+    for _, u in done:
+        usage = usage + u
+    return [e for e, _ in done], usage
+
+
+def _rollout(llm: LLM, retriever: Retriever, cfg: ReasonRagConfig, item: QAItem, node: TreeNode, y0: list[str],
+             i: int) -> tuple[Estimate, Usage]:
+    """The ``i``-th SPRE rollout from ``node`` (whose trajectory so far is ``y0``): its estimate and usage."""
+    m, golds = cfg.mcts, item.golden_answers
+    usage = Usage()
+    y, query, docs = list(y0), node.query, node.documents or NO_DOCUMENTS
+    stage: str = node.stage
+    answer: str | None = None
+    depth = node.depth
+    flag: str | None = None
+    while True:
+        forced = forced_round(depth, stage, m.max_iter)
+        sampling = {"temperature": cfg.value.rollout_temperature, "max_tokens": m.max_tokens,
+                    "seed": derive_seed(cfg.seed, item.id, node.id, "rollout", i, depth)}
+        step = take_step(llm, retriever, item.question, y, stage, query, docs, forced=forced,
+                         top_k=m.top_k, sampling=sampling, accept_untagged_answer=m.accept_untagged_answer)
+        usage = usage + step.usage
+        depth += 1
+        if step.context_limited or not step.text:  # a failed call: the rollout ends, its estimate flagged
+            flag = (step.error or "context_limit") if step.context_limited else "empty output"
+            break
+        y.append(step.text)  # as the agent does: every output joins y, a malformed one too
+        if step.action == "answer":
+            answer = step.content or None
+            break
+        if forced:  # the forced round gave no answer: the rollout ends answerless
+            break
+        if step.action is not None and step.error is None:
+            stage, query, docs = step.stage, step.query, step.documents
+    return Estimate(v=f1(answer, golds), steps=depth, answer=answer, origin=f"{node.id}/rollout{i}",
+                    flag=flag), usage
 
 
 __all__ = ["PROCESS_JUDGE_SYSTEM", "ProcessJudgement", "judge_messages", "judge_estimate", "spre_estimates"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from agentrag.eval.metrics import normalize_answer
 from agentrag.synth.tracer.atomic import answer_heuristic
@@ -33,6 +33,7 @@ from agentrag.synth.tracer.oracle import Oracle, is_no_answer, real_golds
 from agentrag.synth.tracer.outputs import AuditVerdict
 from agentrag.synth.tracer.prompts import AUDIT_SYSTEM
 from agentrag.synth.tracer.schema import Check, Hop
+from agentrag.threads import parallel_calls
 
 STAGES = ("structural", "semantic", "solvability", "necessity", "irreducibility")
 _WH = r"(what|who|whom|whose|which|where|when|how|why|is|was|are|were|did|does|do)"
@@ -146,9 +147,9 @@ def semantic(oracle: Oracle, prev: Sequence[Hop], cand: Hop) -> Check:
 def irreducibility(oracle: Oracle, question: str, docs: Sequence[tuple[str, str, str]], golds: list[str]) -> Check:
     """Stage 3 (ii): one answer per removed supporting document (``docs``: (id, title, text)).
 
-    The answers are independent, so they are asked at once (one thread per document; the LLM
-    backend's request limit still bounds what reaches the server); results are read in document
-    order, and an outage in any of them propagates as it did when they ran one after another."""
+    The answers are independent, so they are asked at once (:func:`agentrag.threads.parallel_calls`;
+    the LLM backend's request limit still bounds what reaches the server); results are read in
+    document order, and an outage in any of them propagates as it did when they ran one after another."""
     culprits: list[str] = []
     raw: list[str] = []
     per_doc: dict[str, dict[str, object]] = {}
@@ -158,11 +159,7 @@ def irreducibility(oracle: Oracle, question: str, docs: Sequence[tuple[str, str,
         return oracle.check("irreducibility", question, rest, golds, want_correct=False,
                             fail_reason=f"still answerable without {docs[i][0]}")
 
-    if len(docs) > 1:
-        with ThreadPoolExecutor(len(docs), thread_name_prefix="tracer-irreducibility") as pool:
-            checks = list(pool.map(without, range(len(docs))))
-    else:
-        checks = [without(i) for i in range(len(docs))]
+    checks = parallel_calls([partial(without, i) for i in range(len(docs))], name="tracer-irreducibility")
     for (did, _, _), c in zip(docs, checks, strict=True):
         raw.extend(c.raw)
         per_doc[did] = {"answer": c.answer, "passed": c.passed, "reason": c.reason}

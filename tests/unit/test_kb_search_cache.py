@@ -170,3 +170,21 @@ def test_threshold_and_order_as_apply_threshold(tmp_path, corpus):
         kept = kb.search(qs, 7, threshold=cut, method=method)
         assert _dump(kept) == _dump([[h for h in hs if h.score > cut] for hs in plain])
         assert 0 < sum(map(len, kept)) < sum(map(len, plain))
+
+
+def test_hit_building_restores_the_garbage_collector(kb):
+    import gc
+
+    table = PassageRows(kb.store, max_bytes=1 << 30).lookup([0])
+    assert gc.isenabled()
+    assert make_hits([[(0, 1.0)]], table, "bm25", "main")[0][0].id == table[0][0]
+    assert gc.isenabled()
+    with pytest.raises(UserError):
+        make_hits([[(0, 1.0), (len(kb) + 1, 0.5)]], table, "bm25", "main")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        make_hits([[(0, 1.0)]], table, "bm25", "main")
+        assert not gc.isenabled()  # a caller's choice is left alone
+    finally:
+        gc.enable()

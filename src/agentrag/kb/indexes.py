@@ -29,9 +29,11 @@ log = logging.getLogger(__name__)
 
 Ranked = list[tuple[int, float]]
 INDEX_TYPES = ("flat", "hnsw", "ivfpq")
-#: BM25 scores a block of queries in one (queries x passages) float32 array of at most this many cells
-#: (1 MB: stays in cache; a corpus larger than this is scored one query at a time)
-SCORE_CELLS = 1 << 18
+#: the numpy BM25 path scores a block of queries in one (queries x passages) float32 array of at most
+#: this many cells (64 KB), a corpus larger than this one query at a time. Measured (benchmarks/retrieval.py
+#: --bm25-only, index alone / bm25s numpy, batched): 1,971 passages 1.5-1.7 (blocks of 8) and 20,000 passages
+#: 1.04 (one a time), where 1 << 18 cells (blocks of 133 and 13) gave 1.6 and 0.81-0.85
+SCORE_CELLS = 1 << 14
 #: BM25 retrieval backends: ``numba`` (bm25s's compiled loop), ``numpy`` (our vectorised numpy), ``auto``
 #: (numba when it is installed). ``AGENTRAG_BM25_BACKEND`` overrides ``auto`` (e.g. to force numpy).
 BM25_BACKENDS = ("auto", "numpy", "numba")

@@ -8,6 +8,7 @@ faiss index); nothing is pickled.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -216,8 +217,10 @@ class BM25Index:
         if not queries:
             return []
         sc = self.retriever.scores
-        ptr = np.cumsum([0] + [len(t) for t in queries], dtype=np.int32)
-        flat = np.fromiter((t for qt in queries for t in qt), dtype=np.int32, count=int(ptr[-1]))
+        # (fromiter, not np.cumsum of a list: that converts through numpy's wrapper, ~3 us a call)
+        ptr = np.fromiter(itertools.accumulate(map(len, queries), initial=0), dtype=np.int32,
+                          count=len(queries) + 1)
+        flat = np.fromiter(itertools.chain.from_iterable(queries), dtype=np.int32, count=int(ptr[-1]))
         vals, rows = _numba_kernel()(flat, ptr, k, True, np.dtype(self.retriever.dtype),
                                      np.dtype(self.retriever.int_dtype), sc["data"], sc["indptr"], sc["indices"],
                                      int(sc["num_docs"]), None, None)

@@ -9,6 +9,7 @@ this process, BM25 at concurrency 16, single queries and 32-query batches, with 
 worker processes; and a small request's latency alone vs while max-size requests run.
 
     .venv/bin/python benchmarks/retrieval.py [--questions 40] [--repeat 20] [--http-only] [--skip-http]
+    .venv/bin/python benchmarks/retrieval.py --bm25-only [--questions 200]   # BM25 vs bm25s alone, no model
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def main() -> None:
                     help="measure search throughput on this existing KB (e.g. runs/kb_full) instead of the small one")
     ap.add_argument("--skip-embedding", action="store_true", help="only the search-throughput part")
     ap.add_argument("--http-only", action="store_true", help="only the HTTP server part (BM25, no model)")
+    ap.add_argument("--bm25-only", action="store_true",
+                    help="only our BM25 search vs raw bm25s (a BM25 KB, no model, no server)")
     ap.add_argument("--skip-http", action="store_true", help="without the HTTP server part")
     ap.add_argument("--http-seconds", type=float, default=2.0, help="seconds per HTTP/in-process measurement")
     ap.add_argument("--workers", default="1,2", help="server worker processes to measure, comma-separated")
@@ -82,6 +85,18 @@ def main() -> None:
     qs = [q for _, q, _ in items]
     golds = [g for _, _, g in items]
     print(f"corpus: {len(passages)} passages from {len(items)} HotpotQA dev questions")
+    if args.bm25_only:
+        kb = (KnowledgeBase.load(args.kb) if args.kb else
+              KnowledgeBase.build(passages, tmp / "kb", KBConfig(method="bm25"), progress=False))
+        if args.kb:
+            qs = [q for _, q, _ in questions(src)]
+        load = os.getloadavg()
+        print(f"bm25 benchmark on {kb.directory} ({len(kb)} passages), {len(qs)} distinct queries x {args.repeat}; "
+              f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+        bm25_vs_raw(kb, qs * args.repeat)
+        load = os.getloadavg()
+        print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+        return
     if args.http_only:
         kb = (KnowledgeBase.load(args.kb) if args.kb else
               KnowledgeBase.build(passages, tmp / "kb", KBConfig(method="bm25"), progress=False))
@@ -217,6 +232,11 @@ def bm25_vs_raw(kb: KnowledgeBase, many: list[str]) -> None:
     print(f"bm25 batched  raw bm25s numba {len(many) / t_nb:8.0f} q/s  ours numba {len(many) / t_ours:8.0f} q/s  "
           f"RATIO ours/raw = {t_nb / t_ours:.2f}  (our index alone, no passage texts: "
           f"{len(many) / t_idx:.0f} q/s, RATIO {t_nb / t_idx:.2f})")
+    us = 1e6 / len(many)
+    t_tok = best_of(lambda: tok.tokenize(many, update_vocab=False, return_as="ids", show_progress=False),
+                    lambda: None)[0]
+    print(f"   per query: bm25s {t_nb * us:.1f} us (its tokenizer {t_tok * us:.1f}); ours {t_ours * us:.1f} us = "
+          f"index {t_idx * us:.1f} + passages and hit objects {(t_ours - t_idx) * us:.1f}")
     t_nb1, t_ours1 = best_of(per_query(raw_nb), per_query(ours))
     t_idx1 = best_of(per_query(lambda b: kb.bm25.search(b, 10)), per_query(lambda b: None))[0]
     print(f"bm25 1/call   raw bm25s numba {len(many) / t_nb1:8.0f} q/s  ours numba {len(many) / t_ours1:8.0f} q/s  "

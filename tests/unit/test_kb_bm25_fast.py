@@ -6,9 +6,9 @@ import itertools
 import pytest
 
 from agentrag.kb import KBConfig, KnowledgeBase, indexes
+from agentrag.kb.hits import make_hits
 from agentrag.kb.indexes import BM25Index
 from agentrag.kb.ingest import questions, read_corpus
-from agentrag.kb.store import _hit
 from agentrag.records import Hit
 
 
@@ -50,6 +50,10 @@ def test_tied_duplicates_come_back_in_bm25s_order(real):
     got, want = idx.search(q, 50)[0], _raw(idx, q, 50)[0]
     assert got == want
     assert len({s for _, s in got}) < len(got)  # the check above did cover ties
+
+
+def _hit(row, score, method, kb):
+    return make_hits([[(0, score)]], [row], method, kb)[0][0]
 
 
 def test_fast_hit_is_model_construct():

@@ -8,6 +8,7 @@ faiss index); nothing is pickled.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -22,15 +23,18 @@ from agentrag._extras import require
 from agentrag.errors import UserError
 from agentrag.kb.base import Embedder
 from agentrag.kb.bm25_build import CHUNK_DOCS, build_bm25_files
+from agentrag.kb.bm25_query import QueryTokenizer
 from agentrag.kb.fusion import rrf_fuse  # re-exported: fusion lives in agentrag.kb.fusion
 
 log = logging.getLogger(__name__)
 
 Ranked = list[tuple[int, float]]
 INDEX_TYPES = ("flat", "hnsw", "ivfpq")
-#: BM25 scores a block of queries in one (queries x passages) float32 array of at most this many cells
-#: (1 MB: stays in cache; a corpus larger than this is scored one query at a time)
-SCORE_CELLS = 1 << 18
+#: the numpy BM25 path scores a block of queries in one (queries x passages) float32 array of at most
+#: this many cells (64 KB), a corpus larger than this one query at a time. Measured (benchmarks/retrieval.py
+#: --bm25-only, index alone / bm25s numpy, batched): 1,971 passages 1.5-1.7 (blocks of 8) and 20,000 passages
+#: 1.04 (one a time), where 1 << 18 cells (blocks of 133 and 13) gave 1.6 and 0.81-0.85
+SCORE_CELLS = 1 << 14
 #: BM25 retrieval backends: ``numba`` (bm25s's compiled loop), ``numpy`` (our vectorised numpy), ``auto``
 #: (numba when it is installed). ``AGENTRAG_BM25_BACKEND`` overrides ``auto`` (e.g. to force numpy).
 BM25_BACKENDS = ("auto", "numpy", "numba")
@@ -83,6 +87,7 @@ class BM25Index:
         self.tokenizer: Any = None
         self.size = 0
         self.vocab = "tokenizer"  # or "index": a plain bm25s index, queries matched by token string
+        self._query_tokenizer: QueryTokenizer | None = None  # made on the first search (see kb.bm25_query)
 
     def _make_tokenizer(self) -> Any:
         tokenization = require("bm25s.tokenization", "kb", purpose="the BM25 index")
@@ -98,6 +103,7 @@ class BM25Index:
         self.retriever = bm25s.BM25()
         self.retriever.index(ids, show_progress=False)
         self.size = len(texts)
+        self._query_tokenizer = None
 
     def index_batches(self, batches: Iterable[list[str]], n: int | None = None) -> None:
         """Index texts given in batches into memory: built by the streaming builder in a
@@ -113,6 +119,7 @@ class BM25Index:
             built = type(self).build(Path(tmp) / "bm25", batches, n, stemmer=self.stemmer_name,
                                      stopwords=self.stopwords, mmap=False)
         self.retriever, self.tokenizer, self.size, self.vocab = built.retriever, built.tokenizer, built.size, "tokenizer"
+        self._query_tokenizer = None
 
     @classmethod
     def build(cls, directory: Path, batches: Iterable[list[str]], n: int, *, stemmer: str | None = "english",
@@ -144,11 +151,13 @@ class BM25Index:
                 stemmer = Stemmer.Stemmer(self.stemmer_name)
             toks = bm25s.tokenize(list(queries), stopwords=self.stopwords or None, stemmer=stemmer,
                                   return_ids=False, show_progress=False)
-            vocab = self.retriever.vocab_dict  # (its "" entry, if any, has no column: dropped below)
-            q: Any = [[vocab[t] for t in qt if t in vocab] for qt in toks]
-        else:
-            # what tokenize(update_vocab=False, return_as="ids") returns, without its progress bar object
-            q = list(self.tokenizer.streaming_tokenize(list(queries), update_vocab=False))
+            vocab = self.retriever.vocab_dict  # (its "" entry, if any, has no column: dropped)
+            ncols = len(self.retriever.scores["indptr"]) - 1
+            q: Any = [[vocab[t] for t in qt if t in vocab and vocab[t] < ncols] for qt in toks]
+        else:  # what tokenize(update_vocab=False, return_as="ids") returns, less ids without a column
+            if self._query_tokenizer is None:
+                self._query_tokenizer = QueryTokenizer(self.tokenizer, len(self.retriever.scores["indptr"]) - 1)
+            q = self._query_tokenizer(list(queries))
         k = min(k, self.size)
         if self.backend == "numba":
             return self._top_numba(q, k)
@@ -204,14 +213,14 @@ class BM25Index:
         float32 sums as the numpy path (token by token, in query order), so the same scores at every
         rank; among passages of equal score its heap may keep or order other ones than numpy's
         ``argpartition`` (see docs/kb.md). Token ids outside the index (words unseen when it was
-        built) are dropped first: the compiled loop does not check bounds."""
+        built) were dropped by :meth:`search`: the compiled loop does not check bounds."""
         if not queries:
             return []
         sc = self.retriever.scores
-        ncols = len(sc["indptr"]) - 1
-        ids = [[t for t in qt if t < ncols] for qt in queries]
-        ptr = np.cumsum([0] + [len(t) for t in ids], dtype=np.int32)
-        flat = np.fromiter((t for qt in ids for t in qt), dtype=np.int32, count=int(ptr[-1]))
+        # (fromiter, not np.cumsum of a list: that converts through numpy's wrapper, ~3 us a call)
+        ptr = np.fromiter(itertools.accumulate(map(len, queries), initial=0), dtype=np.int32,
+                          count=len(queries) + 1)
+        flat = np.fromiter(itertools.chain.from_iterable(queries), dtype=np.int32, count=int(ptr[-1]))
         vals, rows = _numba_kernel()(flat, ptr, k, True, np.dtype(self.retriever.dtype),
                                      np.dtype(self.retriever.int_dtype), sc["data"], sc["indptr"], sc["indices"],
                                      int(sc["num_docs"]), None, None)

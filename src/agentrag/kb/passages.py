@@ -50,6 +50,7 @@ class PassageStore:
         self.path, self.writable = Path(path), writable
         self._local = threading.local()
         self._n: int | None = None
+        self.generation = 0  # bumped by every append (what caches of its rows compare)
 
     # ---- connections ----------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -121,6 +122,7 @@ class PassageStore:
         if batch:
             flush()
         self._n = None
+        self.generation += 1
         return added
 
     def finish(self) -> None:
@@ -178,6 +180,10 @@ class PassageStore:
             missing = next(r for r in uniq if r not in found)
             raise UserError(f"{self.path}: index row {missing} has no passage; the KB is damaged, rebuild it")
         return found
+
+    def all_raw_rows(self) -> list[tuple[str, str, str, str | None]]:
+        """Every row's ``(id, title, text, metadata json)`` in row order (a small store's search cache)."""
+        return self._conn().execute("SELECT id, title, text, metadata FROM passages ORDER BY row").fetchall()
 
     def by_id(self, passage_id: str) -> Passage | None:
         r = self._conn().execute("SELECT id, title, text, metadata FROM passages WHERE id=?",

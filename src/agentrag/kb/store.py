@@ -43,11 +43,12 @@ from agentrag.kb.config import (
     KBConfig,
 )
 from agentrag.kb.fusion import fuse
+from agentrag.kb.hits import PassageRows, make_hits
 from agentrag.kb.indexes import BM25Index, DenseIndex, Ranked, embed_to_memmap
 from agentrag.kb.passages import FILE as PASSAGES_FILE
 from agentrag.kb.passages import Contents, PassageStore
 from agentrag.paths import check_out_dir
-from agentrag.records import SCHEMA_VERSION, Hit, Passage, read_jsonl
+from agentrag.records import Hit, Passage, read_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ class KnowledgeBase:
         self.store, self.bm25, self.dense = store, bm25, dense
         self._embedder = embedder
         self._lock = threading.RLock()
+        self._rows: PassageRows | None = None  # the store's rows for search (in memory when small)
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
@@ -272,7 +274,7 @@ class KnowledgeBase:
         return self.dense
 
     def rank(self, queries: list[str], k: int, method: str) -> list[Ranked]:
-        """(row, score) lists, best first, for one method."""
+        """(row, score) lists, best first (scores non-increasing), at most ``k`` long, for one method."""
         if method == "bm25":
             return self.bm25.search(queries, k)
         if method == "dense":
@@ -299,9 +301,13 @@ class KnowledgeBase:
         m = method or self.config.method
         with self._lock:
             ranked = self.rank(list(queries), k, m)
-        found = self.store.raw_rows(r for rs in ranked for r, _ in rs)
-        name = self.name
-        return [apply_threshold([_hit(found[r], s, m, name) for r, s in rs], k, threshold) for rs in ranked]
+            rows = self._rows
+            if rows is None or rows.store is not self.store or rows.generation != self.store.generation:
+                rows = self._rows = PassageRows(self.store)
+        hits = make_hits(ranked, rows.lookup(r for rs in ranked for r, _ in rs), m, self.name)
+        if threshold is None:  # rank() lists are best first and at most k long: apply_threshold keeps them as they are
+            return hits
+        return [apply_threshold(h, k, threshold) for h in hits]
 
     # ---- access -------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -327,24 +333,6 @@ class KnowledgeBase:
     def gold(self) -> dict[str, list[str]]:
         path = self.directory / "gold.json"
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-
-
-_HIT_FIELDS = frozenset(("id", "title", "text", "score", "method", "kb", "metadata"))
-_set = object.__setattr__
-
-
-def _hit(row: tuple[str, str, str, str | None], score: float, method: str, kb: str) -> Hit:
-    """``Hit.model_construct(id=.., title=.., text=.., score=.., method=.., kb=.., metadata=..)`` without
-    its per-field default lookups: the passage was validated when it was stored, and building hits
-    was most of our overhead over raw bm25s (issue 27)."""
-    h = Hit.__new__(Hit)
-    _set(h, "__dict__", {"schema_version": SCHEMA_VERSION, "id": row[0], "title": row[1], "text": row[2],
-                         "score": float(score), "method": method, "kb": kb,
-                         "metadata": json.loads(row[3]) if row[3] else {}})
-    _set(h, "__pydantic_fields_set__", set(_HIT_FIELDS))
-    _set(h, "__pydantic_extra__", None)
-    _set(h, "__pydantic_private__", None)
-    return h
 
 
 def _open_store(d: Path) -> PassageStore:

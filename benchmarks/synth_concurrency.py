@@ -244,11 +244,9 @@ class StageClock:
 
     def __enter__(self) -> StageClock:
         from agentrag.synth import driver
-        from agentrag.synth.reasonrag import pipeline as rr
 
         self._wrap(driver.SynthRun, "stage", lambda self, name, *a, **kw: name)
         self._wrap(driver.SynthRun, "flow", lambda self, steps, *a, **kw: "+".join(steps))
-        self._wrap(rr, "run_chained", lambda ctx, name, *a, **kw: name)
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -4,10 +4,12 @@ A pipeline whose stage B needs, per item, only that item's record of stage A (Ev
 selections after the item's path; Tracer's hop k+1 after the same chain's hop k) need not wait
 for the whole of A: :func:`run_flow` runs the stages through one executor map. The driver writes
 each result (``writers[stage](item, result)``, in its own thread, the only writer) and the writer
-returns the follow-up tasks ``[(stage, item), ...]`` the result makes possible; they are queued
-ahead of the items not started yet (an item's chain finishes before new ones begin, so the run
-has no per-stage tail and no backlog of half-done items). The executor (thread or Ray: both pull
-their items lazily up to their in-flight limit) keeps its slots busy while any stage has work.
+returns the follow-up tasks ``[(stage, item), ...]`` the result makes possible; they queue behind
+the tasks queued before them (first in, first out: every item's first stage is started before
+any follow-up, and what is left at the end is the last tasks of many items, not the whole chain
+of the items started last). The executor (thread or Ray: both pull their items lazily up to their
+in-flight limit) keeps its slots busy while any stage has work: no stage waits for the previous
+stage's slowest item.
 
 A real barrier — a stage that needs every record of the previous one (RAGShaper's distractor KB,
 Tracer's sampling by type quota) — stays a separate :meth:`~agentrag.synth.driver.SynthRun.stage`.
@@ -47,33 +49,23 @@ class Dispatch:
 
 
 class Feed:
-    """The tasks an executor pulls from: follow-ups (:meth:`push`) come before the queued first
-    items; an empty feed stops the pull for now and gives again once something is pushed."""
+    """The tasks an executor pulls from, first in first out: a follow-up (:meth:`push`) queues
+    behind every task queued before it; an empty feed stops the pull for now and gives again
+    once something is pushed."""
 
     def __init__(self, items: Iterable[Task] = ()) -> None:
-        self.first: Iterator[Task] = iter(items)
-        self.ahead: deque[Task] = deque()
+        self.queue: deque[Task] = deque(items)
 
     def __iter__(self) -> Iterator[Task]:
         return self
 
     def __next__(self) -> Task:
-        if self.ahead:
-            return self.ahead.popleft()
-        return next(self.first)
+        if self.queue:
+            return self.queue.popleft()
+        raise StopIteration
 
     def push(self, task: Task) -> None:
-        self.ahead.append(task)
-
-    def pending(self) -> bool:
-        """Whether a task is still queued (consumes nothing)."""
-        if self.ahead:
-            return True
-        nxt = next(self.first, None)
-        if nxt is None:
-            return False
-        self.ahead.append(nxt)
-        return True
+        self.queue.append(task)
 
 
 def _key(task: Task) -> str:
@@ -87,12 +79,11 @@ def run_flow(executor: Executor, fns: Mapping[str, Callable[[Any], Any]], writer
     the failure policy; returns one :class:`StageResult` per stage of ``fns``."""
     res = {name: StageResult(stage=name) for name in fns}
     queued = dict.fromkeys(fns, 0)
-    todo = list(first)
-    for stage, _ in todo:
+    feed = Feed(first)
+    for stage, _ in feed.queue:
         queued[stage] += 1
-    feed = Feed(todo)
     fn = Dispatch(fns)
-    while feed.pending():  # one pass normally; again only if an executor stopped pulling early
+    while feed.queue:  # one pass normally; again only if an executor stopped pulling early
         stream = executor.map(fn, feed)
         try:
             for out in stream:

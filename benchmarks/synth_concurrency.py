@@ -224,14 +224,16 @@ class ServerProcess:
 
 
 class StageClock:
-    """Wall time and server requests of each stage (``SynthRun.stage``, ``SynthRun.flow``, and
-    ReasonRAG's chained MCTS), patched in for one run; a flow is one row named by its stages."""
+    """Wall time and server requests of each stage (``SynthRun.stage``, ``SynthRun.flow``), patched
+    in for one run; a flow (stages that overlap) is one row named by its stages joined by ``+``."""
 
     def __init__(self, srv: Any) -> None:
         self.srv, self.rows, self.saved = srv, [], []  # type: ignore[var-annotated]
 
     def _wrap(self, owner: Any, attr: str, name_of: Callable[..., str]) -> None:
-        fn = getattr(owner, attr)
+        fn = getattr(owner, attr, None)
+        if fn is None:  # an older driver (no SynthRun.flow)
+            return
         self.saved.append((owner, attr, fn))
 
         def timed(*a: Any, **kw: Any) -> Any:

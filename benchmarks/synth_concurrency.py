@@ -4,16 +4,22 @@ from the stub's fault kinds (500, a 1 s stall, malformed / garbage / null-choice
 200 bodies), at ``--concurrency`` (64) items in flight. The replies are the scripted worlds of the
 unit tests (tests/), served over HTTP, so items pass the gates.
 
+The stub runs in a child process forked after the case's scripted world is built (it answers
+with the same replies), so the measured process holds only the client side, as with a real server
+elsewhere; ``--same-process`` serves it from a thread of this process instead (the old setup).
+
 For each: backend requests (faults and their retries included), faults injected, items finished
-and unfinished, wall time, ideal = requests x latency / concurrency, and wall / ideal (goal <= 1.3;
-a run also has sequential chains inside items and a tail, which ideal ignores).
+and unfinished, wall time, ideal = requests x latency / concurrency, wall / ideal (goal <= 1.3;
+a run also has sequential chains inside items and a tail, which ideal ignores), the client
+process's CPU seconds, and per stage its wall time / its own ideal (the requests the server got
+while the stage ran; stages that overlap, ``SynthRun.flow``, are one row joined by ``+``).
 
     PYTHONPATH=src AGENTRAG_SHARED=../shared python benchmarks/synth_concurrency.py \
-        [--only eval,ragshaper,reasonrag,evipath,tracer] [--scale 1.0] [--latency 0.2] [--concurrency 64]
+        [--only backend,eval,ragshaper,reasonrag,evipath,tracer] [--scale 1.0] [--latency 0.2] [--concurrency 64]
 
 ``--scale`` multiplies every case's item count (the default sizes take a few minutes in all on a
-2-core machine, where the client's and the stub's Python per request, not the 0.2 s, is the
-limit; see docs/scale.md "Remote endpoints").
+2-core machine; ``--scale 3`` about three times that, with the stage tails weighing a third as
+much; see docs/scale.md "Remote endpoints").
 """
 
 from __future__ import annotations
@@ -138,8 +144,11 @@ def case_evipath(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
     from agentrag.synth.evipath import EviPathRunConfig, run_evipath
     from evipath_fakes import CleanGoldLLM, ContentWordEmbedder
 
-    data = DATA / "musique" / "train_397.jsonl"
-    records = [json.loads(x) for x in data.read_text().splitlines()]
+    records = [json.loads(x) for x in (DATA / "musique" / "train_397.jsonl").read_text().splitlines()]
+    # beyond the 397 items (--scale > 1): copies under new ids (the gold fake answers by question text)
+    data = out.parent / "musique.jsonl"
+    data.write_text("".join(json.dumps({**r, "id": r["id"] if i < len(records) else f"{r['id']}~{i // len(records)}"})
+                            + "\n" for i, r in ((i, records[i % len(records)]) for i in range(n))))
 
     def run(llm: Any) -> dict[str, Any]:
         cfg = EviPathRunConfig(datasets=[str(data)], concurrency=conc, limit=n)

@@ -4,16 +4,22 @@ from the stub's fault kinds (500, a 1 s stall, malformed / garbage / null-choice
 200 bodies), at ``--concurrency`` (64) items in flight. The replies are the scripted worlds of the
 unit tests (tests/), served over HTTP, so items pass the gates.
 
+The stub runs in a child process forked after the case's scripted world is built (it answers
+with the same replies), so the measured process holds only the client side, as with a real server
+elsewhere; ``--same-process`` serves it from a thread of this process instead (the old setup).
+
 For each: backend requests (faults and their retries included), faults injected, items finished
-and unfinished, wall time, ideal = requests x latency / concurrency, and wall / ideal (goal <= 1.3;
-a run also has sequential chains inside items and a tail, which ideal ignores).
+and unfinished, wall time, ideal = requests x latency / concurrency, wall / ideal (goal <= 1.3;
+a run also has sequential chains inside items and a tail, which ideal ignores), the client
+process's CPU seconds, and per stage its wall time / its own ideal (the requests the server got
+while the stage ran; stages that overlap, ``SynthRun.flow``, are one row joined by ``+``).
 
     PYTHONPATH=src AGENTRAG_SHARED=../shared python benchmarks/synth_concurrency.py \
-        [--only eval,ragshaper,reasonrag,evipath,tracer] [--scale 1.0] [--latency 0.2] [--concurrency 64]
+        [--only backend,eval,ragshaper,reasonrag,evipath,tracer] [--scale 1.0] [--latency 0.2] [--concurrency 64]
 
 ``--scale`` multiplies every case's item count (the default sizes take a few minutes in all on a
-2-core machine, where the client's and the stub's Python per request, not the 0.2 s, is the
-limit; see docs/scale.md "Remote endpoints").
+2-core machine; ``--scale 3`` about three times that, with the stage tails weighing a third as
+much; see docs/scale.md "Remote endpoints").
 """
 
 from __future__ import annotations
@@ -138,8 +144,11 @@ def case_evipath(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
     from agentrag.synth.evipath import EviPathRunConfig, run_evipath
     from evipath_fakes import CleanGoldLLM, ContentWordEmbedder
 
-    data = DATA / "musique" / "train_397.jsonl"
-    records = [json.loads(x) for x in data.read_text().splitlines()]
+    records = [json.loads(x) for x in (DATA / "musique" / "train_397.jsonl").read_text().splitlines()]
+    # beyond the 397 items (--scale > 1): copies under new ids (the gold fake answers by question text)
+    data = out.parent / "musique.jsonl"
+    data.write_text("".join(json.dumps({**r, "id": r["id"] if i < len(records) else f"{r['id']}~{i // len(records)}"})
+                            + "\n" for i, r in ((i, records[i % len(records)]) for i in range(n))))
 
     def run(llm: Any) -> dict[str, Any]:
         cfg = EviPathRunConfig(datasets=[str(data)], concurrency=conc, limit=n)
@@ -183,25 +192,115 @@ CASES: dict[str, tuple[Any, int]] = {"backend": (case_backend, 3000), "eval": (c
                                      "tracer": (case_tracer, 320)}
 
 
+def _serve(conn: Any, reply: Any, kw: dict[str, Any]) -> None:
+    """The stub server's process: serve until told to stop; answer request counts on the way."""
+    logging.disable(logging.CRITICAL)
+    with StubOpenAIServer(reply=reply, **kw) as srv:
+        conn.send(srv.base_url)
+        while (msg := conn.recv()) != "stop":
+            conn.send((srv.requests, len(srv.injected)) if msg == "count" else None)
+        conn.send((srv.requests, len(srv.injected)))
+
+
+class ServerProcess:
+    """``StubOpenAIServer`` in a child process forked after the case's scripted world is built (the
+    child answers with the same ``reply``), so the measured process holds only the client side, as
+    with a real server elsewhere. ``count()``: (requests, faults injected) so far."""
+
+    def __init__(self, reply: Any, **kw: Any) -> None:
+        import multiprocessing
+
+        self.mp = multiprocessing.get_context("fork")
+        self.reply, self.kw = reply, kw
+        self.requests = self.faults = 0
+
+    def __enter__(self) -> ServerProcess:
+        self.conn, child = self.mp.Pipe()
+        self.proc = self.mp.Process(target=_serve, args=(child, self.reply, self.kw), daemon=True)
+        self.proc.start()
+        self.base_url: str = self.conn.recv()
+        return self
+
+    def count(self) -> tuple[int, int]:
+        self.conn.send("count")
+        got: tuple[int, int] = self.conn.recv()
+        return got
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.send("stop")
+        self.requests, self.faults = self.conn.recv()
+        self.proc.join(10)
+
+
+class StageClock:
+    """Wall time and server requests of each stage (``SynthRun.stage``, ``SynthRun.flow``), patched
+    in for one run; a flow (stages that overlap) is one row named by its stages joined by ``+``."""
+
+    def __init__(self, srv: Any) -> None:
+        self.srv, self.rows, self.saved = srv, [], []  # type: ignore[var-annotated]
+
+    def _wrap(self, owner: Any, attr: str, name_of: Callable[..., str]) -> None:
+        fn = getattr(owner, attr, None)
+        if fn is None:  # an older driver (no SynthRun.flow)
+            return
+        self.saved.append((owner, attr, fn))
+
+        def timed(*a: Any, **kw: Any) -> Any:
+            r0, t0 = self.srv.count()[0], time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                self.rows.append((name_of(*a, **kw), time.perf_counter() - t0, self.srv.count()[0] - r0))
+        setattr(owner, attr, timed)
+
+    def __enter__(self) -> StageClock:
+        from agentrag.synth import driver
+
+        self._wrap(driver.SynthRun, "stage", lambda self, name, *a, **kw: name)
+        self._wrap(driver.SynthRun, "flow", lambda self, steps, *a, **kw: "+".join(steps))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, attr, fn in reversed(self.saved):
+            setattr(owner, attr, fn)
+
+
 def bench(name: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
     build, _ = CASES[name]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         reply, parts = build(n, args.concurrency, out)
         kinds = args.fault_kinds.split(",") if args.fault_kinds else StubOpenAIServer.FAULT_KINDS
-        with StubOpenAIServer(reply=reply, latency=args.latency, fault_rate=args.faults, stall_s=1.0,
-                              fault_kinds=kinds, seed=1) as srv:
+        kw = {"latency": args.latency, "fault_rate": args.faults, "stall_s": 1.0, "fault_kinds": kinds, "seed": 1}
+        server: Any = StubOpenAIServer(reply=reply, **kw) if args.same_process else ServerProcess(reply, **kw)
+        with server as srv:
             llm = resolve_llm(f"openai:stub@{srv.base_url}", **LLM_SETTINGS)
+            clock = StageClock(srv if not args.same_process else _Counts(srv))
+            cpu0 = time.process_time()
             t0 = time.perf_counter()
-            got = parts["run"](llm)
+            with clock:
+                got = parts["run"](llm)
             wall = time.perf_counter() - t0
-            requests, faults = srv.requests, len(srv.injected)
+            cpu = time.process_time() - cpu0
+        requests, faults = srv.requests, (srv.faults if not args.same_process else len(srv.injected))
     ideal = requests * args.latency / args.concurrency
     lim = getattr(llm, "limit", None)
+    stages = [f"{s} {w:.1f}/{r * args.latency / args.concurrency:.1f}" for s, w, r in clock.rows if r or w > 0.5]
     return {"case": name, **got, "requests": requests, "faults": faults, "wall_s": round(wall, 1),
             "ideal_s": round(ideal, 1), "wall/ideal": round(wall / ideal, 2) if ideal else None,
+            "client_cpu_s": round(cpu, 1), "stages wall/ideal s": ", ".join(stages) or "-",
             "backend_limit": getattr(lim, "maximum", getattr(getattr(llm, "config", None), "concurrency", "?")),
             "lowest_limit": getattr(lim, "lowest", "-")}
+
+
+class _Counts:
+    """``count()`` of an in-process stub (``--same-process``)."""
+
+    def __init__(self, srv: StubOpenAIServer) -> None:
+        self.srv = srv
+
+    def count(self) -> tuple[int, int]:
+        return self.srv.requests, len(self.srv.injected)
 
 
 def main() -> None:
@@ -213,16 +312,21 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--fault-kinds", default="", help="comma-separated stub faults (default: the stub's FAULT_KINDS; "
                     "add 429 to see the adaptive limit back off)")
+    ap.add_argument("--same-process", action="store_true",
+                    help="serve the stub from a thread of this process (the old setup: its CPU competes with the client's)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.ERROR)  # the failed attempts (5% of requests) would flood the table
     print(f"latency {args.latency} s, faults {args.faults:.0%} ({args.fault_kinds or 'stub defaults'}), concurrency {args.concurrency}, cpus {os.cpu_count()}, "
           f"load {os.getloadavg()[0]:.1f}")
+    print(f"stub server: {'in this process' if args.same_process else 'a separate (forked) process'}, "
+          f"scale {args.scale}")
     cols = ["case", "items", "finished", "unfinished", "requests", "faults", "wall_s", "ideal_s", "wall/ideal",
-            "backend_limit", "lowest_limit"]
+            "client_cpu_s", "stages wall/ideal s", "backend_limit", "lowest_limit"]
     print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols), flush=True)
     for name in args.only.split(","):
         row = bench(name, max(1, round(CASES[name][1] * args.scale)), args)
         print("| " + " | ".join(str(row[c]) for c in cols) + " |", flush=True)
+    print(f"load after: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

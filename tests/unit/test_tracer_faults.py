@@ -207,7 +207,10 @@ def test_endpoint_error_mid_run_stops_it_and_writes_nothing_from_the_failing_cal
     llm = _raising(EndpointError("401 from http://llm: check the key", status=401), "Second question:")
     with pytest.raises(EndpointError):
         run_world(tmp_path, llm=llm)
-    assert _lines(tmp_path / "hop2.jsonl") == [] and len(_lines(tmp_path / "atomic.jsonl")) == 4
+    # hops start as soon as their chain's atomic record is written (the atomic QA and the hops run as
+    # one flow), so the 401 of a hop stops the atomic QA not started yet too: at least the document
+    # whose chain asked the failing question has its record, the others are redone on the rerun
+    assert _lines(tmp_path / "hop2.jsonl") == [] and 1 <= len(_lines(tmp_path / "atomic.jsonl")) <= 4
     assert not (tmp_path / "metrics.json").exists()
     run_world(tmp_path)  # a healthy rerun finishes
     assert len(_lines(tmp_path / "benchmark.jsonl")) == 3

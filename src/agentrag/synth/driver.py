@@ -25,14 +25,15 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentrag.errors import UserError
-from agentrag.exec import Executor, ItemBugs, StageResult, ThreadExecutor, run_stage
+from agentrag.exec import Executor, ItemBugs, StageResult, ThreadExecutor, run_flow, run_stage
+from agentrag.exec.flow import Task, Writer
 from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
 from agentrag.llm.usage import llm_usage
 from agentrag.runs import RunDir
@@ -191,6 +192,23 @@ class SynthRun:
                         on_result=on_result)
         self.results.setdefault(name, StageResult(stage=name)).merge(res)
         return res
+
+    def flow(self, steps: Mapping[str, tuple[Callable[[Any], Any], Writer]], first: Iterable[Task], *,
+             progress: bool | Collection[str] = True) -> dict[str, StageResult]:
+        """Run stages that overlap (:func:`agentrag.exec.run_flow`): ``steps`` maps a stage name to
+        its per-item function and its writer, which writes a result and returns the follow-up
+        tasks ``[(stage, item), ...]`` it makes possible; ``first`` are the tasks to start with.
+        Each stage's outcome is tallied under its own name, as :meth:`stage` does; ``progress``:
+        whether (or for which stages) to report tasks done to the progress callback."""
+        shown = set(steps) if progress is True else set(progress or ())
+        report = self.progress
+        cb = None if report is None or not shown else (
+            lambda stage, done, total: report(stage, done, total) if stage in shown else None)
+        got = run_flow(self.executor, {k: fn for k, (fn, _) in steps.items()},
+                       {k: w for k, (_, w) in steps.items()}, first, progress=cb)
+        for name, res in got.items():
+            self.results.setdefault(name, StageResult(stage=name)).merge(res)
+        return got
 
     def unfinished(self, stage: str, key: str, reason: str) -> None:
         """Note an item the pipeline itself leaves unfinished (e.g. a search that hit an outage)."""

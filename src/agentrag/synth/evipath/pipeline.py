@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any
 
 from agentrag.eval.metrics import f1
+from agentrag.exec import StageResult
 from agentrag.kb.base import Embedder, Retriever
 from agentrag.llm.base import LLM
 from agentrag.synth.driver import SynthRun
@@ -39,6 +40,8 @@ from agentrag.synth.evipath.schema import (
 )
 from agentrag.synth.evipath.support import synthesis_wording
 from agentrag.synth.worker import ComponentsTask
+
+_NONE = StageResult()
 
 PathOut = tuple[PlanRecord, list[IterationRecord], list[SubAnswerRecord], list[SelectionRecord]]
 
@@ -113,14 +116,24 @@ class EviPathStages:
     def _task(self, fn: Callable[..., Any]) -> ComponentsTask:
         return ComponentsTask(partial(fn, self.cfg), self.c, self.c.rebuild, what="EviPath components")
 
+    def _good(self, item: EviItem, iterations: list[IterationRecord]) -> bool:
+        """Whether a finished path reached an answer good enough for the final-answer gate (its
+        sub-answers get selections; the others are rejected anyway, no calls spent)."""
+        last = iterations[-1]
+        return last.status == "ok" and last.answer is not None and \
+            f1(last.answer, item.answers) > self.cfg.gates.f1_threshold
+
     def synthesize_paths(self, wanted: set[str]) -> None:
-        """Plans (Eq. 3) and iterations with sub-answers (Eq. 4–6) of the pending items."""
+        """Plans (Eq. 3) and iterations with sub-answers (Eq. 4–6) of the pending items; in the
+        abductive mode an item's Eq. 6 selections start as soon as its own path is written (they
+        need only that path), overlapping the other items' paths (:meth:`SynthRun.flow`)."""
         done = self.finished_paths()
         plans = {p.id: p for p in self.plans}
         todo = [(i, plans.get(i.id)) for i in self.items if i.status == "ok" and i.id in wanted and i.id not in done]
         fn = self._task(_deductive_path if self.cfg.mode == "deductive" else _abductive_path)
+        abductive = self.cfg.mode != "deductive"
 
-        def write(_item: Any, out: PathOut) -> None:
+        def write(task: tuple[EviItem, PlanRecord | None], out: PathOut) -> list[tuple[str, Any]]:
             plan, iterations, subs, sels = out
             self.plans.append(plan)
             for r in subs:
@@ -129,25 +142,34 @@ class EviPathStages:
                 self.selections.append(s)
             for it in iterations:  # the `last` record goes last: it marks the item done
                 self.iterations.append(it)
+            if not abductive or not iterations or not iterations[-1].last or not self._good(task[0], iterations):
+                return []
+            return [("selections", (s, task[0])) for s in subs if s.status == "ok" and s.id not in self.selections]
 
-        self.ctx.stage("paths", fn, todo, write)
+        def write_selection(_sub: Any, rec: SelectionRecord) -> None:
+            self.selections.append(rec)
+
+        self.ctx.flow({"paths": (fn, write), "selections": (self._task(_select_one), write_selection)},
+                      [("paths", t) for t in todo])
 
     def select(self) -> None:
         """Eq. 6 selections + executor thoughts for the sub-answers of paths that reached an answer
-        good enough for the final-answer gate (the others are rejected anyway; no calls spent)."""
+        good enough for the final-answer gate and have none yet (a path of an earlier run, or a
+        selection an outage left unfinished; those of this run's paths ran in :meth:`synthesize_paths`)."""
         if self.cfg.mode == "deductive":
             return
         items = {i.id: i for i in self.items}
         paths = self.finished_paths()
-        good = {k for k, v in paths.items() if v[-1].status == "ok" and v[-1].answer is not None
-                and f1(v[-1].answer, items[k].answers) > self.cfg.gates.f1_threshold}
+        good = {k for k, v in paths.items() if self._good(items[k], v)}
         todo = [(s, items[s.item_id]) for s in self.sub_answers
                 if s.item_id in good and s.status == "ok" and s.id not in self.selections]
+        failed = self.ctx.results.get("selections", _NONE)  # left unfinished by this run's flow: not retried
+        fresh = [t for t in todo if t[0].id not in failed.unfinished and t[0].id not in failed.bugs]
 
         def write(_sub: Any, rec: SelectionRecord) -> None:
             self.selections.append(rec)
 
-        self.ctx.stage("selections", self._task(_select_one), todo, write)
+        self.ctx.stage("selections", self._task(_select_one), fresh, write)
 
     def gate_and_convert(self) -> None:
         """The gates and the Eq. 7 conversations of every finished path not gated yet."""

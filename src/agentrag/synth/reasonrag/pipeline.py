@@ -8,9 +8,11 @@ tree of each question); ``greedy.jsonl`` (the reason_ground agent's trajectory p
 ``pairs.jsonl``; ``dpo/`` (TRL + LLaMA-Factory); ``metrics.json``, ``report.md``.
 
 The search runs as one chain of tasks per question through the executor seam
-(:func:`.schedule.run_chained`, the one failure policy): a task replays the question's events,
+(:meth:`SynthRun.flow`, the one failure policy): a task replays the question's events,
 runs ``batch`` iterations (default 1) and returns the new events, which the driver appends before
-it queues the question's next task — questions never wait for each other's rounds. A kill
+it queues the question's next task — questions never wait for each other's rounds; when a
+question's search ends, its greedy baseline (which needs only that question) is queued in the
+same flow, so the baseline does not wait for the slowest search. A kill
 therefore loses at most the iterations in flight — and with the LLM cache and derived seeds,
 their calls are answered from the cache on rerun. An outage or a lost worker leaves the question
 unfinished (its events so far are kept); a rerun continues it. A 401/404 stops the run; nothing
@@ -31,6 +33,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from agentrag.exec import StageResult
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import PreferencePair, QAItem, Trajectory
@@ -39,7 +42,6 @@ from agentrag.synth.driver import SynthRun
 from agentrag.synth.reasonrag.config import ReasonRagConfig
 from agentrag.synth.reasonrag.mcts import QuestionSearch, SearchBatch
 from agentrag.synth.reasonrag.pairs import PAIR_GATES, extract_pairs
-from agentrag.synth.reasonrag.schedule import run_chained
 from agentrag.synth.reasonrag.tree import IterationEvent, SearchTree
 from agentrag.synth.worker import ComponentsTask
 
@@ -110,39 +112,57 @@ def search(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, file
         ctx.progress("mcts", done[0], total)
     Task = tuple[QAItem, list[IterationEvent]]
 
-    def write(task: Task, out: SearchBatch) -> Task | None:
-        """Write a task's events; return the question's next task (None: its search ended)."""
+    greedy = cfg.greedy_baseline
+
+    def write(task: Task, out: SearchBatch) -> list[tuple[str, Any]]:
+        """Write a task's events; return the question's next task: its next iterations, or (its
+        search ended) its greedy baseline, or none."""
         item = task[0]
         for ev in out.events:
             files.events.append(ev)
             events[item.id].append(ev)
         done[0] += len(out.events)
-        nxt: Task | None = None
+        nxt: list[tuple[str, Any]] = []
         if out.status in ("done", "exhausted"):
             tree = SearchTree.replay(item.id, item.question, item.golden_answers, events[item.id])
             tree.status = out.status
             files.trees.append(tree)
             done[0] += budget - tree.iterations
+            if greedy and item.id not in files.greedy:
+                nxt = [("greedy", item)]
         elif out.status == "outage":  # the events so far are kept; a rerun continues the search
             ctx.unfinished("mcts", item.id, out.outage or "outage")
         else:
-            nxt = (item, list(events[item.id]))
+            nxt = [("mcts", (item, list(events[item.id])))]
         if ctx.progress:
             ctx.progress("mcts", done[0], total)
         return nxt
 
     task = ComponentsTask(partial(_iterate, cfg, batch), comps, comps.rebuild, what="ReasonRAG components")
-    run_chained(ctx, "mcts", task, [(q, list(events[q.id])) for q in pending], write)
+    steps: dict[str, tuple[Callable[[Any], Any], Any]] = {"mcts": (task, write)}
+    if greedy:
+        def write_greedy(_item: QAItem, traj: Trajectory) -> None:
+            files.greedy.append(traj)
+
+        steps["greedy"] = (_greedy_task(cfg, comps), write_greedy)
+    ctx.flow(steps, [("mcts", (q, list(events[q.id]))) for q in pending], progress=["greedy"])
+
+
+def _greedy_task(cfg: ReasonRagConfig, comps: ReasonRagComponents) -> ComponentsTask:
+    return ComponentsTask(partial(_greedy_one, cfg), comps, comps.rebuild, what="ReasonRAG components")
 
 
 def run_greedy(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, files: RunFiles,
                items: list[QAItem]) -> None:
-    """The greedy reason_ground agent per searched question (for the report)."""
+    """The greedy reason_ground agent per searched question without one (for the report): those
+    searched in an earlier run; this run's ran as soon as their search ended (:func:`search`; one
+    it left unfinished waits for a rerun)."""
     if not cfg.greedy_baseline:
         return
-    todo = [q for q in items if q.id in files.trees and q.id not in files.greedy]
-    task = ComponentsTask(partial(_greedy_one, cfg), comps, comps.rebuild, what="ReasonRAG components")
-    ctx.stage("greedy", task, todo, on_result=lambda _item, traj: files.greedy.append(traj))
+    failed = ctx.results.get("greedy", StageResult())
+    todo = [q for q in items if q.id in files.trees and q.id not in files.greedy
+            and q.id not in failed.unfinished and q.id not in failed.bugs]
+    ctx.stage("greedy", _greedy_task(cfg, comps), todo, on_result=lambda _item, traj: files.greedy.append(traj))
 
 
 #: the file holding the settings the stored pairs were built with

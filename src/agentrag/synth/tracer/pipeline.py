@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from agentrag.exec import StageResult
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Passage
@@ -104,8 +105,7 @@ class TracerStages:
         self.sampling_stats: dict[str, int] = {}
 
     def _stage(self, name: str, fn: Callable[..., Any], todo: list[Any], store: JsonlStore[Any]) -> None:
-        task = ComponentsTask(partial(fn, self.cfg), self.c, self.c.rebuild, what="Tracer components")
-        self.ctx.stage(name, task, todo, on_result=lambda _item, rec: store.append(rec))
+        self.ctx.stage(name, self._task(fn), todo, on_result=lambda _item, rec: store.append(rec))
 
     def sample(self) -> list[DocRecord]:
         """Annotate the candidates not yet annotated, then select up to ``docs`` of them."""
@@ -121,15 +121,49 @@ class TracerStages:
         return sampling.select([d for d in self.docs if d.id in wanted], self.cfg.docs,
                                self.cfg.sampling.max_per_type)
 
+    def _task(self, fn: Callable[..., Any]) -> ComponentsTask:
+        return ComponentsTask(partial(fn, self.cfg), self.c, self.c.rebuild, what="Tracer components")
+
     def atomic_stage(self, docs: list[DocRecord]) -> None:
-        self._stage("atomic", _atomic, [d for d in docs if f"{d.id}-atomic" not in self.atomic], self.atomic)
+        """Atomic QA of the selected documents, and the hops of their chains: hop k+1 of a chain
+        needs only that chain's verified hop k (and the fixed KB), so it starts as soon as that
+        record is written, overlapping the other documents and chains (:meth:`SynthRun.flow`).
+        The sampling before it is a barrier: the selection by type quota needs every annotation."""
+
+        def write_atomic(doc: DocRecord, rec: AtomicRecord) -> list[tuple[str, Any]]:
+            self.atomic.append(rec)
+            if 2 not in self.hops:
+                return []
+            chains = [Chain(id=p.id, doc_domain=doc.domain, hops=[seed_hop(doc, p)])
+                      for p in rec.pairs if p.status == "accepted"]
+            return [("hop2", c) for c in chains if f"{c.id}-h2" not in self.hops[2]]
+
+        def writer(level: int) -> Callable[[Chain, HopRecord], list[tuple[str, Any]]]:
+            def write(chain: Chain, rec: HopRecord) -> list[tuple[str, Any]]:
+                self.hops[level].append(rec)
+                nxt = level + 1
+                if rec.status != "verified" or rec.hop is None or nxt not in self.hops:
+                    return []
+                if f"{chain.id}-h{nxt}" in self.hops[nxt]:
+                    return []
+                return [(f"hop{nxt}", chain.model_copy(update={"hops": [*chain.hops, rec.hop]}))]
+            return write
+
+        steps: dict[str, tuple[Callable[[Any], Any], Any]] = {"atomic": (self._task(_atomic), write_atomic)}
+        for level in self.hops:
+            steps[f"hop{level}"] = (self._task(_extend), writer(level))
+        self.ctx.flow(steps, [("atomic", d) for d in docs if f"{d.id}-atomic" not in self.atomic])
 
     def chains(self, docs: list[DocRecord]) -> list[Chain]:
         return assemble_chains(docs, self.atomic, {level: store for level, store in self.hops.items()})
 
     def extend_stage(self, level: int, docs: list[DocRecord]) -> None:
+        """The hop ``level`` of chains still without it (from an earlier run; this run's chains
+        were extended in :meth:`atomic_stage`'s flow; one it left unfinished waits for a rerun)."""
         store = self.hops[level]
-        todo = [c for c in self.chains(docs) if c.depth == level - 1 and f"{c.id}-h{level}" not in store]
+        failed = self.ctx.results.get(f"hop{level}", StageResult())
+        todo = [c for c in self.chains(docs) if c.depth == level - 1 and f"{c.id}-h{level}" not in store
+                and c.id not in failed.unfinished and c.id not in failed.bugs]
         self._stage(f"hop{level}", _extend, todo, store)
 
     def run(self) -> SynthOutput:

@@ -1,0 +1,109 @@
+"""Stages that overlap: an item's next stage starts as soon as its own record is written.
+
+A pipeline whose stage B needs, per item, only that item's record of stage A (EviPath's
+selections after the item's path; Tracer's hop k+1 after the same chain's hop k) need not wait
+for the whole of A: :func:`run_flow` runs the stages through one executor map. The driver writes
+each result (``writers[stage](item, result)``, in its own thread, the only writer) and the writer
+returns the follow-up tasks ``[(stage, item), ...]`` the result makes possible; they queue behind
+the tasks queued before them (first in, first out: every item's first stage is started before
+any follow-up, and what is left at the end is the last tasks of many items, not the whole chain
+of the items started last). The executor (thread or Ray: both pull their items lazily up to their
+in-flight limit) keeps its slots busy while any stage has work: no stage waits for the previous
+stage's slowest item.
+
+A real barrier — a stage that needs every record of the previous one (RAGShaper's distractor KB,
+Tracer's sampling by type quota) — stays a separate :meth:`~agentrag.synth.driver.SynthRun.stage`.
+
+The failure policy is :func:`agentrag.exec.policy.settle_failure`'s, per task, tallied in the
+task's own stage: a fatal error is raised at once (what has not started is cancelled), an outage
+or a lost worker leaves the item unfinished in that stage, any other exception is a bug; a failed
+task gets no follow-up. Resume stays the pipeline's: its writers append records keyed by id, and
+the stages run again afterwards (as plain stages) pick up whatever is still pending.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from agentrag.exec.base import Executor
+from agentrag.exec.policy import StageResult, item_key, settle_failure
+
+#: a task of a flow: (stage name, the item of that stage)
+Task = tuple[str, Any]
+#: writes one result of a stage; returns the follow-up tasks it makes possible (or None)
+Writer = Callable[[Any, Any], Iterable[Task] | None]
+
+
+class Dispatch:
+    """The per-task function of a flow: runs ``fns[stage]`` on the item (picklable when the stage
+    functions are, so a Ray executor ships it once per map)."""
+
+    def __init__(self, fns: Mapping[str, Callable[[Any], Any]]) -> None:
+        self.fns = dict(fns)
+
+    def __call__(self, task: Task) -> Any:
+        stage, item = task
+        return self.fns[stage](item)
+
+
+class Feed:
+    """The tasks an executor pulls from, first in first out: a follow-up (:meth:`push`) queues
+    behind every task queued before it; an empty feed stops the pull for now and gives again
+    once something is pushed."""
+
+    def __init__(self, items: Iterable[Task] = ()) -> None:
+        self.queue: deque[Task] = deque(items)
+
+    def __iter__(self) -> Iterator[Task]:
+        return self
+
+    def __next__(self) -> Task:
+        if self.queue:
+            return self.queue.popleft()
+        raise StopIteration
+
+    def push(self, task: Task) -> None:
+        self.queue.append(task)
+
+
+def _key(task: Task) -> str:
+    return item_key(task[1])
+
+
+def run_flow(executor: Executor, fns: Mapping[str, Callable[[Any], Any]], writers: Mapping[str, Writer],
+             first: Iterable[Task], *, progress: Callable[[str, int, int], None] | None = None
+             ) -> dict[str, StageResult]:
+    """Run the tasks ``first`` and every follow-up their writers return (module docstring) under
+    the failure policy; returns one :class:`StageResult` per stage of ``fns``."""
+    res = {name: StageResult(stage=name) for name in fns}
+    queued = dict.fromkeys(fns, 0)
+    feed = Feed(first)
+    for stage, _ in feed.queue:
+        queued[stage] += 1
+    fn = Dispatch(fns)
+    while feed.queue:  # one pass normally; again only if an executor stopped pulling early
+        stream = executor.map(fn, feed)
+        try:
+            for out in stream:
+                stage = out.item[0]
+                r = res[stage]
+                r.total += 1
+                if out.error is not None:
+                    settle_failure(r, out.item, out.error, _key)
+                else:
+                    r.done += 1
+                    for nxt in writers[stage](out.item[1], out.result) or ():
+                        queued[nxt[0]] += 1
+                        feed.push(nxt)
+                if progress:
+                    progress(stage, r.total, queued[stage])
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+    return res
+
+
+__all__ = ["Dispatch", "Feed", "Task", "Writer", "run_flow"]

@@ -5,15 +5,15 @@ LLM tagger (Fig. 4 left)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance, Trajectory
-from agentrag.synth.common import call_json, reason_counts
+from agentrag.synth.common import call_json
 from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.synth.ragshaper.schema import (
     DistractorDoc,
@@ -42,16 +42,161 @@ TAGGER_SYSTEM = (
 
 @dataclass
 class RunRecords:
-    """Every record of a run's stages (read back once for the statistics)."""
+    """A run's stage records for the statistics: re-iterables (a run's
+    :class:`~agentrag.runs.JsonlStore`, read record by record once per pass, or lists). Their
+    counters (:class:`Tally`) are computed on first use, one pass over each source."""
 
     seeds: int
-    trees: list[InfoTree]
-    distractors: list[DistractorDoc]
-    paths: list[PathRecord]
-    qas: list[QARecord]
-    trajs: list[Trajectory]
-    filters: list[FilterRecord]
-    tags: list[TagRecord] | None = None
+    trees: Iterable[InfoTree]
+    distractors: Iterable[DistractorDoc]
+    paths: Iterable[PathRecord]
+    qas: Iterable[QARecord]
+    trajs: Iterable[Trajectory]
+    filters: Iterable[FilterRecord]
+    tags: Iterable[TagRecord] | None = None
+    _tally: Tally | None = field(default=None, init=False, repr=False)
+
+    def tally(self) -> Tally:
+        if self._tally is None:
+            self._tally = Tally.of(self)
+        return self._tally
+
+
+def _add(c: Counter[str], reason: str | None) -> None:
+    """One reason into ``c`` by kind (what :func:`agentrag.synth.common.reason_counts` counts)."""
+    if reason:
+        c[reason.split(":")[0]] += 1
+
+
+@dataclass
+class Tally:
+    """The counters the statistics need, read once per stage file, record by record; held per
+    item only: each tree's seed and time (``seconds_per_seed`` is part of the output) and each
+    trajectory's keep decision."""
+
+    seeds: int = 0
+    trees: int = 0
+    ok_trees: int = 0
+    tree_errors: Counter[str] = field(default_factory=Counter)
+    distractor_calls: int = 0
+    nodes: int = 0
+    node_errors: Counter[str] = field(default_factory=Counter)
+    tool_errors: Counter[str] = field(default_factory=Counter)
+    repaired: Counter[str] = field(default_factory=Counter)
+    quota: Counter[tuple[int, int]] = field(default_factory=Counter)  # (distractor calls, documents) per tree
+    per_seed: dict[str, float] = field(default_factory=dict)
+    distractors: int = 0
+    created: Counter[str] = field(default_factory=Counter)
+    paths: int = 0
+    accepted: int = 0
+    qa_rejected: Counter[str] = field(default_factory=Counter)
+    trajs: int = 0
+    flagged: int = 0
+    flag_reasons: Counter[str] = field(default_factory=Counter)
+    finish: Counter[str] = field(default_factory=Counter)
+    tool_calls: Counter[int] = field(default_factory=Counter)
+    met_docs: Counter[str] = field(default_factory=Counter)
+    by_type: dict[str, list[int]] = field(default_factory=dict)  # type met -> [trajectories, kept]
+    filters: int = 0
+    kept: int = 0
+    filter_rejected: Counter[str] = field(default_factory=Counter)
+    tagged: int | None = None
+    tag_errors: Counter[str] = field(default_factory=Counter)
+    tags: Counter[str] = field(default_factory=Counter)
+    rule_tags: Counter[str] = field(default_factory=Counter)
+
+    @classmethod
+    def of(cls, r: RunRecords) -> Tally:
+        t = cls(seeds=r.seeds)
+        docs_per_seed: Counter[str] = Counter()
+        for d in r.distractors:
+            t.distractors += 1
+            t.created[d.distractor_type] += 1
+            docs_per_seed[d.seed_id] += 1
+        seeds_by_id = t._trees(r.trees, docs_per_seed)
+        del docs_per_seed
+        for _ in r.paths:
+            t.paths += 1
+        for q in r.qas:
+            if q.status == "accepted":
+                t.accepted += 1
+            else:
+                _add(t.qa_rejected, q.reason)
+            t._time(seeds_by_id.get(q.seed_id), q.elapsed)
+        kept: dict[str, bool] = {}
+        for f in r.filters:
+            t.filters += 1
+            kept[f.id] = f.kept
+            if f.kept:
+                t.kept += 1
+            else:
+                _add(t.filter_rejected, f.reason or "f1_below_threshold")
+        t._trajs(r.trajs, seeds_by_id, kept)
+        if r.tags is not None:
+            t.tagged = 0
+            for g in r.tags:
+                t.tagged += g.error is None
+                _add(t.tag_errors, g.error)
+                t.tags[g.tag] += 1
+                t.rule_tags[g.rule_tag] += 1
+        return t
+
+    def _time(self, seed: str | None, elapsed: float) -> None:
+        if seed is not None:
+            self.per_seed[seed] = round(self.per_seed.get(seed, 0) + elapsed, 1)
+
+    def _trees(self, trees: Iterable[InfoTree], docs_per_seed: Counter[str]) -> dict[str, str]:
+        seeds_by_id: dict[str, str] = {}
+        for tree in trees:
+            self.trees += 1
+            if tree.status == "ok":
+                self.ok_trees += 1
+            else:
+                _add(self.tree_errors, tree.error)
+            self.distractor_calls += tree.distractor_calls
+            self.nodes += len(tree.nodes)
+            for n in tree.nodes:
+                if n.error:
+                    _add(self.node_errors, n.error)
+                    if n.error.startswith("distractor_tool"):
+                        _add(self.tool_errors, n.error)
+                for rep in n.repaired:
+                    self.repaired[_repair_kind(rep)] += 1
+            self.quota[(tree.distractor_calls, docs_per_seed[tree.id])] += 1
+            self.per_seed[tree.seed] = round(tree.elapsed, 1)
+            seeds_by_id[tree.id] = tree.seed
+        return seeds_by_id
+
+    def _trajs(self, trajs: Iterable[Trajectory], seeds_by_id: dict[str, str], kept: dict[str, bool]) -> None:
+        none = [0, 0]
+        for tr in trajs:
+            self.trajs += 1
+            md = tr.metadata
+            if str(md.get("error") or "").startswith("context_limit"):
+                self.flagged += 1
+                _add(self.flag_reasons, str(md["error"]))
+            self.finish[tr.finish_reason] += 1
+            self.tool_calls[int(md.get("tool_calls", 0))] += 1
+            self._time(seeds_by_id.get(str(md.get("seed_id"))), tr.elapsed)
+            for m in md.get("distractors_met", []):
+                self.met_docs[m["distractor_type"]] += 1
+            ok = kept.get(tr.id, False)
+            types = md.get("distractor_types_met", [])
+            for dtype in types:
+                row = self.by_type.setdefault(dtype, [0, 0])
+                row[0] += 1
+                row[1] += ok
+            if not types:
+                none[0] += 1
+                none[1] += ok
+        if none[0]:
+            self.by_type["(none met)"] = none
+
+    def distractor_block(self) -> dict[str, Any]:
+        """Types created, documents met by type, and success by type met (Fig. 4 right)."""
+        return {"created": dict(self.created), "met_documents": dict(self.met_docs),
+                "success_by_type_met": {k: {"trajectories": n, "kept": kept, "success_rate": round(kept / n, 3)}
+                                        for k, (n, kept) in self.by_type.items()}}
 
 
 Counts = dict[str, tuple[int, int, Mapping[str, int]]]
@@ -61,34 +206,25 @@ def stage_counts(r: RunRecords, export: dict[str, Any] | None = None) -> tuple[C
     """Per declared stage (see :class:`agentrag.synth.ragshaper.run.RagShaperSynth`): records in,
     records out and rejections by reason; and the notes beside the funnel (per stage). The driver
     adds the items each stage left unfinished."""
-    ok_trees = [t for t in r.trees if t.status == "ok"]
-    accepted = [q for q in r.qas if q.status == "accepted"]
-    node_errors = [n.error for t in r.trees for n in t.nodes if n.error]
-    flagged = [t for t in r.trajs if str(t.metadata.get("error") or "").startswith("context_limit")]
-    kept = sum(f.kept for f in r.filters)
+    t = r.tally()
     exp = export or {}
     malformed = int(exp.get("with_malformed_turns", 0))
     reject = exp.get("malformed_turns") == "reject"
     counts: Counts = {
-        "explore": (r.seeds, len(ok_trees), reason_counts(t.error for t in r.trees if t.status != "ok")),
-        "distractors": (sum(t.distractor_calls for t in r.trees), len(r.distractors),
-                        reason_counts(e for e in node_errors if e.startswith("distractor_tool"))),
-        "paths": (len(ok_trees), len(r.paths), {}),
-        "qa": (len(r.paths), len(accepted), reason_counts(q.reason for q in r.qas if q.status != "accepted")),
-        "elicit": (len(accepted), len(r.trajs) - len(flagged),
-                   reason_counts(str(t.metadata["error"]) for t in flagged)),
-        "filter": (len(r.filters), kept, reason_counts(f.reason or "f1_below_threshold" for f in r.filters
-                                                      if not f.kept)),
-        "export": (kept, int(exp["exported"]) if "exported" in exp else (kept - malformed if reject else kept),
+        "explore": (t.seeds, t.ok_trees, dict(t.tree_errors)),
+        "distractors": (t.distractor_calls, t.distractors, dict(t.tool_errors)),
+        "paths": (t.ok_trees, t.paths, {}),
+        "qa": (t.paths, t.accepted, dict(t.qa_rejected)),
+        "elicit": (t.accepted, t.trajs - t.flagged, dict(t.flag_reasons)),
+        "filter": (t.filters, t.kept, dict(t.filter_rejected)),
+        "export": (t.kept, int(exp["exported"]) if "exported" in exp else (t.kept - malformed if reject else t.kept),
                    {"malformed_turns": malformed} if malformed and reject else {}),
     }
-    if r.tags is not None:
-        counts["tag"] = (len(r.trajs), sum(t.error is None for t in r.tags),
-                         reason_counts(t.error for t in r.tags if t.error))
+    if t.tagged is not None:
+        counts["tag"] = (t.trajs, t.tagged, dict(t.tag_errors))
     notes: dict[str, dict[str, Any]] = {
-        "explore": {"nodes": sum(len(t.nodes) for t in r.trees), "node_errors": reason_counts(node_errors),
-                    "repaired": repairs(r.trees)},
-        "elicit": {"finish_reason": dict(Counter(t.finish_reason for t in r.trajs))},
+        "explore": {"nodes": t.nodes, "node_errors": dict(t.node_errors), "repaired": dict(t.repaired)},
+        "elicit": {"finish_reason": dict(t.finish)},
         "export": {"policy": exp.get("malformed_turns", "reject"), "kept_with_malformed_turns": malformed},
     }
     return counts, notes
@@ -97,62 +233,44 @@ def stage_counts(r: RunRecords, export: dict[str, Any] | None = None) -> tuple[C
 def details(r: RunRecords, cfg: RagShaperConfig, notes: dict[str, dict[str, Any]],
             seed_source: str = "") -> dict[str, Any]:
     """RAGShaper's own statistics, written beside the driver's keys in ``metrics.json``."""
-    per_seed: dict[str, float] = {t.seed: round(t.elapsed, 1) for t in r.trees}
-    seeds_by_id = {t.id: t.seed for t in r.trees}
-    for q in r.qas:
-        s = seeds_by_id.get(q.seed_id)
-        if s is not None:
-            per_seed[s] = round(per_seed.get(s, 0) + q.elapsed, 1)
-    for t in r.trajs:
-        s = seeds_by_id.get(str(t.metadata.get("seed_id")))
-        if s is not None:
-            per_seed[s] = round(per_seed.get(s, 0) + t.elapsed, 1)
-    tags = r.tags or []
-    docs_per_seed = Counter(d.seed_id for d in r.distractors)
+    t = r.tally()
+    dcfg = cfg.distractors
     return {
-        "ablation_no_distractors": not cfg.distractors.enabled, "seed_source": seed_source,
-        "funnel_notes": notes, "repaired": repairs(r.trees),
-        "tool_calls": tool_calls_distribution(r.trajs),
-        "distractors": distractor_stats(r.distractors, r.trajs, r.filters),
-        "seeds_meeting_distractor_quota": sum(  # documents per tree counted in one pass (was per tree)
-            1 for t in r.trees if t.distractor_calls >= cfg.distractors.min_calls
-            and docs_per_seed[t.id] >= cfg.distractors.min_docs),
-        "tags": dict(Counter(t.tag for t in tags)), "tags_rule": dict(Counter(t.rule_tag for t in tags)),
-        "seconds_per_seed": per_seed,
+        "ablation_no_distractors": not dcfg.enabled, "seed_source": seed_source,
+        "funnel_notes": notes, "repaired": dict(t.repaired),
+        "tool_calls": dict(sorted(t.tool_calls.items())),
+        "distractors": t.distractor_block(),
+        "seeds_meeting_distractor_quota": sum(  # (calls, documents) per tree counted in one pass
+            c for (calls, docs), c in t.quota.items() if calls >= dcfg.min_calls and docs >= dcfg.min_docs),
+        "tags": dict(t.tags), "tags_rule": dict(t.rule_tags),
+        "seconds_per_seed": dict(t.per_seed),
     }
 
 
-def repairs(trees: list[InfoTree]) -> dict[str, int]:
+def _repair_kind(repair: str) -> str:
+    """"invalid top_k 'x' -> 3" -> "invalid top_k"; empties keep the fallback."""
+    head, _, tail = repair.partition(" -> ")
+    words = head.split()
+    return f"{' '.join(words[:2])} -> {tail}" if words[:1] == ["empty"] else " ".join(words[:2])
+
+
+def repairs(trees: Iterable[InfoTree]) -> dict[str, int]:
     """How often a rule filled in what the curator left out (``TreeNode.repaired``), by kind."""
-    def kind(repair: str) -> str:  # "invalid top_k 'x' -> 3" -> "invalid top_k"; empties keep the fallback
-        head, _, tail = repair.partition(" -> ")
-        words = head.split()
-        return f"{' '.join(words[:2])} -> {tail}" if words[:1] == ["empty"] else " ".join(words[:2])
-
-    return dict(Counter(kind(r) for t in trees for n in t.nodes for r in n.repaired))
+    return dict(Counter(_repair_kind(r) for t in trees for n in t.nodes for r in n.repaired))
 
 
-def tool_calls_distribution(trajs: list[Trajectory]) -> dict[int, int]:
+def tool_calls_distribution(trajs: Iterable[Trajectory]) -> dict[int, int]:
     return dict(sorted(Counter(int(t.metadata.get("tool_calls", 0)) for t in trajs).items()))
 
 
-def distractor_stats(distractors: list[DistractorDoc], trajs: list[Trajectory],
-                     filters: list[FilterRecord]) -> dict[str, Any]:
-    kept = {f.id: f.kept for f in filters}
-    created = Counter(d.distractor_type for d in distractors)
-    met_docs: Counter[str] = Counter()
-    by_type: dict[str, list[bool]] = {}
-    for t in trajs:
-        for m in t.metadata.get("distractors_met", []):
-            met_docs[m["distractor_type"]] += 1
-        for dtype in t.metadata.get("distractor_types_met", []):
-            by_type.setdefault(dtype, []).append(kept.get(t.id, False))
-    none = [kept.get(t.id, False) for t in trajs if not t.metadata.get("distractor_types_met")]
-    if none:
-        by_type["(none met)"] = none
-    return {"created": dict(created), "met_documents": dict(met_docs),
-            "success_by_type_met": {k: {"trajectories": len(v), "kept": sum(v),
-                                        "success_rate": round(sum(v) / len(v), 3)} for k, v in by_type.items()}}
+def distractor_stats(distractors: Iterable[DistractorDoc], trajs: Iterable[Trajectory],
+                     filters: Iterable[FilterRecord]) -> dict[str, Any]:
+    """The distractor block of the statistics (types created, met, success by type met)."""
+    t = Tally()
+    for d in distractors:
+        t.created[d.distractor_type] += 1
+    t._trajs(trajs, {}, {f.id: f.kept for f in filters})
+    return t.distractor_block()
 
 
 def render_for_tagger(traj: Trajectory, max_chars: int = 300) -> str:
@@ -256,5 +374,5 @@ def report_sections(metrics: dict[str, Any]) -> list[Any]:
     ]
 
 
-__all__ = ["RunRecords", "stage_counts", "details", "tool_calls_distribution", "distractor_stats", "tag_behaviour",
+__all__ = ["RunRecords", "Tally", "stage_counts", "details", "tool_calls_distribution", "distractor_stats", "tag_behaviour",
            "render_for_tagger", "report_sections", "TAGS", "SUCCESS_TAGS", "rule_tag", "repairs", "BehaviourTag"]

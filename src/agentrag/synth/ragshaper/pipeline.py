@@ -22,6 +22,7 @@ from agentrag.synth.ragshaper import analysis
 from agentrag.synth.ragshaper.components import RagShaperComponents, seed_id
 from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.synth.ragshaper.filter import export_sft, filter_trajectory, malformed_turns
+from agentrag.synth.ragshaper.lazy import ReadTask, Ref, StageIndex
 from agentrag.synth.ragshaper.paths import select_paths
 from agentrag.synth.ragshaper.schema import (
     DistractorDoc,
@@ -93,29 +94,33 @@ class RagShaperPipeline:
 
     def synthesize(self) -> None:
         todo = [p for p in self.paths if f"{p.id}-qa" not in self.qas]
-        seeds = {p.seed_id for p in todo}
-        one = StageTask("qa", self.cfg, self.c, data={t.id: t for t in self.trees if t.id in seeds})
+        # each item reads its tree from trees.jsonl (the trees of the run are not held)
+        one = StageTask("qa", self.cfg, self.c, data=StageIndex(self.trees.path, InfoTree, {p.seed_id for p in todo}))
         self.ctx.stage("qa", one, todo, _writer(self.qas))
 
     def _distractor_kb(self) -> tuple[Retriever | None, list[Passage], dict[str, str]]:
-        docs = self.distractors.read()
-        types = {d.id: d.distractor_type for d in docs}
-        if not self.cfg.distractors.enabled or not docs:
-            if self.cfg.distractors.enabled:
+        enabled = self.cfg.distractors.enabled
+        types: dict[str, str] = {}
+        passages: list[Passage] = []
+        for d in self.distractors:  # record by record: K~ holds the passages, not the documents
+            types[d.id] = d.distractor_type
+            if enabled:
+                passages.append(Passage(id=d.id, title=d.title, text=d.text,
+                                        metadata={"distractor_type": d.distractor_type, "seed_id": d.seed_id,
+                                                  "node_id": d.node_id, "source_passage_id": d.source_passage_id}))
+        if not enabled or not types:
+            if enabled:
                 log.warning("no distractor documents were created: the teacher reads K only")
             return None, [], types
-        passages = [Passage(id=d.id, title=d.title, text=d.text,
-                            metadata={"distractor_type": d.distractor_type, "seed_id": d.seed_id,
-                                      "node_id": d.node_id, "source_passage_id": d.source_passage_id})
-                    for d in docs]
         return self.c.distractor_kb(passages), passages, types
 
     def elicit(self) -> None:
-        todo = [q for q in self.qas if q.status == "accepted" and f"{q.id}-t" not in self.trajs]
+        todo = [Ref(q.id) for q in self.qas if q.status == "accepted" and f"{q.id}-t" not in self.trajs]
         if not todo:
             return
         kb_tilde, passages, types = self._distractor_kb()
-        one = StageTask("elicit", self.cfg, self.c, data=types, tilde=(passages, kb_tilde))
+        questions = StageIndex(self.qas.path, QARecord, {r.id for r in todo})  # read per item
+        one = ReadTask("elicit", self.cfg, self.c, questions, data=types, tilde=(passages, kb_tilde))
         self.ctx.stage("elicit", one, todo, _writer(self.trajs))
 
     def filter_and_tag(self) -> None:
@@ -126,9 +131,11 @@ class RagShaperPipeline:
                                                       self.cfg.f1_threshold))
         if not self.cfg.tag_behaviours:
             return
-        filters = {f.id: f for f in self.filters}
-        todo = [t for t in self.trajs if t.id not in self.tags]
-        one = StageTask("tag", self.cfg, self.c, data={t.id: filters[t.id] for t in todo})
+        todo = [Ref(t.id) for t in self.trajs if t.id not in self.tags]
+        ids = {r.id for r in todo}
+        # each item reads its trajectory and filter decision from their stage files
+        one = ReadTask("tag", self.cfg, self.c, StageIndex(self.trajs.path, Trajectory, ids),
+                       data=StageIndex(self.filters.path, FilterRecord, ids))
         self.ctx.stage("tag", one, todo, _writer(self.tags))
 
     def export(self) -> dict[str, Any]:

@@ -52,12 +52,18 @@ def test_stages_hold_the_records_of_the_items_in_flight_only(tmp_path: Path, mon
     """The QA stage held every tree of the run, the tagger every trajectory: counted here while
     each item runs (with 2 items in flight), they are at most a few, whatever the run's size."""
     alive: dict[str, int] = Counter()
+    models = {"qa": InfoTree, "elicit": QARecord, "tag": Trajectory}
+
+    def live(model: type) -> int:
+        gc.collect()
+        return sum(isinstance(o, model) for o in gc.get_objects())
+
+    before = {stage: live(model) for stage, model in models.items()}  # other tests' leftovers
 
     def count(stage: str, model: type) -> None:
-        gc.collect()
-        alive[stage] = max(alive[stage], sum(isinstance(o, model) for o in gc.get_objects()))
+        alive[stage] = max(alive[stage], live(model) - before[stage])
 
-    for stage, model in (("qa", InfoTree), ("elicit", QARecord), ("tag", Trajectory)):
+    for stage, model in models.items():
         fn = stages._STAGES[stage]
 
         def wrapped(state: Any, item: Any, _fn: Any = fn, _s: str = stage, _m: type = model) -> Any:

@@ -18,7 +18,7 @@ from agentrag.exec import ThreadExecutor
 from agentrag.records import Passage, Trajectory
 from agentrag.runs import JsonlStore
 from agentrag.synth.ragshaper import stages
-from agentrag.synth.ragshaper.components import RagShaperComponents
+from agentrag.synth.ragshaper.components import RagShaperComponents, seed_id
 from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.synth.ragshaper.lazy import StageIndex
 from agentrag.synth.ragshaper.schema import InfoTree, QARecord
@@ -49,27 +49,38 @@ def test_stage_index_names_file_and_line_of_a_bad_record(tmp_path: Path) -> None
 
 
 def test_stages_hold_the_records_of_the_items_in_flight_only(tmp_path: Path, monkeypatch: Any) -> None:
-    """The QA stage held every tree of the run, the tagger every trajectory: counted here while
-    each item runs (with 2 items in flight), they are at most a few, whatever the run's size."""
-    alive: dict[str, int] = Counter()
-    models = {"qa": InfoTree, "elicit": QARecord, "tag": Trajectory}
+    """The QA stage held every tree of the run, elicitation every question, the tagger every
+    trajectory and filter decision. Now their work lists hold ids and their data byte offsets:
+    each record is read when its item runs (once per item), and while QA runs (2 in flight) at
+    most a few trees of the run are alive (the old code: all 30)."""
+    from agentrag.synth.driver import SynthRun
 
-    def live(model: type) -> int:
+    n = 30
+    entities = [f"Ada Varn L{i}" for i in range(n)]
+    ours = {seed_id(e) for e in entities}  # this run's trees only (not other tests' leftovers)
+    trees_alive = 0
+
+    def qa_counting(state: Any, item: Any, _fn: Any = stages._STAGES["qa"]) -> Any:
+        nonlocal trees_alive
         gc.collect()
-        return sum(isinstance(o, model) for o in gc.get_objects())
+        trees_alive = max(trees_alive, sum(isinstance(o, InfoTree) and o.id in ours for o in gc.get_objects()))
+        return _fn(state, item)
+    monkeypatch.setitem(stages._STAGES, "qa", qa_counting)
+    seen: dict[str, tuple[set[str], str]] = {}
+    reads: Counter[str] = Counter()
+    stage = SynthRun.stage
 
-    before = {stage: live(model) for stage, model in models.items()}  # other tests' leftovers
+    def recording(self: Any, name: str, fn: Any, items: Any, *a: Any, **kw: Any) -> Any:
+        items = list(items)
+        seen[name] = ({type(i).__name__ for i in items}, type(getattr(fn, "data", None)).__name__)
+        return stage(self, name, fn, items, *a, **kw)
+    monkeypatch.setattr(SynthRun, "stage", recording)
+    getitem = StageIndex.__getitem__
 
-    def count(stage: str, model: type) -> None:
-        alive[stage] = max(alive[stage], live(model) - before[stage])
-
-    for stage, model in models.items():
-        fn = stages._STAGES[stage]
-
-        def wrapped(state: Any, item: Any, _fn: Any = fn, _s: str = stage, _m: type = model) -> Any:
-            count(_s, _m)
-            return _fn(state, item)
-        monkeypatch.setitem(stages._STAGES, stage, wrapped)
+    def counting(self: Any, key: str) -> Any:
+        reads[self.model.__name__] += 1
+        return getitem(self, key)
+    monkeypatch.setattr(StageIndex, "__getitem__", counting)
 
     def kb_tilde(passages: list[Passage]) -> FakeRetriever:
         return FakeRetriever(passages, kb="distractor")
@@ -78,9 +89,12 @@ def test_stages_hold_the_records_of_the_items_in_flight_only(tmp_path: Path, mon
                                 distractor_kb=kb_tilde, tagger=curator_llm())
     cfg = RagShaperConfig()
     cfg.curator.max_depth = 4
-    n = 12
-    m = ShaperRun(tmp_path / "run", cfg, comps, executor=ThreadExecutor(2)).run([f"Ada Varn {i}" for i in range(n)])
-    funnel = {f["stage"]: f["out"] for f in m["funnel"]}
-    assert funnel["explore"] == n and funnel["elicit"] >= n and funnel["tag"] >= n
-    # the items in flight (2), the one a thread reads, the last of a finished loop; was all of the run
-    assert alive["qa"] <= 3 and alive["elicit"] <= 4 and alive["tag"] <= 5, dict(alive)
+    m = ShaperRun(tmp_path / "run", cfg, comps, executor=ThreadExecutor(2)).run(entities)
+    funnel = {f["stage"]: (f["in"], f["out"]) for f in m["funnel"]}
+    assert funnel["explore"][1] == n and funnel["elicit"][1] >= n and funnel["tag"][1] >= n
+    assert seen["qa"] == ({"PathRecord"}, "StageIndex")
+    assert seen["elicit"] == ({"Ref"}, "dict") and seen["tag"] == ({"Ref"}, "StageIndex")
+    # one read per item: a tree per path, a question per elicitation, a trajectory and a decision per tag
+    assert reads == {"InfoTree": funnel["qa"][0], "QARecord": funnel["elicit"][0],
+                     "Trajectory": funnel["tag"][0], "FilterRecord": funnel["tag"][0]}, reads
+    assert trees_alive <= 4

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,16 +102,23 @@ def message_dict(msg: Message) -> dict[str, Any]:
     return out
 
 
-def _exportable(trajs: Iterable[Trajectory], only_answered: bool) -> list[Trajectory]:
-    kept, skipped = [], 0
+def _answered(t: Trajectory) -> bool:
+    return t.finish_reason == "answered" and bool((t.answer or "").strip())
+
+
+def _exportable_stream(trajs: Iterable[Trajectory], only_answered: bool) -> Iterator[Trajectory]:
+    skipped = 0
     for t in trajs:
-        if only_answered and (t.finish_reason != "answered" or not (t.answer or "").strip()):
+        if only_answered and not _answered(t):
             skipped += 1
             continue
-        kept.append(t)
+        yield t
     if skipped:
         log.info("skipped %d trajectories that did not end with an answer", skipped)
-    return kept
+
+
+def _exportable(trajs: Iterable[Trajectory], only_answered: bool) -> list[Trajectory]:
+    return list(_exportable_stream(trajs, only_answered))
 
 
 def to_trl_records(trajs: Iterable[Trajectory], system_prompt: str | None = None,
@@ -237,17 +244,29 @@ def write_sft_export(out_dir: str | os.PathLike[str], trajs: Iterable[Trajectory
                      license: str | None = None) -> dict[str, Any]:
     """Write ``trl_sft.jsonl``, ``sharegpt.jsonl`` and ``dataset_info.json`` into ``out_dir``.
 
-    Returns a summary: counts and the paths written.
+    Returns a summary: counts and the paths written. ``trajs`` that is not an iterator (a list, a
+    run's :class:`~agentrag.runs.JsonlStore`) is read once per file, trajectory by trajectory; a
+    one-shot iterator is read into a list first.
     """
     out = check_out_dir(out_dir)
-    all_trajs = list(trajs)
-    kept = _exportable(all_trajs, only_answered)
-    n_trl = write_jsonl_dicts(out / TRL_FILE, to_trl_records(kept, system_prompt, tools, only_answered=False,
-                                                             reasoning=reasoning))
-    write_jsonl_dicts(out / SHAREGPT_FILE, to_sharegpt(kept, system_prompt, tools, only_answered=False,
-                                                       reasoning=reasoning))
+    source = list(trajs) if iter(trajs) is trajs else trajs
+    tool_list = list(tools) if tools is not None else default_tools()
+    total = 0
+
+    def counted() -> Iterable[Trajectory]:
+        nonlocal total
+        for t in source:
+            total += 1
+            yield t
+
+    n_trl = write_jsonl_dicts(out / TRL_FILE, (r for t in _exportable_stream(counted(), only_answered)
+                                               for r in to_trl_records([t], system_prompt, tool_list,
+                                                                       only_answered=False, reasoning=reasoning)))
+    write_jsonl_dicts(out / SHAREGPT_FILE, (r for t in source if not only_answered or _answered(t)
+                                            for r in to_sharegpt([t], system_prompt, tool_list, only_answered=False,
+                                                                 reasoning=reasoning)))
     write_json(out / DATASET_INFO_FILE, sharegpt_dataset_info())
-    summary: dict[str, Any] = {"trajectories": len(all_trajs), "exported": n_trl, "skipped": len(all_trajs) - n_trl}
+    summary: dict[str, Any] = {"trajectories": total, "exported": n_trl, "skipped": total - n_trl}
     card = write_card(out, "sft", TRL_FILE, summary,
                       "Search-agent trajectories as TRL conversational records (`messages` with assistant "
                       "`tool_calls` and `role: tool` observations, plus `tools`); `sharegpt.jsonl` and "

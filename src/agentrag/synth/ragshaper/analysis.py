@@ -1,27 +1,26 @@
-"""Analyses for the run report: the funnel, tool calls per trajectory (Fig. 3), distractor types
-created and met, success rate by distractor type met (Fig. 4 right) and behaviour tags by an
-LLM tagger (Fig. 4 left)."""
+"""Analyses for the run report: behaviour tags by an LLM tagger (Fig. 4 left) and the report's
+sections; the statistics (the funnel, Fig. 3, Fig. 4 right) stream in :mod:`.stats` and are
+re-exported here (the pipeline calls ``analysis.stage_counts`` and ``analysis.details``)."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance, Trajectory
-from agentrag.synth.common import call_json, reason_counts
-from agentrag.synth.ragshaper.config import RagShaperConfig
-from agentrag.synth.ragshaper.schema import (
-    DistractorDoc,
-    FilterRecord,
-    InfoTree,
-    PathRecord,
-    QARecord,
-    TagRecord,
+from agentrag.synth.common import call_json
+from agentrag.synth.ragshaper.schema import FilterRecord, TagRecord
+from agentrag.synth.ragshaper.stats import (
+    Counts,
+    RunRecords,
+    Tally,
+    details,
+    distractor_stats,
+    repairs,
+    stage_counts,
+    tool_calls_distribution,
 )
 
 SUCCESS_TAGS = ("handling_success", "direct_answer", "fallback_success")
@@ -38,121 +37,6 @@ TAGGER_SYSTEM = (
     "- failure: the answer is wrong or missing.\n"
     "Judge correctness by comparing the agent's answer with the correct answer.\n"
     "Reply with JSON: {\"tag\": ..., \"rationale\": one sentence}.")
-
-
-@dataclass
-class RunRecords:
-    """Every record of a run's stages (read back once for the statistics)."""
-
-    seeds: int
-    trees: list[InfoTree]
-    distractors: list[DistractorDoc]
-    paths: list[PathRecord]
-    qas: list[QARecord]
-    trajs: list[Trajectory]
-    filters: list[FilterRecord]
-    tags: list[TagRecord] | None = None
-
-
-Counts = dict[str, tuple[int, int, Mapping[str, int]]]
-
-
-def stage_counts(r: RunRecords, export: dict[str, Any] | None = None) -> tuple[Counts, dict[str, dict[str, Any]]]:
-    """Per declared stage (see :class:`agentrag.synth.ragshaper.run.RagShaperSynth`): records in,
-    records out and rejections by reason; and the notes beside the funnel (per stage). The driver
-    adds the items each stage left unfinished."""
-    ok_trees = [t for t in r.trees if t.status == "ok"]
-    accepted = [q for q in r.qas if q.status == "accepted"]
-    node_errors = [n.error for t in r.trees for n in t.nodes if n.error]
-    flagged = [t for t in r.trajs if str(t.metadata.get("error") or "").startswith("context_limit")]
-    kept = sum(f.kept for f in r.filters)
-    exp = export or {}
-    malformed = int(exp.get("with_malformed_turns", 0))
-    reject = exp.get("malformed_turns") == "reject"
-    counts: Counts = {
-        "explore": (r.seeds, len(ok_trees), reason_counts(t.error for t in r.trees if t.status != "ok")),
-        "distractors": (sum(t.distractor_calls for t in r.trees), len(r.distractors),
-                        reason_counts(e for e in node_errors if e.startswith("distractor_tool"))),
-        "paths": (len(ok_trees), len(r.paths), {}),
-        "qa": (len(r.paths), len(accepted), reason_counts(q.reason for q in r.qas if q.status != "accepted")),
-        "elicit": (len(accepted), len(r.trajs) - len(flagged),
-                   reason_counts(str(t.metadata["error"]) for t in flagged)),
-        "filter": (len(r.filters), kept, reason_counts(f.reason or "f1_below_threshold" for f in r.filters
-                                                      if not f.kept)),
-        "export": (kept, int(exp["exported"]) if "exported" in exp else (kept - malformed if reject else kept),
-                   {"malformed_turns": malformed} if malformed and reject else {}),
-    }
-    if r.tags is not None:
-        counts["tag"] = (len(r.trajs), sum(t.error is None for t in r.tags),
-                         reason_counts(t.error for t in r.tags if t.error))
-    notes: dict[str, dict[str, Any]] = {
-        "explore": {"nodes": sum(len(t.nodes) for t in r.trees), "node_errors": reason_counts(node_errors),
-                    "repaired": repairs(r.trees)},
-        "elicit": {"finish_reason": dict(Counter(t.finish_reason for t in r.trajs))},
-        "export": {"policy": exp.get("malformed_turns", "reject"), "kept_with_malformed_turns": malformed},
-    }
-    return counts, notes
-
-
-def details(r: RunRecords, cfg: RagShaperConfig, notes: dict[str, dict[str, Any]],
-            seed_source: str = "") -> dict[str, Any]:
-    """RAGShaper's own statistics, written beside the driver's keys in ``metrics.json``."""
-    per_seed: dict[str, float] = {t.seed: round(t.elapsed, 1) for t in r.trees}
-    seeds_by_id = {t.id: t.seed for t in r.trees}
-    for q in r.qas:
-        s = seeds_by_id.get(q.seed_id)
-        if s is not None:
-            per_seed[s] = round(per_seed.get(s, 0) + q.elapsed, 1)
-    for t in r.trajs:
-        s = seeds_by_id.get(str(t.metadata.get("seed_id")))
-        if s is not None:
-            per_seed[s] = round(per_seed.get(s, 0) + t.elapsed, 1)
-    tags = r.tags or []
-    docs_per_seed = Counter(d.seed_id for d in r.distractors)
-    return {
-        "ablation_no_distractors": not cfg.distractors.enabled, "seed_source": seed_source,
-        "funnel_notes": notes, "repaired": repairs(r.trees),
-        "tool_calls": tool_calls_distribution(r.trajs),
-        "distractors": distractor_stats(r.distractors, r.trajs, r.filters),
-        "seeds_meeting_distractor_quota": sum(  # documents per tree counted in one pass (was per tree)
-            1 for t in r.trees if t.distractor_calls >= cfg.distractors.min_calls
-            and docs_per_seed[t.id] >= cfg.distractors.min_docs),
-        "tags": dict(Counter(t.tag for t in tags)), "tags_rule": dict(Counter(t.rule_tag for t in tags)),
-        "seconds_per_seed": per_seed,
-    }
-
-
-def repairs(trees: list[InfoTree]) -> dict[str, int]:
-    """How often a rule filled in what the curator left out (``TreeNode.repaired``), by kind."""
-    def kind(repair: str) -> str:  # "invalid top_k 'x' -> 3" -> "invalid top_k"; empties keep the fallback
-        head, _, tail = repair.partition(" -> ")
-        words = head.split()
-        return f"{' '.join(words[:2])} -> {tail}" if words[:1] == ["empty"] else " ".join(words[:2])
-
-    return dict(Counter(kind(r) for t in trees for n in t.nodes for r in n.repaired))
-
-
-def tool_calls_distribution(trajs: list[Trajectory]) -> dict[int, int]:
-    return dict(sorted(Counter(int(t.metadata.get("tool_calls", 0)) for t in trajs).items()))
-
-
-def distractor_stats(distractors: list[DistractorDoc], trajs: list[Trajectory],
-                     filters: list[FilterRecord]) -> dict[str, Any]:
-    kept = {f.id: f.kept for f in filters}
-    created = Counter(d.distractor_type for d in distractors)
-    met_docs: Counter[str] = Counter()
-    by_type: dict[str, list[bool]] = {}
-    for t in trajs:
-        for m in t.metadata.get("distractors_met", []):
-            met_docs[m["distractor_type"]] += 1
-        for dtype in t.metadata.get("distractor_types_met", []):
-            by_type.setdefault(dtype, []).append(kept.get(t.id, False))
-    none = [kept.get(t.id, False) for t in trajs if not t.metadata.get("distractor_types_met")]
-    if none:
-        by_type["(none met)"] = none
-    return {"created": dict(created), "met_documents": dict(met_docs),
-            "success_by_type_met": {k: {"trajectories": len(v), "kept": sum(v),
-                                        "success_rate": round(sum(v) / len(v), 3)} for k, v in by_type.items()}}
 
 
 def render_for_tagger(traj: Trajectory, max_chars: int = 300) -> str:
@@ -256,5 +140,5 @@ def report_sections(metrics: dict[str, Any]) -> list[Any]:
     ]
 
 
-__all__ = ["RunRecords", "stage_counts", "details", "tool_calls_distribution", "distractor_stats", "tag_behaviour",
+__all__ = ["RunRecords", "Tally", "Counts", "stage_counts", "details", "tool_calls_distribution", "distractor_stats", "tag_behaviour",
            "render_for_tagger", "report_sections", "TAGS", "SUCCESS_TAGS", "rule_tag", "repairs", "BehaviourTag"]

@@ -5,6 +5,7 @@ answer and whose final answer is in the answer format, and export the kept ones 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +59,12 @@ def malformed_turns(traj: Trajectory) -> int:
     return bad + (1 if answer_format_error(traj) else 0)
 
 
-def export_sft(trajs: list[Trajectory], out_dir: Path, tools: list[dict[str, Any]],
+def export_sft(trajs: Iterable[Trajectory], out_dir: Path, tools: list[dict[str, Any]],
                system_prompt: str) -> dict[str, Any]:
     """Write TRL conversational + LLaMA-Factory sharegpt files (and ``dataset_info.json``) into
-    ``out_dir`` via the export area; returns its summary (counts and file paths)."""
+    ``out_dir`` via the export area; returns its summary (counts and file paths). ``trajs`` that
+    is not an iterator (a list, a :class:`~agentrag.synth.ragshaper.pipeline.Kept`) is read once
+    per file."""
     from agentrag.export.sft import write_sft_export
 
     return write_sft_export(out_dir, trajs, system_prompt, tools)

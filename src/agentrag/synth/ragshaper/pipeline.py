@@ -11,16 +11,18 @@ skipped, and the run's LLM cache (``<run>/llm_cache.sqlite``) pays no call twice
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agentrag.kb.base import Retriever
 from agentrag.records import Passage, Trajectory
+from agentrag.runs import JsonlStore
 from agentrag.synth.driver import SynthOutput, SynthRun, reuse_output
 from agentrag.synth.ragshaper import analysis
 from agentrag.synth.ragshaper.components import RagShaperComponents, seed_id
 from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.synth.ragshaper.filter import export_sft, filter_trajectory, malformed_turns
+from agentrag.synth.ragshaper.lazy import ReadTask, Ref, StageIndex
 from agentrag.synth.ragshaper.paths import select_paths
 from agentrag.synth.ragshaper.schema import (
     DistractorDoc,
@@ -42,6 +44,17 @@ def _writer(store: Any) -> Callable[[Any, Any], None]:
         store.append(record)
 
     return write
+
+
+class Kept:
+    """The trajectories the export takes (kept by the filter; with ``reject``, without a malformed
+    turn), read anew from the stage file on each iteration, record by record."""
+
+    def __init__(self, trajs: JsonlStore[Trajectory], kept_ids: set[str], reject: bool) -> None:
+        self.trajs, self.kept_ids, self.reject = trajs, kept_ids, reject
+
+    def __iter__(self) -> Iterator[Trajectory]:
+        return (t for t in self.trajs if t.id in self.kept_ids and not (self.reject and malformed_turns(t)))
 
 
 class RagShaperPipeline:
@@ -81,29 +94,33 @@ class RagShaperPipeline:
 
     def synthesize(self) -> None:
         todo = [p for p in self.paths if f"{p.id}-qa" not in self.qas]
-        seeds = {p.seed_id for p in todo}
-        one = StageTask("qa", self.cfg, self.c, data={t.id: t for t in self.trees if t.id in seeds})
+        # each item reads its tree from trees.jsonl (the trees of the run are not held)
+        one = StageTask("qa", self.cfg, self.c, data=StageIndex(self.trees.path, InfoTree, {p.seed_id for p in todo}))
         self.ctx.stage("qa", one, todo, _writer(self.qas))
 
     def _distractor_kb(self) -> tuple[Retriever | None, list[Passage], dict[str, str]]:
-        docs = self.distractors.read()
-        types = {d.id: d.distractor_type for d in docs}
-        if not self.cfg.distractors.enabled or not docs:
-            if self.cfg.distractors.enabled:
+        enabled = self.cfg.distractors.enabled
+        types: dict[str, str] = {}
+        passages: list[Passage] = []
+        for d in self.distractors:  # record by record: K~ holds the passages, not the documents
+            types[d.id] = d.distractor_type
+            if enabled:
+                passages.append(Passage(id=d.id, title=d.title, text=d.text,
+                                        metadata={"distractor_type": d.distractor_type, "seed_id": d.seed_id,
+                                                  "node_id": d.node_id, "source_passage_id": d.source_passage_id}))
+        if not enabled or not types:
+            if enabled:
                 log.warning("no distractor documents were created: the teacher reads K only")
             return None, [], types
-        passages = [Passage(id=d.id, title=d.title, text=d.text,
-                            metadata={"distractor_type": d.distractor_type, "seed_id": d.seed_id,
-                                      "node_id": d.node_id, "source_passage_id": d.source_passage_id})
-                    for d in docs]
         return self.c.distractor_kb(passages), passages, types
 
     def elicit(self) -> None:
-        todo = [q for q in self.qas if q.status == "accepted" and f"{q.id}-t" not in self.trajs]
+        todo = [Ref(q.id) for q in self.qas if q.status == "accepted" and f"{q.id}-t" not in self.trajs]
         if not todo:
             return
         kb_tilde, passages, types = self._distractor_kb()
-        one = StageTask("elicit", self.cfg, self.c, data=types, tilde=(passages, kb_tilde))
+        questions = StageIndex(self.qas.path, QARecord, {r.id for r in todo})  # read per item
+        one = ReadTask("elicit", self.cfg, self.c, questions, data=types, tilde=(passages, kb_tilde))
         self.ctx.stage("elicit", one, todo, _writer(self.trajs))
 
     def filter_and_tag(self) -> None:
@@ -114,9 +131,11 @@ class RagShaperPipeline:
                                                       self.cfg.f1_threshold))
         if not self.cfg.tag_behaviours:
             return
-        filters = {f.id: f for f in self.filters}
-        todo = [t for t in self.trajs if t.id not in self.tags]
-        one = StageTask("tag", self.cfg, self.c, data={t.id: filters[t.id] for t in todo})
+        todo = [Ref(t.id) for t in self.trajs if t.id not in self.tags]
+        ids = {r.id for r in todo}
+        # each item reads its trajectory and filter decision from their stage files
+        one = ReadTask("tag", self.cfg, self.c, StageIndex(self.trajs.path, Trajectory, ids),
+                       data=StageIndex(self.filters.path, FilterRecord, ids))
         self.ctx.stage("tag", one, todo, _writer(self.tags))
 
     def export(self) -> dict[str, Any]:
@@ -124,15 +143,18 @@ class RagShaperPipeline:
         With ``malformed_turns="reject"`` a trajectory with a malformed assistant turn (bad tool
         JSON, unknown tool, extra parallel calls, an empty or untagged reply) is left out."""
         kept_ids = {f.id for f in self.filters if f.kept}
-        kept = [t for t in self.trajs if t.id in kept_ids]
-        dirty = {t.id for t in kept if malformed_turns(t)}
-        if self.cfg.malformed_turns == "reject":
-            kept = [t for t in kept if t.id not in dirty]
-        summary: dict[str, Any] = {"malformed_turns": self.cfg.malformed_turns,
-                                   "with_malformed_turns": len(dirty)}
+        reject = self.cfg.malformed_turns == "reject"
+        dirty = clean = 0
+        for t in self.trajs:  # one pass, record by record: the export reads the file again per file
+            if t.id in kept_ids:
+                if malformed_turns(t):
+                    dirty += 1
+                else:
+                    clean += 1
+        summary: dict[str, Any] = {"malformed_turns": self.cfg.malformed_turns, "with_malformed_turns": dirty}
         if not self.cfg.export:
             return {**summary, "skipped": "export disabled in config"}
-        if not kept:
+        if not (clean if reject else clean + dirty):
             return {**summary, "skipped": "no clean trajectory passed the filter", "records": 0}
         from agentrag.agents.prompts import REACT_SYSTEM
         from agentrag.agents.tools import search_tool_schema
@@ -143,6 +165,7 @@ class RagShaperPipeline:
         tools = [search_tool_schema(name, self.cfg.elicit.top_k, max_k=None)]  # the tool the teacher had
         system = str(settings.get("system_prompt") or REACT_SYSTEM).format(tool=name)
         try:
+            kept = Kept(self.trajs, kept_ids, reject)
             return {**summary, **export_sft(kept, self.ctx.run.path / "sft", tools, system)}
         except ImportError as exc:
             log.warning("SFT export skipped: %s", exc)
@@ -159,14 +182,14 @@ class RagShaperPipeline:
 
         def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
             exported = self.export()
-            recs = analysis.RunRecords(seeds=len(self.seeds), trees=self.trees.read(),
-                                       distractors=self.distractors.read(), paths=self.paths.read(),
-                                       qas=self.qas.read(), trajs=self.trajs.read(), filters=self.filters.read(),
-                                       tags=self.tags.read() if self.cfg.tag_behaviours else None)
+            # the stage files themselves: the statistics read each once, record by record
+            recs = analysis.RunRecords(seeds=len(self.seeds), trees=self.trees, distractors=self.distractors,
+                                       paths=self.paths, qas=self.qas, trajs=self.trajs, filters=self.filters,
+                                       tags=self.tags if self.cfg.tag_behaviours else None)
             counts, notes = analysis.stage_counts(recs, exported)
             return SynthOutput(counts=counts, export=exported,
                                details=analysis.details(recs, self.cfg, notes, self.seed_source))
         return reuse_output(self.ctx.run, self.seed_source, report)
 
 
-__all__ = ["RagShaperPipeline"]
+__all__ = ["RagShaperPipeline", "Kept"]

@@ -28,15 +28,17 @@ class ScriptedLLM:
     Script items: a string (the completion text), a ``ToolCall`` or list of them, a full
     ``Completion``, an exception instance (raised), or a callable ``f(messages, **kwargs)``
     returning any of these. When the script runs out, ``default`` is used (or LLMError raised).
-    ``calls`` counts ``chat`` invocations; ``requests`` keeps what each call received.
+    ``calls`` counts ``chat`` invocations; ``requests`` keeps what each call received (unless
+    ``record=False``: benchmarks at many items, where the log would be most of the memory).
     """
 
     def __init__(self, script: Sequence[ScriptItem] = (), *, default: ScriptItem | None = None,
-                 model: str = "scripted", cycle: bool = False):
+                 model: str = "scripted", cycle: bool = False, record: bool = True):
         self.script = list(script)
         self.default = default
         self.model = model
         self.cycle = cycle
+        self.record = record
         self.calls = 0
         self.requests: list[dict[str, Any]] = []
         self._pos = 0
@@ -76,8 +78,9 @@ class ScriptedLLM:
              response_format: dict[str, Any] | None = None, n: int = 1, **sampling: Any) -> list[Completion]:
         with self._lock:
             self.calls += 1
-            self.requests.append({"messages": list(messages), "tools": tools,
-                                  "response_format": response_format, "n": n, **sampling})
+            if self.record:
+                self.requests.append({"messages": list(messages), "tools": tools,
+                                      "response_format": response_format, "n": n, **sampling})
         kwargs = {"tools": tools, "response_format": response_format, **sampling}
         return [self._complete(self._next(), messages, **kwargs) for _ in range(n)]
 

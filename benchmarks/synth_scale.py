@@ -205,13 +205,30 @@ def _timed(spent: dict[str, float]) -> None:
         del name
 
 
-def child(workload: str, n: int, out: Path) -> dict[str, Any]:
+def _no_request_log() -> None:
+    """Every ScriptedLLM this process builds keeps no request log (``record=False``): at 20,000
+    items the fakes' logs of every prompt would be most of the peak RSS, which is the pipeline's
+    to measure. ``--keep-request-log`` measures with the logs, as the unit tests build them."""
+    from agentrag import testing
+
+    init = testing.ScriptedLLM.__init__
+
+    def quiet(self: Any, *a: Any, **kw: Any) -> None:
+        kw.setdefault("record", False)
+        init(self, *a, **kw)
+
+    testing.ScriptedLLM.__init__ = quiet  # type: ignore[method-assign]
+
+
+def child(workload: str, n: int, out: Path, keep_log: bool = False) -> dict[str, Any]:
     """One size of one workload in this (fresh) process: the run, then a no-op rerun."""
     import logging
 
     logging.disable(logging.WARNING)
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "unit")]
     spent: dict[str, float] = {"report": 0.0, "depth": 0}
+    if not keep_log:
+        _no_request_log()
     _timed(spent)
     t0 = time.perf_counter()
     RUNNERS[workload](out, n)
@@ -243,19 +260,23 @@ def main() -> None:
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--child", nargs=3, metavar=("WORKLOAD", "N", "OUT"), help=argparse.SUPPRESS)
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per (workload, size)")
+    ap.add_argument("--keep-request-log", action="store_true",
+                    help="the scripted fakes keep every request, as in the unit tests (memory grows with N)")
     a = ap.parse_args()
     if a.child:
-        print("RESULT " + json.dumps(child(a.child[0], int(a.child[1]), Path(a.child[2]))))
+        print("RESULT " + json.dumps(child(a.child[0], int(a.child[1]), Path(a.child[2]), a.keep_request_log)))
         return
     sizes = [int(x) for x in a.sizes.split(",")]
-    print(f"# load: {os.getloadavg()}; sizes {sizes}", flush=True)
+    print(f"# load: {os.getloadavg()}; sizes {sizes}; request logs {'kept' if a.keep_request_log else 'off'}",
+          flush=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     for w in a.workloads.split(","):
         rows = []
         for n in sizes:
             with tempfile.TemporaryDirectory(prefix=f"synth_scale_{w}_") as tmp:
                 try:
-                    proc = subprocess.run([sys.executable, __file__, "--child", w, str(n), str(Path(tmp) / "run")],
+                    cmd = [sys.executable, __file__, "--child", w, str(n), str(Path(tmp) / "run")]
+                    proc = subprocess.run(cmd + ["--keep-request-log"] * a.keep_request_log,
                                           capture_output=True, text=True, env=env, timeout=a.timeout)
                 except subprocess.TimeoutExpired:
                     print(json.dumps({"workload": w, "items": n, "error": f"timeout {a.timeout} s"}), flush=True)

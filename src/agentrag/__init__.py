@@ -48,7 +48,7 @@ _EXPORTS: dict[str, str] = {
     "AnnotatedSynth": "agentrag.synth.annotated",
     # failure policy and executors
     "Executor": "agentrag.exec", "Outcome": "agentrag.exec", "ThreadExecutor": "agentrag.exec",
-    "WorkerTask": "agentrag.exec", "resolve_executor": "agentrag.exec", "run_stage": "agentrag.exec",
+    "WorkerTask": "agentrag.exec", "resolve_executor": "agentrag.exec", "run_stage": "agentrag.exec", "run_flow": "agentrag.exec",
     "StageResult": "agentrag.exec", "item_key": "agentrag.exec", "ItemBugs": "agentrag.exec",
     # the synthesizer driver
     "Stage": "agentrag.synth.driver", "FunnelRow": "agentrag.synth.driver", "SynthMetrics": "agentrag.synth.driver",

@@ -13,17 +13,9 @@ from agentrag.records import QAItem
 from agentrag.runs import RunDir
 from agentrag.synth.reasonrag import run_reasonrag
 from agentrag.synth.reasonrag.pipeline import RunFiles
-from agentrag.synth.reasonrag.schedule import Refill
 from agentrag.testing import ScriptedLLM
 
 SLOW = QAItem(id="slow", question="Which person directed Film Alpha, slowly?", golden_answers=["John Smith"])
-
-
-def test_refill_gives_items_queued_after_it_stopped():
-    feed = Refill([1])
-    assert list(feed) == [1] and list(feed) == []
-    feed.put(2)
-    assert next(feed) == 2
 
 
 def test_a_slow_question_does_not_hold_back_a_fast_one(tmp_path):

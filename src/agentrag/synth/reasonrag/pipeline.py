@@ -98,7 +98,7 @@ def _greedy_one(cfg: ReasonRagConfig, c: ReasonRagComponents, item: QAItem) -> T
 def search(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, files: RunFiles,
            items: list[QAItem], batch: int = 1) -> None:
     """MCTS for every question without a finished tree, each question advancing on its own (see
-    the module docstring and :mod:`.schedule`)."""
+    the module docstring; the tasks run through :meth:`SynthRun.flow`)."""
     for it in items:
         files.questions.append(it)
     events: dict[str, list[IterationEvent]] = defaultdict(list)

@@ -17,6 +17,10 @@ while the stage ran; stages that overlap, ``SynthRun.flow``, are one row joined 
     PYTHONPATH=src AGENTRAG_SHARED=../shared python benchmarks/synth_concurrency.py \
         [--only backend,eval,ragshaper,reasonrag,evipath,tracer] [--scale 1.0] [--latency 0.2] [--concurrency 64]
 
+The Tracer case searches ``benchmarks/_shared.py``'s ``IndexedRetriever`` (the test
+FakeRetriever's hits, over an inverted index); ``--fake-kb`` searches the FakeRetriever itself,
+whose per-search cost (every passage tokenized) grows with ``--scale``.
+
 ``--scale`` multiplies every case's item count (the default sizes take a few minutes in all on a
 2-core machine; ``--scale 3`` about three times that, with the stage tails weighing a third as
 much; see docs/scale.md "Remote endpoints").

@@ -17,6 +17,10 @@ while the stage ran; stages that overlap, ``SynthRun.flow``, are one row joined 
     PYTHONPATH=src AGENTRAG_SHARED=../shared python benchmarks/synth_concurrency.py \
         [--only backend,eval,ragshaper,reasonrag,evipath,tracer] [--scale 1.0] [--latency 0.2] [--concurrency 64]
 
+The Tracer case searches ``benchmarks/_shared.py``'s ``IndexedRetriever`` (the test
+FakeRetriever's hits, over an inverted index); ``--fake-kb`` searches the FakeRetriever itself,
+whose per-search cost (every passage tokenized) grows with ``--scale``.
+
 ``--scale`` multiplies every case's item count (the default sizes take a few minutes in all on a
 2-core machine; ``--scale 3`` about three times that, with the stage tails weighing a third as
 much; see docs/scale.md "Remote endpoints").
@@ -37,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests"), str(Path(__file__).resolve().parents[1] / "tests" / "unit")]
+
+from _shared import IndexedRetriever  # noqa: E402
 
 from agentrag.exec import ThreadExecutor  # noqa: E402
 from agentrag.llm import resolve_llm  # noqa: E402
@@ -97,7 +103,7 @@ def case_eval(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
         m = run_eval(out=out, dataset=str(data), agent="plan_step", concurrency=conc, llm=llm,
                      retriever=FakeRetriever(PASSAGES), executor=ThreadExecutor(conc))
         return {"items": n, "finished": m["n"], "unfinished": m["unfinished"]}
-    return served(ScriptedLLM(default=plan_step_policy)), {"run": run}
+    return served(ScriptedLLM(default=plan_step_policy, record=False)), {"run": run}
 
 
 def case_ragshaper(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
@@ -158,6 +164,14 @@ def case_evipath(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
 
 
 COPY = re.compile(r" §\d+")
+#: the Tracer case's KB: FakeRetriever's ranking, indexed (benchmarks/_shared.py; the fake itself
+#: tokenizes every passage per search: 10.8 ms at 320 passages, 31.6 ms at 960, the benchmark's own
+#: cost, not the pipeline's); ``--fake-kb`` for the unindexed fake
+KB: dict[str, Any] = {"cls": IndexedRetriever}
+
+
+def kb(passages: list[Any]) -> Any:
+    return KB["cls"](passages)
 
 
 def case_tracer(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
@@ -178,7 +192,7 @@ def case_tracer(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
     def run(llm: Any) -> dict[str, Any]:
         cfg = TracerRunConfig(docs=len(passages), max_hops=4, concurrency=conc)
         cfg.sampling.min_chars = 0
-        m = run_tracer(cfg, out, llm=llm, judge=llm, kb=FakeRetriever(passages), passages=passages,
+        m = run_tracer(cfg, out, llm=llm, judge=llm, kb=kb(passages), passages=passages,
                        executor=ThreadExecutor(conc))
         return {"items": len(passages), "finished": m["funnel"][0]["out"], "unfinished": m["unfinished"]}
     return reply, {"run": run}
@@ -314,7 +328,11 @@ def main() -> None:
                     "add 429 to see the adaptive limit back off)")
     ap.add_argument("--same-process", action="store_true",
                     help="serve the stub from a thread of this process (the old setup: its CPU competes with the client's)")
+    ap.add_argument("--fake-kb", action="store_true",
+                    help="the Tracer case searches the test FakeRetriever (every passage tokenized per search)")
     args = ap.parse_args()
+    if args.fake_kb:
+        KB["cls"] = FakeRetriever
     logging.basicConfig(level=logging.ERROR)  # the failed attempts (5% of requests) would flood the table
     print(f"latency {args.latency} s, faults {args.faults:.0%} ({args.fault_kinds or 'stub defaults'}), concurrency {args.concurrency}, cpus {os.cpu_count()}, "
           f"load {os.getloadavg()[0]:.1f}")

@@ -34,6 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _shared import IndexedRetriever  # FakeRetriever's ranking, indexed (benchmarks/_shared.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ("eval", "ragshaper", "evipath", "reasonrag", "tracer")
 # the functions that build each report: their time is summed as "report_s"
@@ -49,41 +51,6 @@ REPORT_FUNCS: dict[str, list[tuple[str, str]]] = {
 
 
 # ----------------------------------------------------------------------------- workloads (child)
-
-class IndexedRetriever:
-    """FakeRetriever's word-overlap ranking over an inverted index of the rare words: a search
-    scores only the passages sharing a word of document frequency <= ``max_df`` with the query
-    (the first ``max_df`` passages when none does). The test FakeRetriever scans and tokenizes
-    every passage per query, which made RAGShaper's distractor KB (one per run, over every
-    distractor document) quadratic in the benchmark itself; a real KB's search is indexed."""
-
-    def __init__(self, passages: list[Any], *, kb: str = "main", max_df: int = 64) -> None:
-        import re
-        from collections import defaultdict
-
-        self.tok = re.compile(r"\w+")
-        self.passages, self.kb, self.max_df = list(passages), kb, max_df
-        self.words = [set(self.tok.findall(p.contents.lower())) for p in self.passages]
-        self.post: dict[str, list[int]] = defaultdict(list)
-        for i, ws in enumerate(self.words):
-            for w in ws:
-                self.post[w].append(i)
-
-    def search(self, queries: list[str], k: int, threshold: float | None = None) -> list[list[Any]]:
-        from agentrag.kb.base import apply_threshold
-        from agentrag.records import Hit
-
-        out = []
-        for q in queries:
-            qt = set(self.tok.findall(q.lower()))
-            cand = {i for w in qt if len(self.post.get(w, ())) <= self.max_df for i in self.post.get(w, ())}
-            cand = cand or set(range(min(self.max_df, len(self.passages))))
-            hits = [Hit(id=self.passages[i].id, title=self.passages[i].title, text=self.passages[i].text,
-                        score=len(qt & self.words[i]) / max(1, len(qt | self.words[i])), method="fake", kb=self.kb,
-                        metadata=dict(self.passages[i].metadata)) for i in sorted(cand)]
-            out.append(apply_threshold(hits, k, threshold))
-        return out
-
 
 def _eval(out: Path, n: int) -> None:
     from test_eval_outages import PASSAGES, plan_step_policy
@@ -109,7 +76,7 @@ def _ragshaper(out: Path, n: int) -> None:
     from agentrag.synth.ragshaper.components import RagShaperComponents
 
     comps = RagShaperComponents(curator=curator_llm(), teacher=teacher_llm(), main_kb=main_retriever(),
-                                distractor_kb=lambda ps: IndexedRetriever(ps, kb="distractor"), tagger=curator_llm())
+                                distractor_kb=lambda ps: IndexedRetriever(ps, kb="distractor", max_df=64), tagger=curator_llm())
     cfg = RagShaperRunConfig(concurrency=4)
     cfg.curator.max_depth = 4
     run_ragshaper(cfg, out, seeds=[f"Ada Varn {i}" for i in range(n)], components=comps)

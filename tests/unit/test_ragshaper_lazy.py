@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import pickle
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -62,8 +63,16 @@ def test_stages_hold_the_records_of_the_items_in_flight_only(tmp_path: Path, mon
 
     def qa_counting(state: Any, item: Any, _fn: Any = stages._STAGES["qa"]) -> Any:
         nonlocal trees_alive
-        gc.collect()
-        trees_alive = max(trees_alive, sum(isinstance(o, InfoTree) and o.id in ours for o in gc.get_objects()))
+        # explore runs beside QA (a flow): no thread switch while gc.get_objects()'s list holds
+        # another thread's tuples under construction (CPython's tuple resize then fails)
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(1000.0)
+        try:
+            gc.collect()
+            alive = sum(isinstance(o, InfoTree) and o.id in ours for o in gc.get_objects())
+        finally:
+            sys.setswitchinterval(switch)
+        trees_alive = max(trees_alive, alive)
         return _fn(state, item)
     monkeypatch.setitem(stages._STAGES, "qa", qa_counting)
     seen: dict[str, tuple[set[str], str]] = {}
@@ -75,6 +84,14 @@ def test_stages_hold_the_records_of_the_items_in_flight_only(tmp_path: Path, mon
         seen[name] = ({type(i).__name__ for i in items}, type(getattr(fn, "data", None)).__name__)
         return stage(self, name, fn, items, *a, **kw)
     monkeypatch.setattr(SynthRun, "stage", recording)
+    flow = SynthRun.flow
+
+    def flow_recording(self: Any, steps: Any, first: Any, *a: Any, **kw: Any) -> Any:
+        def rec(name: str, fn: Any) -> Any:  # a flow's stages see their items one by one
+            types = seen.setdefault(name, (set(), type(getattr(fn, "data", None)).__name__))[0]
+            return lambda item: types.add(type(item).__name__) or fn(item)
+        return flow(self, {k: (rec(k, fn), w) for k, (fn, w) in steps.items()}, first, *a, **kw)
+    monkeypatch.setattr(SynthRun, "flow", flow_recording)
     getitem = StageIndex.__getitem__
 
     def counting(self: Any, key: str) -> Any:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -48,19 +49,40 @@ class Ref:
 class StageIndex(Generic[R]):
     """``index[id]``: the record of a stage file with that id, read from the file (the first line
     with the id, as :class:`~agentrag.runs.JsonlStore` reads it). Holds only byte offsets, of the
-    ``ids`` given (all when None)."""
+    ``ids`` given (all when None). With ``grow``, an id not indexed yet is looked for in the lines
+    written since (a record the driver wrote after the index was made: a stage that overlaps the
+    one writing the file, :meth:`~agentrag.synth.driver.SynthRun.flow`)."""
 
-    def __init__(self, path: str | os.PathLike[str], model: type[R], ids: Collection[str] | None = None) -> None:
-        self.path, self.model = str(path), model
+    def __init__(self, path: str | os.PathLike[str], model: type[R], ids: Collection[str] | None = None, *,
+                 grow: bool = False) -> None:
+        self.path, self.model, self.grow = str(path), model, grow
         self.offsets: dict[str, tuple[int, int]] = {}  # id -> (byte offset, line number)
-        pos = 0
+        self.end = self.lines = 0  # how far the file was read (bytes, whole lines)
+        self._lock = threading.Lock()
+        self._scan(ids)
+
+    def _scan(self, ids: Collection[str] | None) -> None:
+        """Index the whole lines written since the last scan (of ``ids``, all when None)."""
+        if not os.path.exists(self.path):
+            return
         with open(self.path, "rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                if raw.endswith(b"\n") and raw.strip():
+            fh.seek(self.end)
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    break  # a line being written: read it on a later scan
+                self.lines += 1
+                if raw.strip():
                     key = _line_id(raw)
                     if key not in self.offsets and (ids is None or key in ids):
-                        self.offsets[key] = (pos, lineno)
-                pos += len(raw)
+                        self.offsets[key] = (self.end, self.lines)
+                self.end += len(raw)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def __contains__(self, key: object) -> bool:
         return key in self.offsets
@@ -69,6 +91,9 @@ class StageIndex(Generic[R]):
         return len(self.offsets)
 
     def __getitem__(self, key: str) -> R:
+        if key not in self.offsets and self.grow:  # written after the index was made (a flow's follow-up)
+            with self._lock:
+                self._scan(None)
         pos, lineno = self.offsets[key]
         with open(self.path, "rb") as fh:
             fh.seek(pos)

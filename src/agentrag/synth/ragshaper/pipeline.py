@@ -73,30 +73,56 @@ class RagShaperPipeline:
         self.tags = run.stage("tags", TagRecord)
 
     # --- stages -------------------------------------------------------------------------------
-    def explore(self, entities: list[str]) -> None:
+    # explore -> select -> qa and elicit -> filter -> tag run as flows (SynthRun.flow): an item's
+    # next stage starts as soon as its own record is written. Path selection (Eq. 5) is per tree,
+    # done by the tree's writer; the filter is per trajectory, done by the trajectory's writer.
+    # The one barrier is K~, the distractor KB over every tree's distractors, before elicitation.
+    def add_seeds(self, entities: list[str]) -> list[SeedRecord]:
+        """Write the seeds; the ones without a tree yet."""
         for e in entities:
             self.seeds.append(SeedRecord(id=seed_id(e), entity=e.strip(), source=self.seed_source))
-        todo = [s for s in self.seeds.read() if s.id not in self.trees]
+        return [s for s in self.seeds.read() if s.id not in self.trees]
 
-        def write(_seed: SeedRecord, out: tuple[InfoTree, list[DistractorDoc]]) -> None:
-            tree, docs = out
-            for d in docs:  # K~ documents first, so a kill before the tree line only repeats cached calls
-                self.distractors.append(d)
-            self.trees.append(tree)
+    def _select_tree(self, tree: InfoTree) -> list[PathRecord]:
+        """Eq. 5 for one tree: write its selected paths; the ones without a question yet."""
+        if tree.status != "ok":
+            return []
+        paths = select_paths(tree, self.cfg.paths_per_tree)
+        for p in paths:
+            self.paths.append(p)
+        return [p for p in paths if f"{p.id}-qa" not in self.qas]
 
-        self.ctx.stage("explore", StageTask("explore", self.cfg, self.c), todo, write)
+    def _write_tree(self, _seed: SeedRecord, out: tuple[InfoTree, list[DistractorDoc]]) -> list[PathRecord]:
+        tree, docs = out
+        for d in docs:  # K~ documents first, so a kill before the tree line only repeats cached calls
+            self.distractors.append(d)
+        self.trees.append(tree)
+        return self._select_tree(tree)
+
+    def _qa_task(self, todo: list[PathRecord]) -> StageTask:
+        # each item reads its tree from trees.jsonl (the trees of the run are not held); ``grow``:
+        # the trees written by this flow are found too
+        trees = StageIndex(self.trees.path, InfoTree, {p.seed_id for p in todo}, grow=True)
+        return StageTask("qa", self.cfg, self.c, data=trees)
+
+    def explore_and_synthesize(self, entities: list[str]) -> None:
+        """Trees of the pending seeds, each tree's paths selected as it is written, and the QA
+        synthesis of each path started at once (with the pending paths of earlier runs)."""
+        todo = self.add_seeds(entities)
+        self.select()  # trees of an earlier run whose paths were not written
+        pending = [p for p in self.paths if f"{p.id}-qa" not in self.qas]
+        explore = StageTask("explore", self.cfg, self.c)
+
+        def write_tree(seed: SeedRecord, out: tuple[InfoTree, list[DistractorDoc]]) -> list[tuple[str, Any]]:
+            return [("qa", p) for p in self._write_tree(seed, out)]
+
+        self.ctx.flow({"explore": (explore, write_tree), "qa": (self._qa_task(pending), _writer(self.qas))},
+                      [("explore", s) for s in todo] + [("qa", p) for p in pending])
 
     def select(self) -> None:
+        """Eq. 5 for every tree (the trees of an earlier run whose paths were not written)."""
         for tree in self.trees:
-            if tree.status == "ok":
-                for p in select_paths(tree, self.cfg.paths_per_tree):
-                    self.paths.append(p)
-
-    def synthesize(self) -> None:
-        todo = [p for p in self.paths if f"{p.id}-qa" not in self.qas]
-        # each item reads its tree from trees.jsonl (the trees of the run are not held)
-        one = StageTask("qa", self.cfg, self.c, data=StageIndex(self.trees.path, InfoTree, {p.seed_id for p in todo}))
-        self.ctx.stage("qa", one, todo, _writer(self.qas))
+            self._select_tree(tree)
 
     def _distractor_kb(self) -> tuple[Retriever | None, list[Passage], dict[str, str]]:
         enabled = self.cfg.distractors.enabled
@@ -114,29 +140,44 @@ class RagShaperPipeline:
             return None, [], types
         return self.c.distractor_kb(passages), passages, types
 
-    def elicit(self) -> None:
-        todo = [Ref(q.id) for q in self.qas if q.status == "accepted" and f"{q.id}-t" not in self.trajs]
-        if not todo:
-            return
-        kb_tilde, passages, types = self._distractor_kb()
-        questions = StageIndex(self.qas.path, QARecord, {r.id for r in todo})  # read per item
-        one = ReadTask("elicit", self.cfg, self.c, questions, data=types, tilde=(passages, kb_tilde))
-        self.ctx.stage("elicit", one, todo, _writer(self.trajs))
+    def _filter(self, t: Trajectory, answer: Callable[[str], str]) -> bool:
+        """The F1 filter of one trajectory (written unless there); whether it needs a tag."""
+        if t.id not in self.filters:
+            self.filters.append(filter_trajectory(t, answer(str(t.metadata.get("qa_id"))), self.cfg.f1_threshold))
+        return self.cfg.tag_behaviours and t.id not in self.tags
 
-    def filter_and_tag(self) -> None:
-        answers = {q.id: q.answer for q in self.qas}
-        for t in self.trajs:
-            if t.id not in self.filters:
-                self.filters.append(filter_trajectory(t, answers.get(str(t.metadata.get("qa_id")), ""),
-                                                      self.cfg.f1_threshold))
-        if not self.cfg.tag_behaviours:
-            return
-        todo = [Ref(t.id) for t in self.trajs if t.id not in self.tags]
-        ids = {r.id for r in todo}
-        # each item reads its trajectory and filter decision from their stage files
-        one = ReadTask("tag", self.cfg, self.c, StageIndex(self.trajs.path, Trajectory, ids),
-                       data=StageIndex(self.filters.path, FilterRecord, ids))
-        self.ctx.stage("tag", one, todo, _writer(self.tags))
+    def _tag_task(self, ids: set[str]) -> ReadTask:
+        # each item reads its trajectory and filter decision from their stage files (``grow``: the
+        # ones this flow writes too)
+        return ReadTask("tag", self.cfg, self.c, StageIndex(self.trajs.path, Trajectory, ids, grow=True),
+                        data=StageIndex(self.filters.path, FilterRecord, ids, grow=True))
+
+    def elicit_filter_tag(self) -> None:
+        """Teacher trajectories of the accepted questions (after K~, the run's one barrier), each
+        filtered as it is written and its behaviour tag started at once (with the trajectories of
+        earlier runs still unfiltered or untagged)."""
+        answers = {q.id: q.answer for q in self.qas}  # the filter's reference answers
+
+        def answer(qa_id: str) -> str:
+            return answers.get(qa_id, "")
+
+        todo = [Ref(q.id) for q in self.qas if q.status == "accepted" and f"{q.id}-t" not in self.trajs]
+        untagged = [Ref(t.id) for t in self.trajs if self._filter(t, answer)]
+        steps: dict[str, tuple[Callable[[Any], Any], Any]] = {}
+        if todo:
+            kb_tilde, passages, types = self._distractor_kb()
+            questions = StageIndex(self.qas.path, QARecord, {r.id for r in todo})  # read per item
+
+            def write_traj(_ref: Ref, t: Trajectory) -> list[tuple[str, Any]]:
+                self.trajs.append(t)
+                return [("tag", Ref(t.id))] if self._filter(t, answer) else []
+
+            steps["elicit"] = (ReadTask("elicit", self.cfg, self.c, questions, data=types,
+                                        tilde=(passages, kb_tilde)), write_traj)
+        if self.cfg.tag_behaviours:
+            steps["tag"] = (self._tag_task({r.id for r in untagged}), _writer(self.tags))
+        if steps:
+            self.ctx.flow(steps, [("elicit", r) for r in todo] + [("tag", r) for r in untagged])
 
     def export(self) -> dict[str, Any]:
         """SFT export of the kept trajectories, with the teacher's system prompt and tool schema.
@@ -174,11 +215,8 @@ class RagShaperPipeline:
     # --- the whole run ------------------------------------------------------------------------
     def run(self, entities: list[str]) -> SynthOutput:
         """Every stage over pending items; the funnel counts and the run's own statistics."""
-        self.explore(entities)
-        self.select()
-        self.synthesize()
-        self.elicit()
-        self.filter_and_tag()
+        self.explore_and_synthesize(entities)
+        self.elicit_filter_tag()
 
         def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
             exported = self.export()

@@ -362,6 +362,10 @@ class StubOpenAIServer:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
+            # keep-alive, as vLLM / llama.cpp servers answer: HTTP/1.0 made the client open (and the
+            # stub accept) a new TCP connection per request, a cost no real endpoint has
+            protocol_version = "HTTP/1.1"
+
             def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr log
                 return
 

@@ -12,8 +12,11 @@ The search runs as one chain of tasks per question through the executor seam
 runs ``batch`` iterations (default 1) and returns the new events, which the driver appends before
 it queues the question's next task — questions never wait for each other's rounds; when a
 question's search ends, its greedy baseline (which needs only that question) is queued in the
-same flow, so the baseline does not wait for the slowest search. A kill
-therefore loses at most the iterations in flight — and with the LLM cache and derived seeds,
+same flow, so the baseline does not wait for the slowest search. At most
+:func:`search_window` questions are started and unfinished at once (the next starts when one
+ends), and only their events are in memory: the search's memory does not grow with the number of
+questions. A kill
+loses at most the iterations in flight (each task's events are appended as it returns) — and with the LLM cache and derived seeds,
 their calls are answered from the cache on rerun. An outage or a lost worker leaves the question
 unfinished (its events so far are kept); a rerun continues it. A 401/404 stops the run; nothing
 more is written. The per-item functions are module-level over plain data, so on the Ray executor

@@ -12,8 +12,11 @@ The search runs as one chain of tasks per question through the executor seam
 runs ``batch`` iterations (default 1) and returns the new events, which the driver appends before
 it queues the question's next task — questions never wait for each other's rounds; when a
 question's search ends, its greedy baseline (which needs only that question) is queued in the
-same flow, so the baseline does not wait for the slowest search. A kill
-therefore loses at most the iterations in flight — and with the LLM cache and derived seeds,
+same flow, so the baseline does not wait for the slowest search. At most
+:func:`search_window` questions are started and unfinished at once (the next starts when one
+ends), and only their events are in memory: the search's memory does not grow with the number of
+questions. A kill
+loses at most the iterations in flight (each task's events are appended as it returns) — and with the LLM cache and derived seeds,
 their calls are answered from the cache on rerun. An outage or a lost worker leaves the question
 unfinished (its events so far are kept); a rerun continues it. A 401/404 stops the run; nothing
 more is written. The per-item functions are module-level over plain data, so on the Ray executor
@@ -25,10 +28,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
+from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -95,45 +99,80 @@ def _greedy_one(cfg: ReasonRagConfig, c: ReasonRagComponents, item: QAItem) -> T
     return agent.run(item)
 
 
+#: the fewest questions a search keeps started at once (:func:`search_window`)
+MIN_WINDOW = 32
+
+
+def search_window(ctx: SynthRun) -> int:
+    """How many questions :func:`search` keeps started (searched, no tree yet) at once: four times
+    the executor's in-flight limit (each question has one task at a time), at least
+    :data:`MIN_WINDOW`. Only these questions' events are in memory."""
+    ex = ctx.executor
+    limit = getattr(ex, "max_in_flight", None) or 2 * max(1, int(getattr(ex, "workers", 1) or 1))
+    return max(MIN_WINDOW, 4 * int(limit))
+
+
+def stored_events(files: RunFiles, ids: set[str]) -> dict[str, list[IterationEvent]]:
+    """The stored events of the questions ``ids`` (one pass over ``events.jsonl``)."""
+    out: dict[str, list[IterationEvent]] = {}
+    for ev in files.events:
+        if ev.question_id in ids:
+            out.setdefault(ev.question_id, []).append(ev)
+    return out
+
+
 def search(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, files: RunFiles,
-           items: list[QAItem], batch: int = 1) -> None:
+           items: list[QAItem], batch: int = 1, window: int | None = None) -> None:
     """MCTS for every question without a finished tree, each question advancing on its own (see
-    the module docstring; the tasks run through :meth:`SynthRun.flow`)."""
+    the module docstring; the tasks run through :meth:`SynthRun.flow`).
+
+    Memory: at most ``window`` questions (:func:`search_window`) are started and unfinished at
+    once; a question's events travel in its task (the stored ones plus those of its earlier
+    tasks) and are dropped once its tree is written or it is left unfinished, and the next
+    question starts then. Only the stored events of pending questions are loaded (a run of this
+    code leaves at most ``window`` questions with events and no tree). So the search holds the
+    events of at most ``window`` questions, whatever the number of questions."""
     for it in items:
         files.questions.append(it)
-    events: dict[str, list[IterationEvent]] = defaultdict(list)
-    for ev in files.events:
-        events[ev.question_id].append(ev)
-    budget = cfg.mcts.iterations
     pending = [q for q in items if q.id not in files.trees]
+    stored = stored_events(files, {q.id for q in pending})  # held until the question starts
+    budget = cfg.mcts.iterations
     total = len(items) * budget
-    done = [(len(items) - len(pending)) * budget + sum(min(budget, len(events[q.id])) for q in pending)]
+    done = [(len(items) - len(pending)) * budget + sum(min(budget, len(v)) for v in stored.values())]
     if ctx.progress:
         ctx.progress("mcts", done[0], total)
     Task = tuple[QAItem, list[IterationEvent]]
+    starts = iter(pending)
+
+    def start(n: int) -> list[tuple[str, Any]]:
+        """The first tasks of the next ``n`` questions not started yet."""
+        return [("mcts", (q, stored.pop(q.id, []))) for q in islice(starts, n)]
 
     greedy = cfg.greedy_baseline
 
     def write(task: Task, out: SearchBatch) -> list[tuple[str, Any]]:
         """Write a task's events; return the question's next task: its next iterations, or (its
-        search ended) its greedy baseline, or none."""
+        search ended) its greedy baseline and the next question's first task, or (left
+        unfinished) the next question's first task."""
         item = task[0]
         for ev in out.events:
             files.events.append(ev)
-            events[item.id].append(ev)
+        evs = [*task[1], *out.events]  # the question's events so far: held by its next task only
         done[0] += len(out.events)
         nxt: list[tuple[str, Any]] = []
         if out.status in ("done", "exhausted"):
-            tree = SearchTree.replay(item.id, item.question, item.golden_answers, events[item.id])
+            tree = SearchTree.replay(item.id, item.question, item.golden_answers, evs)
             tree.status = out.status
             files.trees.append(tree)
             done[0] += budget - tree.iterations
             if greedy and item.id not in files.greedy:
                 nxt = [("greedy", item)]
-        elif out.status == "outage":  # the events so far are kept; a rerun continues the search
+            nxt += start(1)
+        elif out.status == "outage":  # the events so far are kept on disk; a rerun continues the search
             ctx.unfinished("mcts", item.id, out.outage or "outage")
+            nxt = start(1)
         else:
-            nxt = [("mcts", (item, list(events[item.id])))]
+            nxt = [("mcts", (item, evs))]
         if ctx.progress:
             ctx.progress("mcts", done[0], total)
         return nxt
@@ -145,7 +184,11 @@ def search(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, file
             files.greedy.append(traj)
 
         steps["greedy"] = (_greedy_task(cfg, comps), write_greedy)
-    ctx.flow(steps, [("mcts", (q, list(events[q.id]))) for q in pending], progress=["greedy"])
+    size = window or search_window(ctx)
+    # a task that fails (a bug, a lost worker) starts no next question: its slot is refilled by
+    # another flow over the questions not started yet
+    while first := start(size):
+        ctx.flow(steps, first, progress=["greedy"])
 
 
 def _greedy_task(cfg: ReasonRagConfig, comps: ReasonRagComponents) -> ComponentsTask:
@@ -193,10 +236,11 @@ def refresh_pairs(cfg: ReasonRagConfig, files: RunFiles) -> bool:
     return stale
 
 
-def build_pairs(cfg: ReasonRagConfig, files: RunFiles, trees: list[SearchTree]) -> tuple[int, Counter[str]]:
+def build_pairs(cfg: ReasonRagConfig, files: RunFiles, trees: Iterable[SearchTree]) -> tuple[int, Counter[str]]:
     """The preference pairs of every finished tree (appended once by id; all rebuilt when the pair
     settings changed, :func:`refresh_pairs`); returns the number of sibling pairs considered and
-    the rejections by gate."""
+    the rejections by gate. ``trees`` is read once, tree by tree (a :class:`Selected` streams
+    ``trees.jsonl``)."""
     refresh_pairs(cfg, files)
     rejected: Counter[str] = Counter()
     kept = 0
@@ -234,5 +278,5 @@ def export(cfg: ReasonRagConfig, files: RunFiles, pairs: Iterable[PreferencePair
     return write_dpo_export(files.run.path / "dpo", pairs)
 
 
-__all__ = ["ReasonRagComponents", "RunFiles", "search", "run_greedy", "build_pairs", "export", "Selected", "pair_settings",
+__all__ = ["ReasonRagComponents", "RunFiles", "search", "search_window", "MIN_WINDOW", "run_greedy", "build_pairs", "export", "Selected", "pair_settings",
            "refresh_pairs", "PAIR_SETTINGS"]

@@ -14,7 +14,7 @@ of ``--dataset``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,14 +135,22 @@ class ReasonRagBuilder:
                                    rebuild=self)
 
 
-def mcts_flags(trees: Sequence[SearchTree], error_expansion: int) -> dict[str, int]:
+def mcts_flags(trees: Iterable[SearchTree], error_expansion: int) -> dict[str, int]:
     """What the search spent without a value, counted in the mcts funnel row (samples, not
     questions): ``error_expansion`` (an expansion whose call failed as data: context window, empty
     output; the events of the finished trees with outcome ``error``, counted by the caller while
     it streams the events) and ``flagged_rollout`` (a SPRE rollout cut short by such a call; no
-    value)."""
-    out = {"error_expansion": error_expansion,
-           "flagged_rollout": sum(1 for t in trees for n in t.nodes for e in n.estimates if e.flag)}
+    value). ``trees`` is read once."""
+    return flags(error_expansion, sum(flagged_rollouts(t) for t in trees))
+
+
+def flagged_rollouts(tree: SearchTree) -> int:
+    """The SPRE rollouts of ``tree`` cut short by a failed call (no value)."""
+    return sum(1 for n in tree.nodes for e in n.estimates if e.flag)
+
+
+def flags(error_expansion: int, flagged_rollout: int) -> dict[str, int]:
+    out = {"error_expansion": error_expansion, "flagged_rollout": flagged_rollout}
     return {k: v for k, v in out.items() if v}
 
 
@@ -199,16 +207,24 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
         search(ctx, cfg, comps, files, inputs)
         run_greedy(ctx, cfg, comps, files, inputs)
         ids = {q.id for q in inputs}
-        trees = [t for t in files.trees.read() if t.id in ids]
-        candidates, rejected = build_pairs(cfg, files, trees)
+        # trees.jsonl is streamed (read tree by tree, once per pass): nothing per tree is held
+        # beyond its id and the small numbers of the statistics (docs/scale.md, bounded memory)
+        trees = Selected(files.trees, lambda t: t.id in ids)
+        done: set[str] = set()
+
+        def searched() -> Iterator[SearchTree]:
+            for t in trees:
+                done.add(t.id)
+                yield t
+
+        candidates, rejected = build_pairs(cfg, files, searched())
 
         def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
             # every stage file is streamed (read record by record, once per pass): the report
-            # holds counters, not the run's events, pairs or greedy trajectories
+            # holds counters, not the run's trees, events, pairs or greedy trajectories
             pairs = Selected(files.pairs, lambda p: p.metadata.get("question_id") in ids)
             exported = export(cfg, files, pairs)
-            done = {t.id for t in trees}
-            tally = {"greedy": 0, "error_expansion": 0}
+            tally = {"greedy": 0, "error_expansion": 0, "flagged_rollout": 0}
 
             def events() -> Iterator[IterationEvent]:
                 for ev in files.events:
@@ -222,16 +238,22 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
                         tally["greedy"] += 1
                         yield g
 
-            details = {"value": cfg.value.kind, **run_statistics(trees, events(), pairs, greedy())}
+            def counted() -> Iterator[SearchTree]:
+                for t in trees:
+                    tally["flagged_rollout"] += flagged_rollouts(t)
+                    yield t
+
+            stats = run_statistics(counted(), events(), pairs, greedy(), tree_ids=done)
+            details = {"value": cfg.value.kind, **stats}
             n_pairs = int(details["pairs"])
             counts: dict[str, tuple[int, int, Mapping[str, int]]] = {
                 "questions": (len(inputs), len(inputs), {}),
-                "mcts": (len(inputs), len(trees), mcts_flags(trees, tally["error_expansion"])),
+                "mcts": (len(inputs), len(done), flags(tally["error_expansion"], tally["flagged_rollout"])),
                 "pairs": (candidates, n_pairs, dict(rejected)),
                 "dpo": (n_pairs, int(exported.get("exported", 0)), {}),
             }
             if cfg.greedy_baseline:
-                counts["greedy"] = (len(trees), tally["greedy"], {})
+                counts["greedy"] = (len(done), tally["greedy"], {})
             return SynthOutput(counts=counts, export=exported, details=details)
         return reuse_output(ctx.run, ids_key(ids), report)
 

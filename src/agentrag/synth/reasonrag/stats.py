@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from agentrag.eval.metrics import f1
@@ -39,14 +39,17 @@ def histogram(values: Iterable[float], width: float = 0.1) -> dict[str, int]:
     return _bins(counts, width)
 
 
-def run_statistics(trees: Sequence[SearchTree], events: Iterable[IterationEvent], pairs: Iterable[PreferencePair],
-                   greedy: Iterable[Trajectory]) -> dict[str, Any]:
-    """Everything the report shows, as plain JSON. ``events``, ``pairs`` and ``greedy`` are read
-    once each, record by record (a :class:`~agentrag.runs.JsonlStore` streams its file): memory
-    holds counters, the greedy answers of the trees and the trees themselves (the pipeline's
-    state), never the list of events or pairs."""
-    nodes = [n for t in trees for n in t.nodes if n.id != "r"]
-    kept_nodes = [n for t in trees for n in t.nodes if n.id != "r" and n.id not in pruned(t)]
+def run_statistics(trees: Iterable[SearchTree], events: Iterable[IterationEvent], pairs: Iterable[PreferencePair],
+                   greedy: Iterable[Trajectory], *, tree_ids: Collection[str] | None = None) -> dict[str, Any]:
+    """Everything the report shows, as plain JSON. ``events``, ``pairs``, ``greedy`` and ``trees``
+    are read once each, in this order, record by record (a :class:`~agentrag.runs.JsonlStore`
+    streams its file): memory holds counters, per tree its id and small numbers (iterations,
+    depths and token counts of its nodes, the row of the per-question table), never a list of
+    trees, events or pairs. ``tree_ids``: the ids of ``trees`` (which greedy answers to keep);
+    without it ``trees`` is read into a list to take them."""
+    if tree_ids is None:
+        trees = list(trees)
+        tree_ids = {t.id for t in trees}
     calls_by_q: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
     for ev in events:
@@ -63,16 +66,34 @@ def run_statistics(trees: Sequence[SearchTree], events: Iterable[IterationEvent]
         pair_types[str(p.metadata.get("type"))] += 1
         pair_layers[str(p.metadata.get("layer"))] += 1
         gaps[_bin(float(p.metadata.get("gap", 0.0)))] += 1
-    tree_ids = {t.id for t in trees}
     greedy_answer: dict[str, str | None] = {}  # the greedy answer of each tree's question, no trajectory
     greedy_calls = 0
     for g in greedy:
         greedy_calls += g.usage.calls
         if g.id in tree_ids:
             greedy_answer[g.id] = g.answer
+    n_trees = 0
+    status: Counter[str] = Counter()
+    actions: Counter[str] = Counter()
+    actions_kept: Counter[str] = Counter()
+    iterations: list[int] = []
+    rounds: list[int] = []
+    tokens: list[int] = []
     compare: list[dict[str, Any]] = []
-    for t in trees:
+    for t in trees:  # one tree at a time: only its numbers are kept
+        n_trees += 1
+        status[t.status] += 1
+        iterations.append(t.iterations)
+        cut = pruned(t)
+        for n in t.nodes:
+            if n.id == "r":
+                continue
+            actions[n.action] += 1
+            tokens.append(n.usage.completion_tokens)
+            if n.id not in cut:
+                actions_kept[n.action] += 1
         leaves = t.answer_leaves()
+        rounds.extend(n.depth for n in leaves)
         has_greedy = t.id in greedy_answer
         answer = greedy_answer.get(t.id)
         compare.append({"question_id": t.id, "best_leaf_f1": max((n.score or 0.0 for n in leaves), default=0.0),
@@ -82,21 +103,21 @@ def run_statistics(trees: Sequence[SearchTree], events: Iterable[IterationEvent]
     greedy_f1: list[float] = [c["greedy_f1"] for c in compare if c["greedy_f1"] is not None]
     total_calls = sum(calls_by_q.values())
     return {
-        "questions": len(trees),
-        "status": dict(Counter(t.status for t in trees)),
-        "actions": dict(Counter(n.action for n in nodes)),
-        "actions_kept": dict(Counter(n.action for n in kept_nodes)),
+        "questions": n_trees,
+        "status": dict(status),
+        "actions": dict(actions),
+        "actions_kept": dict(actions_kept),
         "outcomes": dict(outcomes),
-        "mcts_iterations": summary([t.iterations for t in trees]),
-        "reasoning_rounds_of_answer_leaves": summary([n.depth for t in trees for n in t.answer_leaves()]),
-        "response_tokens": summary([n.usage.completion_tokens for n in nodes]),
+        "mcts_iterations": summary(iterations),
+        "reasoning_rounds_of_answer_leaves": summary(rounds),
+        "response_tokens": summary(tokens),
         "pairs": n_pairs,
-        "pairs_per_question": round(n_pairs / len(trees), 3) if trees else None,
+        "pairs_per_question": round(n_pairs / n_trees, 3) if n_trees else None,
         "pair_types": dict(pair_types),
         "pair_layers": dict(pair_layers),
         "reward_gap_histogram": _bins(gaps),
         "llm_calls": {"total": total_calls,
-                      "per_question": round(total_calls / len(trees), 2) if trees else None,
+                      "per_question": round(total_calls / n_trees, 2) if n_trees else None,
                       "per_kept_pair": round(total_calls / n_pairs, 2) if n_pairs else None,
                       "by_question": dict(calls_by_q),
                       "greedy_baseline": greedy_calls},

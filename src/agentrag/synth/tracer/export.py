@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from agentrag.records import QAItem, read_jsonl, write_jsonl
+from agentrag.records import QAItem, dump_record, read_jsonl
 from agentrag.runs import replace_if_changed
 from agentrag.synth.tracer.oracle import is_no_answer, real_golds
 from agentrag.synth.tracer.schema import AtomicPair, AtomicRecord, Chain, Check, HopRecord
@@ -47,24 +48,30 @@ def _flashrag(item: QAItem) -> dict[str, Any]:
             "metadata": item.metadata}
 
 
-def export_benchmark(chains: Sequence[Chain], out_dir: str | Path) -> dict[str, Any]:
-    """Write ``chains.jsonl``, ``benchmark.jsonl`` and ``benchmark_<L>hop.jsonl``; returns counts."""
+def export_benchmark(chains: Iterable[Chain], out_dir: str | Path) -> dict[str, Any]:
+    """Write ``chains.jsonl``, ``benchmark.jsonl`` and ``benchmark_<L>hop.jsonl`` in one pass over
+    ``chains`` (each chain is written and dropped: memory holds counters); returns counts."""
     out = Path(out_dir)
-    write_jsonl(out / "chains.jsonl.new", chains)
-    replace_if_changed(out / "chains.jsonl.new", out / "chains.jsonl")
-    items = [benchmark_item(c, level) for c in chains for level in range(2, c.depth + 1)
-             if all(h.verified and not is_no_answer(h.answer) for h in c.hops[:level])]
-    files: dict[str, int] = {}
-    for name, subset in [("benchmark.jsonl", items)] + [
-            (f"benchmark_{h}hop.jsonl", [i for i in items if i.metadata["hops"] == h]) for h in (2, 3, 4)]:
-        tmp = out / (name + ".tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
-            for i in subset:
-                fh.write(json.dumps(_flashrag(i), ensure_ascii=False) + "\n")
-        replace_if_changed(tmp, out / name)
-        files[name] = len(subset)
-    by = Counter((i.metadata["hops"], i.metadata["type"]) for i in items)
-    return {"files": files, "items": len(items),
+    names = ["chains.jsonl", "benchmark.jsonl", *(f"benchmark_{h}hop.jsonl" for h in (2, 3, 4))]
+    files = dict.fromkeys(names[1:], 0)
+    by: Counter[tuple[int, str]] = Counter()
+    with ExitStack() as stack:
+        fh = {name: stack.enter_context((out / (name + ".tmp")).open("w", encoding="utf-8")) for name in names}
+        for c in chains:
+            fh["chains.jsonl"].write(dump_record(c) + "\n")
+            for level in range(2, c.depth + 1):
+                if not all(h.verified and not is_no_answer(h.answer) for h in c.hops[:level]):
+                    continue
+                item = benchmark_item(c, level)
+                line = json.dumps(_flashrag(item), ensure_ascii=False) + "\n"
+                for name in ("benchmark.jsonl", f"benchmark_{level}hop.jsonl"):
+                    if name in fh:
+                        fh[name].write(line)
+                        files[name] += 1
+                by[(level, item.metadata["type"])] += 1
+    for name in names:
+        replace_if_changed(out / (name + ".tmp"), out / name)
+    return {"files": files, "items": files["benchmark.jsonl"],
             "by_hops_type": {f"{h}hop/{t}": n for (h, t), n in sorted(by.items())}}
 
 

@@ -16,7 +16,7 @@ plain data, so on the Ray executor they run in worker processes that rebuild the
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -29,12 +29,13 @@ from agentrag.runs import JsonlStore
 from agentrag.synth.driver import SynthOutput, SynthRun, ids_key, reuse_output
 from agentrag.synth.tracer import sampling
 from agentrag.synth.tracer.atomic import atomic_qa
+from agentrag.synth.tracer.chains import iter_chains, seed_hop
 from agentrag.synth.tracer.compose import extend
 from agentrag.synth.tracer.config import TracerConfig
 from agentrag.synth.tracer.export import export_benchmark
 from agentrag.synth.tracer.oracle import Oracle
-from agentrag.synth.tracer.report import tracer_counts
-from agentrag.synth.tracer.schema import AtomicPair, AtomicRecord, Chain, DocRecord, Hop, HopRecord
+from agentrag.synth.tracer.report import ChainShape, tracer_counts
+from agentrag.synth.tracer.schema import AtomicRecord, Chain, DocRecord, HopRecord
 from agentrag.synth.worker import ComponentsTask
 
 
@@ -63,16 +64,10 @@ def _extend(cfg: TracerConfig, c: TracerComponents, chain: Chain) -> HopRecord:
     return extend(oracle, c.kb, chain.id, chain.hops, set(c.excluded_titles))
 
 
-def seed_hop(doc: DocRecord, pair: AtomicPair) -> Hop:
-    """Hop 1 of a chain: the accepted atomic pair on its sampled document."""
-    return Hop(level=1, template="atomic", atomic_question=pair.question, atomic_answer=pair.answer,
-               atomic_aliases=pair.aliases, doc_id=doc.passage_id, doc_title=doc.title, doc_text=doc.text,
-               question=pair.question, answer=pair.answer, aliases=pair.aliases, verified=True, checks=pair.checks)
-
-
 def assemble_chains(docs: Iterable[DocRecord], atomic: Iterable[AtomicRecord],
                     hops: dict[int, Iterable[HopRecord]]) -> list[Chain]:
-    """Every chain with its verified hops, assembled from the stage records."""
+    """Every chain with its verified hops, assembled from the stage records, all in memory (the
+    reference for :func:`~agentrag.synth.tracer.chains.iter_chains`, which the stages use)."""
     by_doc = {d.id: d for d in docs}
     hop_recs = {level: {r.chain_id: r for r in recs} for level, recs in hops.items()}
     out: list[Chain] = []
@@ -154,16 +149,17 @@ class TracerStages:
             steps[f"hop{level}"] = (self._task(_extend), writer(level))
         self.ctx.flow(steps, [("atomic", d) for d in docs if f"{d.id}-atomic" not in self.atomic])
 
-    def chains(self, docs: list[DocRecord]) -> list[Chain]:
-        return assemble_chains(docs, self.atomic, {level: store for level, store in self.hops.items()})
+    def chains(self, docs: list[DocRecord], want: Callable[[str, int], bool] | None = None) -> Iterator[Chain]:
+        """The chains of ``docs``, one at a time (:func:`~agentrag.synth.tracer.chains.iter_chains`)."""
+        return iter_chains(docs, self.atomic, {level: store.path for level, store in self.hops.items()}, want)
 
     def extend_stage(self, level: int, docs: list[DocRecord]) -> None:
         """The hop ``level`` of chains still without it (from an earlier run; this run's chains
         were extended in :meth:`atomic_stage`'s flow; one it left unfinished waits for a rerun)."""
         store = self.hops[level]
         failed = self.ctx.results.get(f"hop{level}", StageResult())
-        todo = [c for c in self.chains(docs) if c.depth == level - 1 and f"{c.id}-h{level}" not in store
-                and c.id not in failed.unfinished and c.id not in failed.bugs]
+        todo = list(self.chains(docs, lambda cid, depth: depth == level - 1 and f"{cid}-h{level}" not in store
+                                and cid not in failed.unfinished and cid not in failed.bugs))
         self._stage(f"hop{level}", _extend, todo, store)
 
     def run(self) -> SynthOutput:
@@ -173,9 +169,9 @@ class TracerStages:
             self.extend_stage(level, docs)
 
         def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
-            chains = self.chains(docs)
-            exported = export_benchmark(chains, self.ctx.run.path)
-            counts, details = tracer_counts(self.docs, docs, self.atomic, dict(self.hops), chains,  # streamed
+            shapes: list[ChainShape] = []  # what the statistics need of a chain, kept as it is exported
+            exported = export_benchmark(ChainShape.noting(self.chains(docs), shapes), self.ctx.run.path)
+            counts, details = tracer_counts(self.docs, docs, self.atomic, dict(self.hops), shapes,  # streamed
                                             exported, self.sampling_stats)
             return SynthOutput(counts=counts, export=exported, details=details)
         key = ids_key(d.id for d in docs) + json.dumps(self.sampling_stats, sort_keys=True)

@@ -10,12 +10,42 @@ module reads records only: it imports nothing of the pipeline.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
 from agentrag.synth.tracer.schema import AtomicRecord, Chain, DocRecord, HopRecord
 
 Counts = dict[str, tuple[int, int, dict[str, int]]]
+
+
+class ChainLike(Protocol):
+    """What the statistics read of a chain."""
+
+    @property
+    def depth(self) -> int: ...
+    @property
+    def template(self) -> str: ...
+    @property
+    def doc_domain(self) -> str: ...
+
+
+class ChainShape(NamedTuple):
+    """A chain reduced to what the statistics read (about 100 bytes; its strings are shared)."""
+
+    depth: int
+    template: str
+    doc_domain: str
+
+    @classmethod
+    def of(cls, chain: ChainLike) -> ChainShape:
+        return cls(chain.depth, chain.template, chain.doc_domain)
+
+    @classmethod
+    def noting(cls, chains: Iterable[Chain], into: list[ChainShape]) -> Iterator[Chain]:
+        """``chains`` passed through, the shape of each appended to ``into``."""
+        for c in chains:
+            into.append(cls.of(c))
+            yield c
 
 
 def reason_key(reason: str | None) -> str:
@@ -32,12 +62,13 @@ def reason_key(reason: str | None) -> str:
 
 
 def tracer_counts(annotated: Iterable[DocRecord], selected: Sequence[DocRecord], atomic: Iterable[AtomicRecord],
-                  hops: Mapping[int, Iterable[HopRecord]], chains: Sequence[Chain], exported: Mapping[str, Any],
+                  hops: Mapping[int, Iterable[HopRecord]], chains: Iterable[ChainLike], exported: Mapping[str, Any],
                   sampling: Mapping[str, int]) -> tuple[Counts, dict[str, Any]]:
     """The funnel counts of the declared stages and the Tracer's own statistics (module docstring).
     ``annotated``, ``atomic`` and each level of ``hops`` are read once, record by record (a run's
     :class:`~agentrag.runs.JsonlStore` streams its file): memory holds counters, not the records;
-    ``selected`` and ``chains`` are the pipeline's own state."""
+    ``selected`` is the pipeline's own state, ``chains`` is read once (chains or their
+    :class:`ChainShape`)."""
     n_docs = ok_docs = sample_calls = 0
     doc_rejected: Counter[str] = Counter()
     for d in annotated:
@@ -94,18 +125,24 @@ def tracer_counts(annotated: Iterable[DocRecord], selected: Sequence[DocRecord],
             "calls_per_candidate": round(spent / tried, 1) if tried else None,
             "calls_per_verified_this_level": round(spent / verified, 1) if verified else None,
             "calls_per_verified_cumulative": round(cumulative / verified, 1) if verified else None}
-    counts["export"] = (sum(max(c.depth - 1, 0) for c in chains), int(exported.get("items", 0)), {})
     per_hop: dict[str, Counter[str]] = {}
+    by_hops_type: Counter[tuple[int, str]] = Counter()
+    bench_domains: Counter[str] = Counter()
+    levels = 0
     for c in chains:
+        levels += max(c.depth - 1, 0)
         for level in range(2, c.depth + 1):
             per_hop.setdefault(f"{level}hop", Counter())[c.template] += 1
-    by_hops_type = Counter((c.depth, c.template) for c in chains if c.depth >= 2)
+        if c.depth >= 2:
+            by_hops_type[(c.depth, c.template)] += 1
+            bench_domains[c.doc_domain] += 1
+    counts["export"] = (levels, int(exported.get("items", 0)), {})
     details: dict[str, Any] = {
         "sampling": dict(sampling),
         "per_hop_by_type": {k: dict(v) for k, v in per_hop.items()},
         "chains_by_max_depth": {f"{d}hop/{t}": n for (d, t), n in sorted(by_hops_type.items())},
         "domain_mix_docs": dict(Counter(d.domain for d in selected)),
-        "domain_mix_benchmark": dict(Counter(c.doc_domain for c in chains if c.depth >= 2)),
+        "domain_mix_benchmark": dict(bench_domains),
         "calls_by_stage": {"sample": sample_calls, "atomic": atomic_calls},
         "calls_by_level": calls_by_level,
     }
@@ -144,4 +181,4 @@ def report_sections(m: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-__all__ = ["tracer_counts", "report_sections", "reason_key"]
+__all__ = ["tracer_counts", "report_sections", "reason_key", "ChainShape"]

@@ -55,6 +55,7 @@ def _metrics(run: Path) -> dict[str, Any]:
 
 
 def _alive(*kinds: type) -> int:
+    gc.collect()  # count what is reachable, not garbage a collection has not reached yet
     return sum(isinstance(o, kinds) for o in gc.get_objects())
 
 
@@ -111,7 +112,7 @@ def test_the_stages_hold_only_the_records_of_the_items_in_flight(tmp_path: Path,
     # the list-based run held every item (twice) during every call, and every path and selection
     assert llm.peak["items"] <= 2, llm.peak
     assert llm.peak["records"] <= 12, llm.peak  # one item's iterations + selections (< 1 item per call)
-    assert len(at_gate) == N and max(at_gate) <= 12, at_gate  # one item's records while it is gated
+    assert len(at_gate) == N and max(at_gate) <= 16, at_gate  # one item's records while gated (old: 8 N)
     assert at_export and max(at_export) <= 2, max(at_export)  # the conversation being exported
 
 

@@ -13,6 +13,7 @@ An item without gold evidence is a :class:`UserError` naming file:line and field
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from agentrag.errors import UserError
@@ -96,9 +97,15 @@ def _musique(obj: dict[str, Any]) -> dict[str, Any]:
 def read_items(path: str | os.PathLike[str], *, skip_invalid: bool = False,
                limit: int | None = None) -> list[EviItem]:
     """The items of one raw file (format detected from the first record)."""
+    return list(iter_items(path, skip_invalid=skip_invalid, limit=limit))
+
+
+def iter_items(path: str | os.PathLike[str], *, skip_invalid: bool = False,
+               limit: int | None = None) -> Iterator[EviItem]:
+    """:func:`read_items` one item at a time (a run reads its datasets twice, holding none)."""
     p = check_input_file(path, "dataset")
     fmt = ""
-    items: list[EviItem] = []
+    n = n_ok = 0
     seen: set[str] = set()
     for lineno, obj in iter_json_objects(p):
         if not fmt:
@@ -112,19 +119,20 @@ def read_items(path: str | os.PathLike[str], *, skip_invalid: bool = False,
             if not skip_invalid:
                 raise UserError(f"{p}:{lineno}: {exc} (pass --skip-invalid to skip such items)") from None
             rid = str(obj.get("id") or obj.get("_id") or f"{p.stem}:{lineno}")
-            items.append(EviItem(id=rid, question=str(obj.get("question") or ""), answer=str(obj.get("answer") or ""),
-                                 source=fmt, file=str(p), line=lineno, status="skipped",
-                                 reason=f"invalid_input: {exc}"))
+            n += 1
+            yield EviItem(id=rid, question=str(obj.get("question") or ""), answer=str(obj.get("answer") or ""),
+                          source=fmt, file=str(p), line=lineno, status="skipped", reason=f"invalid_input: {exc}")
             continue
         if fields["id"] in seen:
             raise UserError(f"{p}:{lineno}: field 'id': duplicate id {fields['id']!r}")
         seen.add(fields["id"])
-        items.append(EviItem(source=fmt, file=str(p), line=lineno, **fields))
-        if limit is not None and sum(i.status == "ok" for i in items) >= limit:  # skipped ones do not count
+        n += 1
+        n_ok += 1
+        yield EviItem(source=fmt, file=str(p), line=lineno, **fields)
+        if limit is not None and n_ok >= limit:  # skipped ones do not count
             break
-    if not items:
+    if not n:
         raise UserError(f"{p}: no records")
-    return items
 
 
-__all__ = ["read_items"]
+__all__ = ["read_items", "iter_items"]

@@ -14,7 +14,7 @@ data, so on the Ray executor they run in worker processes that rebuild the compo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -27,6 +27,7 @@ from agentrag.synth.driver import SynthRun
 from agentrag.synth.evipath.answering import synthesize_selection
 from agentrag.synth.evipath.config import EviPathConfig
 from agentrag.synth.evipath.conversations import executor_messages, planner_messages
+from agentrag.synth.evipath.export import export_sft
 from agentrag.synth.evipath.gates import check_path
 from agentrag.synth.evipath.planning import explore, failed_plan_path, make_plan
 from agentrag.synth.evipath.schema import (
@@ -38,7 +39,7 @@ from agentrag.synth.evipath.schema import (
     SelectionRecord,
     SubAnswerRecord,
 )
-from agentrag.synth.evipath.support import synthesis_wording
+from agentrag.synth.lazy import Ref, StageGroups, StageIndex
 from agentrag.synth.worker import ComponentsTask
 
 _NONE = StageResult()
@@ -65,8 +66,9 @@ class EviPathComponents:
         return self._phi
 
 
-def _abductive_path(cfg: EviPathConfig, c: EviPathComponents, task: tuple[EviItem, PlanRecord | None]) -> PathOut:
-    item, plan = task
+def _abductive_path(cfg: EviPathConfig, items: StageIndex[EviItem], c: EviPathComponents,
+                    task: tuple[Ref, PlanRecord | None]) -> PathOut:
+    item, plan = items[task[0].id], task[1]
     plan = plan or make_plan(c.planner, item, cfg)
     if plan.status != "ok":  # a flagged plan (unparseable, over the context window): the item ends here
         return plan, failed_plan_path(item, plan), [], []
@@ -74,18 +76,20 @@ def _abductive_path(cfg: EviPathConfig, c: EviPathComponents, task: tuple[EviIte
     return plan, iterations, subs, []
 
 
-def _deductive_path(cfg: EviPathConfig, c: EviPathComponents, task: tuple[EviItem, PlanRecord | None]) -> PathOut:
+def _deductive_path(cfg: EviPathConfig, items: StageIndex[EviItem], c: EviPathComponents,
+                    task: tuple[Ref, PlanRecord | None]) -> PathOut:
     from agentrag.synth.evipath.deductive import agent_path
 
     if c.retriever is None:
         from agentrag.errors import UserError
 
         raise UserError("--mode deductive needs a knowledge base: pass --kb DIR")
-    return agent_path(cfg, c.planner, c.executor, c.retriever, c.phi, task[0])
+    return agent_path(cfg, c.planner, c.executor, c.retriever, c.phi, items[task[0].id])
 
 
-def _select_one(cfg: EviPathConfig, c: EviPathComponents, task: tuple[SubAnswerRecord, EviItem]) -> SelectionRecord:
-    sub, item = task
+def _select_one(cfg: EviPathConfig, items: StageIndex[EviItem], c: EviPathComponents,
+                task: tuple[SubAnswerRecord, Ref]) -> SelectionRecord:
+    sub, item = task[0], items[task[1].id]
     return synthesize_selection(c.executor, c.phi(), item, sub.id, sub.question, sub.answer, cfg.executor, cfg.seed)
 
 
@@ -102,19 +106,37 @@ class EviPathStages:
         self.selections = run.stage("selections", SelectionRecord)
         self.gates = run.stage("gates", GateRecord)
         self.conversations = run.stage("conversations", ConversationRecord)
+        self._items: StageIndex[EviItem] | None = None
 
-    def add_items(self, items: list[EviItem]) -> None:
+    def add_items(self, items: Iterable[EviItem]) -> set[str]:
+        """Append the input items (streamed) that are new; returns the ids of all of them."""
+        wanted: set[str] = set()
         for it in items:
+            wanted.add(it.id)
             self.items.append(it)
+        return wanted
 
-    def finished_paths(self) -> dict[str, list[IterationRecord]]:
-        by_item: dict[str, list[IterationRecord]] = {}
-        for it in self.iterations:
-            by_item.setdefault(it.item_id, []).append(it)
-        return {k: sorted(v, key=lambda r: r.n) for k, v in by_item.items() if any(r.last for r in v)}
+    def item_index(self) -> StageIndex[EviItem]:
+        """Byte offsets of every item of ``items.jsonl``: an item is read when a task needs it."""
+        if self._items is None or len(self._items) != len(self.items):
+            self._items = StageIndex(self.items.path, EviItem)
+        return self._items
+
+    def paths(self) -> StageGroups[IterationRecord]:
+        """The iteration records per item (offsets); ``.marked``: the items whose path is finished."""
+        return StageGroups(self.iterations.path, IterationRecord, "item_id", mark="last")
+
+    def finished_paths(self) -> Iterator[tuple[str, list[IterationRecord]]]:
+        """``(item id, its iterations by n)`` of every finished path, read one item at a time (in
+        the order of the items' first iteration record)."""
+        groups = self.paths()
+        for item_id in groups:
+            if item_id in groups.marked:
+                yield item_id, sorted(groups[item_id], key=lambda r: r.n)
 
     def _task(self, fn: Callable[..., Any]) -> ComponentsTask:
-        return ComponentsTask(partial(fn, self.cfg), self.c, self.c.rebuild, what="EviPath components")
+        return ComponentsTask(partial(fn, self.cfg, self.item_index()), self.c, self.c.rebuild,
+                              what="EviPath components")
 
     def _good(self, item: EviItem, iterations: list[IterationRecord]) -> bool:
         """Whether a finished path reached an answer good enough for the final-answer gate (its
@@ -126,14 +148,17 @@ class EviPathStages:
     def synthesize_paths(self, wanted: set[str]) -> None:
         """Plans (Eq. 3) and iterations with sub-answers (Eq. 4–6) of the pending items; in the
         abductive mode an item's Eq. 6 selections start as soon as its own path is written (they
-        need only that path), overlapping the other items' paths (:meth:`SynthRun.flow`)."""
-        done = self.finished_paths()
-        plans = {p.id: p for p in self.plans}
-        todo = [(i, plans.get(i.id)) for i in self.items if i.status == "ok" and i.id in wanted and i.id not in done]
+        need only that path), overlapping the other items' paths (:meth:`SynthRun.flow`). The
+        work list holds ids (and the plans of resumed items); a task reads its item by offset."""
+        done = self.paths().marked
+        pending = [i.id for i in self.items if i.status == "ok" and i.id in wanted and i.id not in done]
+        plans = StageIndex(self.plans.path, PlanRecord, set(pending))
+        todo = [(Ref(k), plans.get(k)) for k in pending]
         fn = self._task(_deductive_path if self.cfg.mode == "deductive" else _abductive_path)
         abductive = self.cfg.mode != "deductive"
+        index = self.item_index()
 
-        def write(task: tuple[EviItem, PlanRecord | None], out: PathOut) -> list[tuple[str, Any]]:
+        def write(task: tuple[Ref, PlanRecord | None], out: PathOut) -> list[tuple[str, Any]]:
             plan, iterations, subs, sels = out
             self.plans.append(plan)
             for r in subs:
@@ -142,7 +167,8 @@ class EviPathStages:
                 self.selections.append(s)
             for it in iterations:  # the `last` record goes last: it marks the item done
                 self.iterations.append(it)
-            if not abductive or not iterations or not iterations[-1].last or not self._good(task[0], iterations):
+            if not abductive or not iterations or not iterations[-1].last or \
+                    not self._good(index[task[0].id], iterations):
                 return []
             return [("selections", (s, task[0])) for s in subs if s.status == "ok" and s.id not in self.selections]
 
@@ -158,10 +184,9 @@ class EviPathStages:
         selection an outage left unfinished; those of this run's paths ran in :meth:`synthesize_paths`)."""
         if self.cfg.mode == "deductive":
             return
-        items = {i.id: i for i in self.items}
-        paths = self.finished_paths()
-        good = {k for k, v in paths.items() if self._good(items[k], v)}
-        todo = [(s, items[s.item_id]) for s in self.sub_answers
+        index = self.item_index()
+        good = {k for k, its in self.finished_paths() if self._good(index[k], its)}
+        todo = [(s, Ref(s.item_id)) for s in self.sub_answers
                 if s.item_id in good and s.status == "ok" and s.id not in self.selections]
         failed = self.ctx.results.get("selections", _NONE)  # left unfinished by this run's flow: not retried
         fresh = [t for t in todo if t[0].id not in failed.unfinished and t[0].id not in failed.bugs]
@@ -172,25 +197,25 @@ class EviPathStages:
         self.ctx.stage("selections", self._task(_select_one), fresh, write)
 
     def gate_and_convert(self) -> None:
-        """The gates and the Eq. 7 conversations of every finished path not gated yet."""
-        items = {i.id: i for i in self.items}
-        plans = {p.id: p for p in self.plans}
-        subs: dict[str, list[SubAnswerRecord]] = {}
-        for s in self.sub_answers:
-            subs.setdefault(s.item_id, []).append(s)
-        sels: dict[str, SelectionRecord] = {s.id: s for s in self.selections}
-        for item_id, iterations in self.finished_paths().items():
+        """The gates and the Eq. 7 conversations of every finished path not gated yet, one item at
+        a time: its item, plan, sub-answers and selections are read by offset."""
+        index = self.item_index()
+        plans = StageIndex(self.plans.path, PlanRecord)
+        subs = StageGroups(self.sub_answers.path, SubAnswerRecord, "item_id")
+        sels = StageIndex(self.selections.path, SelectionRecord)
+        for item_id, iterations in self.finished_paths():
             if item_id in self.gates or item_id not in plans:
                 continue
-            item_sels = [sels[s.id] for s in subs.get(item_id, []) if s.id in sels]
-            expected = [s for s in subs.get(item_id, []) if s.status == "ok"]
+            item, plan, item_subs = index[item_id], plans[item_id], subs[item_id]
+            item_sels = [sels[s.id] for s in item_subs if s.id in sels]
+            expected = [s for s in item_subs if s.status == "ok"]
             if self.cfg.mode == "abductive" and iterations[-1].status == "ok" and len(item_sels) < len(expected):
-                if f1(iterations[-1].answer, items[item_id].answers) > self.cfg.gates.f1_threshold:
+                if f1(iterations[-1].answer, item.answers) > self.cfg.gates.f1_threshold:
                     continue  # selections unfinished (outage): gate on rerun
-            gate = check_path(items[item_id], plans[item_id], iterations, item_sels, self.cfg.gates)
+            gate = check_path(item, plan, iterations, item_sels, self.cfg.gates)
             self.conversations.append(ConversationRecord(
                 id=f"{item_id}-planner", item_id=item_id, role="planner", kept=gate.passed,
-                messages=planner_messages(items[item_id], plans[item_id], iterations)))
+                messages=planner_messages(item, plan, iterations)))
             for sel in item_sels:
                 if sel.select is not None:
                     self.conversations.append(ConversationRecord(
@@ -202,50 +227,17 @@ class EviPathStages:
         return ("planner", "executor") if self.cfg.split == "both" else (self.cfg.split,)
 
     def export(self) -> dict[str, Any]:
-        """The SFT export of every kept conversation of the exported roles (all items of the run):
-        ``sft/`` holds the split (both roles mixed, Eq. 7, for ``both``) and ``sft_planner/``,
-        ``sft_executor/`` each role alone, with its own ``dataset_info.json`` entry. A conversation
-        whose assistant turns use synthesis-only wording is not exported (counted)."""
+        """The SFT export of every kept conversation of the exported roles (all items of the run),
+        streamed over ``conversations.jsonl`` (:func:`~agentrag.synth.evipath.export.export_sft`)."""
         if not self.cfg.export:
             return {"skipped": "export disabled in config"}
-        roles = self.export_roles()
-        kept, dropped = [], 0
-        for c in self.conversations:
-            if c.kept and c.role in roles:
-                if any(m.role == "assistant" and synthesis_wording(m.content or "") for m in c.messages):
-                    dropped += 1
-                else:
-                    kept.append(c)
-        if not kept:
-            return {"skipped": "no conversation passed the gates", "exported": 0, "synthesis_wording": dropped}
-        from agentrag.export.chat import write_chat_export
+        return export_sft(self.conversations, self.ctx.run.path, mode=self.cfg.mode, split=self.cfg.split,
+                          roles=self.export_roles())
 
-        counts = {f"{r}_conversations": sum(c.role == r for c in kept) for r in roles}
-        about = {"planner": "multi-turn planner conversations (think + Search actions, executor answers as user "
-                            "observations)",
-                 "executor": "single-turn executor conversations (question + indexed noisy evidence -> think / "
-                             "select / answer)"}
-        out = self.ctx.run.path
-        info = write_chat_export(
-            out / "sft", [c.messages for c in kept], name=f"agentrag_evipath_{self.cfg.split}",
-            summary={**counts, "synthesis_wording": dropped},
-            description=(f"EviPath ({self.cfg.mode}) reasoning paths as chat SFT data, split '{self.cfg.split}': "
-                         + " and ".join(about[r] for r in roles) + ". Train on assistant turns only."))
-        info["roles"] = {}
-        for r in roles:
-            chats = [c.messages for c in kept if c.role == r]
-            if chats:
-                sub = write_chat_export(out / f"sft_{r}", chats, name=f"agentrag_evipath_{r}",
-                                        description=f"EviPath ({self.cfg.mode}) {about[r]}. Train on assistant "
-                                                    "turns only.")
-                info["roles"][r] = {"dir": str(out / f"sft_{r}"), "exported": sub["exported"]}
-        return info
-
-    def run(self, items: list[EviItem], *, export: bool = True) -> tuple[set[str], dict[str, Any]]:
-        """Every stage over the pending items; returns the wanted item ids and the export summary
-        (``export=False``: no export, an empty summary; the caller exports)."""
-        self.add_items(items)
-        wanted = {i.id for i in items}
+    def run(self, items: Iterable[EviItem], *, export: bool = True) -> tuple[set[str], dict[str, Any]]:
+        """Every stage over the pending items (a stream: none is held); returns the wanted item ids
+        and the export summary (``export=False``: no export, an empty summary; the caller exports)."""
+        wanted = self.add_items(items)
         self.synthesize_paths(wanted)
         self.select()
         self.gate_and_convert()

@@ -6,7 +6,7 @@ Eq. 6 fallback rate, LLM cost and time per item. The driver assembles ``metrics.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agentrag.records import Usage
@@ -46,7 +46,7 @@ class _Tally:
         return self.n, self.ok, dict(self.rejected)
 
 
-def statistics(*, mode: str, split: str, items: Sequence[EviItem], plans: Iterable[PlanRecord],
+def statistics(*, mode: str, split: str, items: Iterable[EviItem], plans: Iterable[PlanRecord],
                iterations: Iterable[IterationRecord], subs: Iterable[SubAnswerRecord], sels: Iterable[SelectionRecord],
                gates: Iterable[GateRecord], convs: Iterable[ConversationRecord], exported: dict[str, Any],
                export_roles: tuple[str, ...]) -> tuple[Counts, dict[str, Any]]:
@@ -55,7 +55,15 @@ def statistics(*, mode: str, split: str, items: Sequence[EviItem], plans: Iterab
     One streaming pass over each record kind (the stage files can be passed as they are: a
     :class:`~agentrag.runs.JsonlStore` is read line by line): memory holds counters per item,
     never the records, and the work is linear in the records."""
-    wanted = {i.id for i in items}
+    wanted: set[str] = set()
+    n_items = n_ok_items = 0
+    item_reasons: list[str | None] = []
+    for i in items:
+        wanted.add(i.id)
+        n_items += 1
+        n_ok_items += i.status == "ok"
+        if i.status != "ok":
+            item_reasons.append(i.reason)
     usage: dict[str, Usage] = defaultdict(Usage)
     seconds: dict[str, float] = defaultdict(float)
     n_subq: dict[str, int] = defaultdict(int)
@@ -113,8 +121,7 @@ def statistics(*, mode: str, split: str, items: Sequence[EviItem], plans: Iterab
     to_export = sum(kept[r] for r in export_roles)
     n_kept = sum(kept.values())
     counts: Counts = {
-        "items": (len(items), sum(i.status == "ok" for i in items),
-                  reason_counts(i.reason for i in items if i.status != "ok")),
+        "items": (n_items, n_ok_items, reason_counts(item_reasons)),
         "plans": t_plans.row(),
         "paths": t_paths.row(),
         "sub_answers": t_subs.row(),
@@ -128,7 +135,7 @@ def statistics(*, mode: str, split: str, items: Sequence[EviItem], plans: Iterab
     n = max(1, len(done_items))
     per_item = [usage[k] for k in done_items]
     details = {
-        "mode": mode, "split": split, "items": len(items),
+        "mode": mode, "split": split, "items": n_items,
         "gate_failures": dict(gate_failures),
         "conversations_kept": dict(kept),
         "subquestions_per_item": _hist(n_subq[k] for k in done_items),

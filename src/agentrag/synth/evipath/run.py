@@ -10,8 +10,8 @@ given (without one, a distributed executor refuses to run).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentrag.errors import UserError
@@ -34,7 +34,7 @@ from agentrag.synth.driver import (
 )
 from agentrag.synth.evipath.config import EviPathRunConfig
 from agentrag.synth.evipath.gates import GATES
-from agentrag.synth.evipath.inputs import read_items
+from agentrag.synth.evipath.inputs import iter_items
 from agentrag.synth.evipath.pipeline import EviPathComponents, EviPathStages
 from agentrag.synth.evipath.report import sections, statistics
 from agentrag.synth.evipath.schema import EviItem
@@ -93,10 +93,30 @@ class EviPathBuilder:
 
 @dataclass
 class EviInputs:
-    """What :meth:`EviPathSynth.check_inputs` found: the items and the KB (or None)."""
+    """What :meth:`EviPathSynth.check_inputs` found: the datasets (read again, one item at a time,
+    by :meth:`items`: no run holds its input items), the ids of their items, the key of their
+    contents (:func:`~agentrag.synth.driver.records_key`) and the KB (or None)."""
 
-    items: list[EviItem]
+    datasets: list[str]
+    skip_invalid: bool = False
+    limit: int | None = None
+    ids: list[str] = field(default_factory=list)
+    key: str = ""
     kb: Any = None
+
+    def items(self) -> Iterator[EviItem]:
+        for path in self.datasets:
+            yield from iter_items(path, skip_invalid=self.skip_invalid, limit=self.limit)
+
+    def scan(self) -> EviInputs:
+        """Read the datasets once (every input error raises here): the ids and the key."""
+        def each() -> Iterator[EviItem]:
+            for it in self.items():
+                self.ids.append(it.id)
+                yield it
+        self.ids.clear()
+        self.key = records_key(each())
+        return self
 
 
 class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
@@ -132,13 +152,14 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
             refs.append(cfg.executor_llm or cfg.llm)
         for ref in dict.fromkeys(refs):
             check_llm_ref(ref)
-        items = [it for path in cfg.datasets for it in read_items(path, skip_invalid=cfg.skip_invalid, limit=cfg.limit)]
+        inputs = EviInputs([str(p) for p in cfg.datasets], cfg.skip_invalid, cfg.limit).scan()
         kb = given.get("retriever")
         if kb is None and cfg.kb:
             from agentrag.kb import resolve_retriever
 
             kb = resolve_retriever(cfg.kb)
-        return EviInputs(items, kb)
+        inputs.kb = kb
+        return inputs
 
     def components(self, cfg: EviPathRunConfig, run: RunDir, inputs: EviInputs,
                    given: Mapping[str, Any]) -> EviPathComponents:
@@ -162,19 +183,19 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
     def execute(self, ctx: SynthRun, cfg: EviPathRunConfig, comps: EviPathComponents,
                 inputs: EviInputs) -> SynthOutput:
         # a no-op rerun of a finished run reuses its output without opening a stage file
-        key = config_key(cfg, records_key(inputs.items))
+        key = config_key(cfg, inputs.key)
         return finished_output(ctx, key, lambda: self.pipeline(ctx, cfg, comps, inputs))
 
     def pipeline(self, ctx: SynthRun, cfg: EviPathRunConfig, comps: EviPathComponents,
                  inputs: EviInputs) -> SynthOutput:
         """The full resume: every stage over pending items, statistics, exports."""
         stages = EviPathStages(ctx, cfg, comps)
-        wanted, _ = stages.run(inputs.items, export=False)
+        wanted, _ = stages.run(inputs.items(), export=False)
 
         def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
             exported = stages.export()
-            counts, details = statistics(
-                mode=cfg.mode, split=cfg.split, items=[i for i in stages.items if i.id in wanted],
+            counts, details = statistics(  # every argument a stream over a stage file
+                mode=cfg.mode, split=cfg.split, items=(i for i in stages.items if i.id in wanted),
                 plans=stages.plans, iterations=stages.iterations, subs=stages.sub_answers,  # streamed
                 sels=stages.selections, gates=stages.gates, convs=stages.conversations,
                 exported=exported, export_roles=stages.export_roles())

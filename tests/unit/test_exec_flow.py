@@ -11,7 +11,7 @@ import pytest
 
 from agentrag.errors import EndpointError, LLMError
 from agentrag.exec import ThreadExecutor, run_flow
-from agentrag.exec.flow import Feed
+from agentrag.exec.flow import Feed, follow_up_bound
 
 
 class Item:
@@ -110,6 +110,33 @@ def test_follow_ups_queue_behind_the_tasks_queued_before_them() -> None:
     run_flow(ThreadExecutor(1), {"a": record, "b": lambda it: order.append("b:" + it.id)},
              {"a": write_a, "b": lambda _i, _g: None}, [("a", Item(k)) for k in ("x", "y", "z")])
     assert order == ["x", "y", "z", "b:x", "b:y", "b:z"]  # every first stage is started before any follow-up
+
+
+def test_follow_ups_go_first_once_the_bound_of_waiting_ones_is_reached() -> None:
+    order: list[str] = []
+
+    def record(it: Item) -> str:
+        order.append(it.id)
+        return it.id
+
+    run_flow(ThreadExecutor(1), {"a": record, "b": lambda it: order.append("b:" + it.id)},
+             {"a": lambda it, _g: [("b", it)], "b": lambda _i, _g: None},
+             [("a", Item(k)) for k in "stuvwxyz"], hold=2)
+    # two follow-ups may wait; the third waiting one sends them ahead of the next new item
+    assert order == ["s", "t", "b:s", "u", "b:t", "v", "b:u", "w", "b:v", "x", "b:w", "y", "b:x", "z",
+                     "b:y", "b:z"], order
+    peak = [0]
+    feed = Feed([("a", k) for k in range(100)], hold=3)
+    for task in feed:
+        if task[0] == "a":
+            feed.push(("b", task[1]))
+        peak[0] = max(peak[0], len(feed.follow))
+    assert peak[0] == 3 and len(feed) == 0  # never more than ``hold`` follow-ups held, none lost
+
+
+def test_follow_up_bound_scales_with_the_executor() -> None:
+    assert follow_up_bound(ThreadExecutor(2)) == 32
+    assert follow_up_bound(ThreadExecutor(64)) == 512
 
 
 def test_feed_gives_tasks_pushed_after_it_ran_dry() -> None:

@@ -5,9 +5,10 @@ selections after the item's path; Tracer's hop k+1 after the same chain's hop k)
 for the whole of A: :func:`run_flow` runs the stages through one executor map. The driver writes
 each result (``writers[stage](item, result)``, in its own thread, the only writer) and the writer
 returns the follow-up tasks ``[(stage, item), ...]`` the result makes possible; they queue behind
-the tasks queued before them (first in, first out: every item's first stage is started before
-any follow-up, and what is left at the end is the last tasks of many items, not the whole chain
-of the items started last). The executor (thread or Ray: both pull their items lazily up to their
+the tasks queued before them (first in, first out, so what is left at the end is the last tasks
+of many items, not the whole chain of the items started last) — until :func:`follow_up_bound`
+follow-ups wait: then follow-ups go first, so the tasks waiting (each holding its item's records)
+stay bounded however many items the flow has, instead of one follow-up per item. The executor (thread or Ray: both pull their items lazily up to their
 in-flight limit) keeps its slots busy while any stage has work: no stage waits for the previous
 stage's slowest item.
 
@@ -49,23 +50,42 @@ class Dispatch:
 
 
 class Feed:
-    """The tasks an executor pulls from, first in first out: a follow-up (:meth:`push`) queues
-    behind every task queued before it; an empty feed stops the pull for now and gives again
-    once something is pushed."""
+    """The tasks an executor pulls from: the first tasks in order, a follow-up (:meth:`push`)
+    behind every task queued before it (first in, first out) while fewer than ``hold`` follow-ups
+    wait, ahead of the first tasks once ``hold`` do (so at most about ``hold`` follow-ups are ever
+    held). An empty feed stops the pull for now and gives again once something is pushed."""
 
-    def __init__(self, items: Iterable[Task] = ()) -> None:
+    def __init__(self, items: Iterable[Task] = (), hold: int | None = None) -> None:
         self.queue: deque[Task] = deque(items)
+        self.follow: deque[Task] = deque()
+        self.hold = hold
 
     def __iter__(self) -> Iterator[Task]:
         return self
 
+    def __len__(self) -> int:
+        return len(self.queue) + len(self.follow)
+
     def __next__(self) -> Task:
+        if self.follow and (not self.queue or len(self.follow) >= (self.hold or 0)):
+            return self.follow.popleft()
         if self.queue:
             return self.queue.popleft()
         raise StopIteration
 
     def push(self, task: Task) -> None:
-        self.queue.append(task)
+        if self.hold is None:  # strictly first in, first out: one queue
+            self.queue.append(task)
+        else:
+            self.follow.append(task)
+
+
+def follow_up_bound(executor: Executor) -> int:
+    """How many follow-up tasks a flow lets wait before it runs them ahead of new items: four times
+    the executor's in-flight limit, at least 32 (enough to keep every slot busy at the end, small
+    against a run of thousands of items)."""
+    limit = getattr(executor, "max_in_flight", None) or 2 * max(1, int(getattr(executor, "workers", 1) or 1))
+    return max(32, 4 * int(limit))
 
 
 def _key(task: Task) -> str:
@@ -73,17 +93,18 @@ def _key(task: Task) -> str:
 
 
 def run_flow(executor: Executor, fns: Mapping[str, Callable[[Any], Any]], writers: Mapping[str, Writer],
-             first: Iterable[Task], *, progress: Callable[[str, int, int], None] | None = None
-             ) -> dict[str, StageResult]:
+             first: Iterable[Task], *, progress: Callable[[str, int, int], None] | None = None,
+             hold: int | None = None) -> dict[str, StageResult]:
     """Run the tasks ``first`` and every follow-up their writers return (module docstring) under
-    the failure policy; returns one :class:`StageResult` per stage of ``fns``."""
+    the failure policy; returns one :class:`StageResult` per stage of ``fns``. ``hold``: how many
+    follow-ups may wait before they go first (:class:`Feed`; default :func:`follow_up_bound`)."""
     res = {name: StageResult(stage=name) for name in fns}
     queued = dict.fromkeys(fns, 0)
-    feed = Feed(first)
+    feed = Feed(first, hold=follow_up_bound(executor) if hold is None else hold)
     for stage, _ in feed.queue:
         queued[stage] += 1
     fn = Dispatch(fns)
-    while feed.queue:  # one pass normally; again only if an executor stopped pulling early
+    while len(feed):  # one pass normally; again only if an executor stopped pulling early
         stream = executor.map(fn, feed)
         try:
             for out in stream:
@@ -106,4 +127,4 @@ def run_flow(executor: Executor, fns: Mapping[str, Callable[[Any], Any]], writer
     return res
 
 
-__all__ = ["Dispatch", "Feed", "Task", "Writer", "run_flow"]
+__all__ = ["Dispatch", "Feed", "Task", "Writer", "follow_up_bound", "run_flow"]

@@ -38,6 +38,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from agentrag.exec import StageResult
+from agentrag.exec.flow import follow_up_bound
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import PreferencePair, QAItem, Trajectory
@@ -104,12 +105,11 @@ MIN_WINDOW = 32
 
 
 def search_window(ctx: SynthRun) -> int:
-    """How many questions :func:`search` keeps started (searched, no tree yet) at once: four times
-    the executor's in-flight limit (each question has one task at a time), at least
-    :data:`MIN_WINDOW`. Only these questions' events are in memory."""
-    ex = ctx.executor
-    limit = getattr(ex, "max_in_flight", None) or 2 * max(1, int(getattr(ex, "workers", 1) or 1))
-    return max(MIN_WINDOW, 4 * int(limit))
+    """How many questions :func:`search` keeps started (searched, no tree yet) at once: the flow's
+    bound on waiting follow-ups (:func:`agentrag.exec.flow.follow_up_bound`: four times the
+    executor's in-flight limit, at least :data:`MIN_WINDOW`; each question has one task at a
+    time). Only these questions' events are in memory."""
+    return max(MIN_WINDOW, follow_up_bound(ctx.executor))
 
 
 def stored_events(files: RunFiles, ids: set[str]) -> dict[str, list[IterationEvent]]:

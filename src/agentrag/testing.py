@@ -365,6 +365,7 @@ class StubOpenAIServer:
             # keep-alive, as vLLM / llama.cpp servers answer: HTTP/1.0 made the client open (and the
             # stub accept) a new TCP connection per request, a cost no real endpoint has
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK wait
 
             def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr log
                 return

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,35 @@ from agentrag.synth.tracer import run_tracer
 from agentrag.synth.tracer.chains import iter_chains
 from agentrag.synth.tracer.export import _flashrag, benchmark_item, export_benchmark
 from agentrag.synth.tracer.oracle import is_no_answer
-from agentrag.synth.tracer.pipeline import assemble_chains
+from agentrag.synth.tracer.pipeline import seed_hop
 from agentrag.synth.tracer.report import ChainShape, tracer_counts
 from agentrag.synth.tracer.schema import AtomicRecord, Chain, DocRecord, HopRecord
 from agentrag.testing import FakeRetriever
+
+
+def assemble_chains(docs: Iterable[DocRecord], atomic: Iterable[AtomicRecord],
+                    hops: dict[int, Iterable[HopRecord]]) -> list[Chain]:
+    """The list-based code the stages used before ``iter_chains`` (the reference): every chain
+    with its verified hops, assembled from the stage records, all in memory."""
+    by_doc = {d.id: d for d in docs}
+    hop_recs = {level: {r.chain_id: r for r in recs} for level, recs in hops.items()}
+    out: list[Chain] = []
+    for rec in atomic:
+        doc = by_doc.get(rec.doc_id)
+        if doc is None:
+            continue
+        for pair in rec.pairs:
+            if pair.status != "accepted":
+                continue
+            chain = [seed_hop(doc, pair)]
+            for level in sorted(hop_recs):
+                r = hop_recs[level].get(pair.id)
+                if r is None or r.status != "verified" or r.hop is None:
+                    break
+                chain.append(r.hop)
+            out.append(Chain(id=pair.id, doc_domain=doc.domain, hops=chain))
+    return out
+
 
 EXPORTS = ["chains.jsonl", "benchmark.jsonl", "benchmark_2hop.jsonl", "benchmark_3hop.jsonl", "benchmark_4hop.jsonl"]
 

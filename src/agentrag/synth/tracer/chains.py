@@ -3,7 +3,7 @@
 A chain is hop 1 (an accepted atomic pair on its sampled document) plus the verified hop records
 ``hop2.jsonl`` .. ``hop<max>.jsonl`` of its id, up to its first level that is not verified.
 :func:`iter_chains` yields them in the order of ``atomic.jsonl`` (pair order within a record), as
-:func:`agentrag.synth.tracer.pipeline.assemble_chains` lists them, but keeps in memory only, per
+the earlier list-based code did (kept as the reference in ``tests/unit/test_tracer_scale.py``), but keeps in memory only, per
 level, the byte offset and line number of each verified hop record (:class:`HopIndex`: one dict
 entry per verified chain and level, about 200 bytes) and reads a hop record back when its chain
 is yielded.

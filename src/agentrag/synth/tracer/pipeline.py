@@ -16,7 +16,7 @@ plain data, so on the Ray executor they run in worker processes that rebuild the
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -62,30 +62,6 @@ def _atomic(cfg: TracerConfig, c: TracerComponents, doc: DocRecord) -> AtomicRec
 def _extend(cfg: TracerConfig, c: TracerComponents, chain: Chain) -> HopRecord:
     oracle = Oracle(c.llm, c.judge, cfg, f"{chain.id}-h{chain.depth + 1}")
     return extend(oracle, c.kb, chain.id, chain.hops, set(c.excluded_titles))
-
-
-def assemble_chains(docs: Iterable[DocRecord], atomic: Iterable[AtomicRecord],
-                    hops: dict[int, Iterable[HopRecord]]) -> list[Chain]:
-    """Every chain with its verified hops, assembled from the stage records, all in memory (the
-    reference for :func:`~agentrag.synth.tracer.chains.iter_chains`, which the stages use)."""
-    by_doc = {d.id: d for d in docs}
-    hop_recs = {level: {r.chain_id: r for r in recs} for level, recs in hops.items()}
-    out: list[Chain] = []
-    for rec in atomic:
-        doc = by_doc.get(rec.doc_id)
-        if doc is None:
-            continue
-        for pair in rec.pairs:
-            if pair.status != "accepted":
-                continue
-            chain = [seed_hop(doc, pair)]
-            for level in sorted(hop_recs):
-                r = hop_recs[level].get(pair.id)
-                if r is None or r.status != "verified" or r.hop is None:
-                    break
-                chain.append(r.hop)
-            out.append(Chain(id=pair.id, doc_domain=doc.domain, hops=chain))
-    return out
 
 
 class TracerStages:
@@ -178,4 +154,4 @@ class TracerStages:
         return reuse_output(self.ctx.run, key, report)
 
 
-__all__ = ["TracerComponents", "TracerStages", "seed_hop", "assemble_chains"]
+__all__ = ["TracerComponents", "TracerStages", "seed_hop"]

@@ -210,6 +210,13 @@ class SynthRun:
             self.results.setdefault(name, StageResult(stage=name)).merge(res)
         return got
 
+    def failed(self, stage: str, key: str) -> bool:
+        """Whether this run already left the item ``key`` unfinished (an outage, a lost worker) or
+        hit a bug on it in ``stage``: a plain stage run after a flow does not try it again (a
+        rerun does)."""
+        r = self.results.get(stage)
+        return r is not None and (key in r.unfinished or key in r.bugs)
+
     def unfinished(self, stage: str, key: str, reason: str) -> None:
         """Note an item the pipeline itself leaves unfinished (e.g. a search that hit an outage)."""
         self.results.setdefault(stage, StageResult(stage=stage)).unfinished[key] = reason

@@ -20,7 +20,6 @@ from functools import partial
 from typing import Any
 
 from agentrag.eval.metrics import f1
-from agentrag.exec import StageResult
 from agentrag.kb.base import Embedder, Retriever
 from agentrag.llm.base import LLM
 from agentrag.synth.driver import SynthRun
@@ -41,8 +40,6 @@ from agentrag.synth.evipath.schema import (
 )
 from agentrag.synth.lazy import Ref, StageGroups, StageIndex
 from agentrag.synth.worker import ComponentsTask
-
-_NONE = StageResult()
 
 PathOut = tuple[PlanRecord, list[IterationRecord], list[SubAnswerRecord], list[SelectionRecord]]
 
@@ -188,8 +185,7 @@ class EviPathStages:
         good = {k for k, its in self.finished_paths() if self._good(index[k], its)}
         todo = [(s, Ref(s.item_id)) for s in self.sub_answers
                 if s.item_id in good and s.status == "ok" and s.id not in self.selections]
-        failed = self.ctx.results.get("selections", _NONE)  # left unfinished by this run's flow: not retried
-        fresh = [t for t in todo if t[0].id not in failed.unfinished and t[0].id not in failed.bugs]
+        fresh = [t for t in todo if not self.ctx.failed("selections", t[0].id)]
 
         def write(_sub: Any, rec: SelectionRecord) -> None:
             self.selections.append(rec)

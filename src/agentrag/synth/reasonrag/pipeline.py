@@ -37,7 +37,6 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from agentrag.exec import StageResult
 from agentrag.exec.flow import follow_up_bound
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
@@ -202,9 +201,7 @@ def run_greedy(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, 
     it left unfinished waits for a rerun)."""
     if not cfg.greedy_baseline:
         return
-    failed = ctx.results.get("greedy", StageResult())
-    todo = [q for q in items if q.id in files.trees and q.id not in files.greedy
-            and q.id not in failed.unfinished and q.id not in failed.bugs]
+    todo = [q for q in items if q.id in files.trees and q.id not in files.greedy and not ctx.failed("greedy", q.id)]
     ctx.stage("greedy", _greedy_task(cfg, comps), todo, on_result=lambda _item, traj: files.greedy.append(traj))
 
 

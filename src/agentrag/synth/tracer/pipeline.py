@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from agentrag.exec import StageResult
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Passage
@@ -133,9 +132,8 @@ class TracerStages:
         """The hop ``level`` of chains still without it (from an earlier run; this run's chains
         were extended in :meth:`atomic_stage`'s flow; one it left unfinished waits for a rerun)."""
         store = self.hops[level]
-        failed = self.ctx.results.get(f"hop{level}", StageResult())
         todo = list(self.chains(docs, lambda cid, depth: depth == level - 1 and f"{cid}-h{level}" not in store
-                                and cid not in failed.unfinished and cid not in failed.bugs))
+                                and not self.ctx.failed(f"hop{level}", cid)))
         self._stage(f"hop{level}", _extend, todo, store)
 
     def run(self) -> SynthOutput:

@@ -50,6 +50,13 @@ def write_chat_export(out_dir: str | os.PathLike[str], chats: Iterable[Sequence[
     chats = [list(c) for c in chats]
     n = write_jsonl_dicts(out / TRL_FILE, (chat_record(c) for c in chats))
     write_jsonl_dicts(out / SHAREGPT_FILE, (chat_sharegpt(c) for c in chats))
+    return finish_chat_export(out, n, name=name, description=description, summary=summary)
+
+
+def finish_chat_export(out: Path, n: int, *, name: str, description: str,
+                       summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Beside the ``n`` records of ``out``'s two JSONL files: ``dataset_info.json`` and the card;
+    returns the export summary (``summary`` + ``exported`` + ``files``)."""
     write_json(out / DATASET_INFO_FILE, chat_dataset_info(name))
     info: dict[str, Any] = {**(summary or {}), "exported": n}
     card = write_card(out, "sft", TRL_FILE, info, description)
@@ -57,4 +64,4 @@ def write_chat_export(out_dir: str | os.PathLike[str], chats: Iterable[Sequence[
     return info
 
 
-__all__ = ["chat_record", "chat_sharegpt", "chat_dataset_info", "write_chat_export"]
+__all__ = ["chat_record", "chat_sharegpt", "chat_dataset_info", "finish_chat_export", "write_chat_export"]

@@ -15,9 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from agentrag.export.chat import chat_dataset_info, chat_record, chat_sharegpt
-from agentrag.export.hf import write_card
-from agentrag.export.sft import DATASET_INFO_FILE, SHAREGPT_FILE, TRL_FILE, write_json
+from agentrag.export.chat import chat_record, chat_sharegpt, finish_chat_export
+from agentrag.export.sft import SHAREGPT_FILE, TRL_FILE
 from agentrag.runs import replace_if_changed
 from agentrag.synth.evipath.schema import ConversationRecord
 from agentrag.synth.evipath.support import synthesis_wording
@@ -55,12 +54,7 @@ class _Target:
                 tmp.unlink(missing_ok=True)
 
     def finish(self, name: str, info: dict[str, Any], description: str) -> dict[str, Any]:
-        write_json(self.out / DATASET_INFO_FILE, chat_dataset_info(name))
-        info = {**info, "exported": self.n}
-        card = write_card(self.out, "sft", TRL_FILE, info, description)
-        info["files"] = [str(self.out / TRL_FILE), str(self.out / SHAREGPT_FILE), str(self.out / DATASET_INFO_FILE),
-                         str(card)]
-        return info
+        return finish_chat_export(self.out, self.n, name=name, description=description, summary=info)
 
 
 def export_sft(conversations: Iterable[ConversationRecord], out: Path, *, mode: str, split: str,

@@ -20,7 +20,7 @@ from agentrag.synth.ragshaper import analysis
 from agentrag.synth.ragshaper.components import RagShaperComponents
 from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.synth.ragshaper.filter import malformed_turns
-from agentrag.synth.ragshaper.pipeline import Kept
+from agentrag.synth.ragshaper.pipeline import kept_trajectories
 from agentrag.synth.ragshaper.schema import (
     DistractorDoc,
     FilterRecord,
@@ -136,7 +136,7 @@ def test_sft_export_streams_the_kept_trajectories_and_writes_what_the_list_write
     for reject in (True, False):
         listed = [t for t in trajs.read() if t.id in kept_ids and not (reject and malformed_turns(t))]
         out = write_sft_export(tmp_path / f"l{reject}", listed, "sys", None)
-        sel = write_sft_export(tmp_path / f"k{reject}", Kept(trajs, kept_ids, reject), "sys", None)
+        sel = write_sft_export(tmp_path / f"k{reject}", kept_trajectories(trajs, kept_ids, reject), "sys", None)
         assert {k: v for k, v in out.items() if k != "files"} == {k: v for k, v in sel.items() if k != "files"}
         assert 0 < out["exported"] < out["trajectories"]  # unanswered ones are skipped
         for name in ("trl_sft.jsonl", "sharegpt.jsonl", "dataset_info.json", "README.md"):

@@ -15,13 +15,14 @@ import json
 import os
 import re
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from agentrag.records import parse_record
+from agentrag.runs import JsonlStore
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -150,4 +151,15 @@ class StageGroups(Generic[R]):
         return [_read(self.path, self.model, pos, lineno) for pos, lineno in self.offsets.get(key, [])]
 
 
-__all__ = ["Ref", "StageIndex", "StageGroups"]
+class Selected(Generic[R]):
+    """The records of a stage file that ``keep`` selects, read anew on each iteration (a pass
+    reads the file record by record: nothing is held between or during passes)."""
+
+    def __init__(self, store: JsonlStore[R], keep: Callable[[R], bool]) -> None:
+        self.store, self.keep = store, keep
+
+    def __iter__(self) -> Iterator[R]:
+        return (r for r in self.store if self.keep(r))
+
+
+__all__ = ["Ref", "StageIndex", "StageGroups", "Selected"]

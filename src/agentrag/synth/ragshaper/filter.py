@@ -63,7 +63,7 @@ def export_sft(trajs: Iterable[Trajectory], out_dir: Path, tools: list[dict[str,
                system_prompt: str) -> dict[str, Any]:
     """Write TRL conversational + LLaMA-Factory sharegpt files (and ``dataset_info.json``) into
     ``out_dir`` via the export area; returns its summary (counts and file paths). ``trajs`` that
-    is not an iterator (a list, a :class:`~agentrag.synth.ragshaper.pipeline.Kept`) is read once
+    is not an iterator (a list, :func:`~agentrag.synth.ragshaper.pipeline.kept_trajectories`) is read once
     per file."""
     from agentrag.export.sft import write_sft_export
 

@@ -11,13 +11,14 @@ skipped, and the run's LLM cache (``<run>/llm_cache.sqlite``) pays no call twice
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from agentrag.kb.base import Retriever
 from agentrag.records import Passage, Trajectory
 from agentrag.runs import JsonlStore
 from agentrag.synth.driver import SynthOutput, SynthRun, reuse_output
+from agentrag.synth.lazy import Selected
 from agentrag.synth.ragshaper import analysis
 from agentrag.synth.ragshaper.components import RagShaperComponents, seed_id
 from agentrag.synth.ragshaper.config import RagShaperConfig
@@ -46,15 +47,10 @@ def _writer(store: Any) -> Callable[[Any, Any], None]:
     return write
 
 
-class Kept:
+def kept_trajectories(trajs: JsonlStore[Trajectory], kept_ids: set[str], reject: bool) -> Selected[Trajectory]:
     """The trajectories the export takes (kept by the filter; with ``reject``, without a malformed
     turn), read anew from the stage file on each iteration, record by record."""
-
-    def __init__(self, trajs: JsonlStore[Trajectory], kept_ids: set[str], reject: bool) -> None:
-        self.trajs, self.kept_ids, self.reject = trajs, kept_ids, reject
-
-    def __iter__(self) -> Iterator[Trajectory]:
-        return (t for t in self.trajs if t.id in self.kept_ids and not (self.reject and malformed_turns(t)))
+    return Selected(trajs, lambda t: t.id in kept_ids and not (reject and malformed_turns(t)))
 
 
 class RagShaperPipeline:
@@ -206,7 +202,7 @@ class RagShaperPipeline:
         tools = [search_tool_schema(name, self.cfg.elicit.top_k, max_k=None)]  # the tool the teacher had
         system = str(settings.get("system_prompt") or REACT_SYSTEM).format(tool=name)
         try:
-            kept = Kept(self.trajs, kept_ids, reject)
+            kept = kept_trajectories(self.trajs, kept_ids, reject)
             return {**summary, **export_sft(kept, self.ctx.run.path / "sft", tools, system)}
         except ImportError as exc:
             log.warning("SFT export skipped: %s", exc)
@@ -230,4 +226,4 @@ class RagShaperPipeline:
         return reuse_output(self.ctx.run, self.seed_source, report)
 
 
-__all__ = ["RagShaperPipeline", "Kept"]
+__all__ = ["RagShaperPipeline", "kept_trajectories"]

@@ -29,13 +29,11 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
-from typing import Any, Generic, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from agentrag.exec.flow import follow_up_bound
 from agentrag.kb.base import Retriever
@@ -43,13 +41,12 @@ from agentrag.llm.base import LLM
 from agentrag.records import PreferencePair, QAItem, Trajectory
 from agentrag.runs import JsonlStore, RunDir
 from agentrag.synth.driver import SynthRun
+from agentrag.synth.lazy import Selected
 from agentrag.synth.reasonrag.config import ReasonRagConfig
 from agentrag.synth.reasonrag.mcts import QuestionSearch, SearchBatch
 from agentrag.synth.reasonrag.pairs import PAIR_GATES, extract_pairs
 from agentrag.synth.reasonrag.tree import IterationEvent, SearchTree
 from agentrag.synth.worker import ComponentsTask
-
-R = TypeVar("R", bound=BaseModel)
 
 log = logging.getLogger(__name__)
 
@@ -248,17 +245,6 @@ def build_pairs(cfg: ReasonRagConfig, files: RunFiles, trees: Iterable[SearchTre
             files.pairs.append(p)
             kept += 1
     return kept + sum(rejected.values()), rejected
-
-
-class Selected(Generic[R]):
-    """The records of a stage file that ``keep`` selects, read anew on each iteration (a pass
-    reads the file record by record: nothing is held between or during passes)."""
-
-    def __init__(self, store: JsonlStore[R], keep: Callable[[R], bool]) -> None:
-        self.store, self.keep = store, keep
-
-    def __iter__(self) -> Iterator[R]:
-        return (r for r in self.store if self.keep(r))
 
 
 def export(cfg: ReasonRagConfig, files: RunFiles, pairs: Iterable[PreferencePair]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -319,6 +319,25 @@ class RunDir:
 #: a run that finished every item: :func:`agentrag.synth.driver.finished_output` and
 #: ``agentrag.eval.run``'s no-op rerun)
 STATE_FILES = (".derived.json", ".finished.json")
+#: the state file of a run that finished every item (its stored output, keyed by what it depends on)
+FINISHED = ".finished.json"
+
+
+def records_key(records: Iterable[BaseModel]) -> str:
+    """A short key of input records' contents (in order), for a stored output: an edited record,
+    an added or removed one changes it."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for r in records:
+        h.update(r.model_dump_json().encode("utf-8") + b"\n")
+    return h.hexdigest()
+
+
+def config_key(cfg: Any, *parts: str) -> str:
+    """A key of a config (its JSON) and ``parts`` (e.g. a :func:`records_key`), for a stored output."""
+    dump = cfg.model_dump_json() if hasattr(cfg, "model_dump_json") else repr(cfg)
+    return "\n".join([dump, *parts])
 
 #: files of a run directory that describe an invocation, not the run's data (left out of its fingerprint)
 _NOT_DATA = ("metrics.json", "report.md", "report.html", "unfinished.json", ".agentrag.lock",

@@ -12,7 +12,8 @@ from typing import Any
 
 from agentrag.eval.metrics import f1
 from agentrag.exec import StageResult
-from agentrag.synth.driver import SynthOutput, SynthRun, config_key, finished_output, ids_key, records_key, reuse_output
+from agentrag.runs import config_key, records_key
+from agentrag.synth.driver import SynthOutput, SynthRun, finished_output, ids_key, reuse_output
 from agentrag.synth.evipath.config import EviPathConfig, EviPathRunConfig
 from agentrag.synth.evipath.conversations import executor_messages, planner_messages
 from agentrag.synth.evipath.answering import synthesize_selection

@@ -25,7 +25,6 @@ the metrics and the report are written.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -44,13 +43,11 @@ from agentrag.exec import Executor, ItemBugs, ThreadExecutor
 from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
 from agentrag.llm.usage import llm_usage
 from agentrag.records import QAItem
-from agentrag.runs import LOCK_NAME, RunDir
+from agentrag.runs import FINISHED, LOCK_NAME, RunDir, config_key, records_key
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]
-#: the state file of a run that scored every question (:meth:`~agentrag.runs.RunDir.store`)
-FINISHED = ".finished.json"
 
 
 class EvalBugs(ItemBugs):
@@ -196,10 +193,7 @@ def finished_key(cfg: EvalConfig, items: Sequence[QAItem], title: str, descripti
     """What a finished run's metrics depend on besides the run directory's data files: the
     resolved config (``--limit``, ``--maxd``, the judge, ...), the dataset records' contents (an
     edited, added or removed question changes it) and the report's title and description."""
-    h = hashlib.sha1()
-    for item in items:
-        h.update(item.model_dump_json().encode("utf-8") + b"\n")
-    return "\n".join([cfg.model_dump_json(), h.hexdigest(), title, description])
+    return config_key(cfg, records_key(items), title, description)
 
 
 def write_outputs(run: RunDir, metrics: dict[str, Any], title: str, description: str, *,

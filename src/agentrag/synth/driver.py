@@ -36,7 +36,7 @@ from agentrag.exec import Executor, ItemBugs, StageResult, ThreadExecutor, run_f
 from agentrag.exec.flow import Task, Writer
 from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
 from agentrag.llm.usage import llm_usage
-from agentrag.runs import RunDir
+from agentrag.runs import FINISHED, RunDir
 from agentrag.synth.common import Progress
 from agentrag.threads import passive_openmp
 
@@ -133,9 +133,6 @@ def reuse_output(run: RunDir, key: str, compute: Callable[[], SynthOutput]) -> S
     return _output(run.derived(key, lambda: _output_json(compute())))
 
 
-FINISHED = ".finished.json"
-
-
 def finished_output(ctx: SynthRun, key: str, pipeline: Callable[[], SynthOutput]) -> SynthOutput:
     """The output of the last run when it finished every item, ``key`` is the same (the config
     and the items asked for) and no data file of the run changed since (:meth:`RunDir.stored`:
@@ -151,23 +148,6 @@ def finished_output(ctx: SynthRun, key: str, pipeline: Callable[[], SynthOutput]
     if not ctx.unfinished_by_stage:
         ctx.run.store(FINISHED, key, _output_json(out))
     return out
-
-
-def records_key(records: Iterable[BaseModel]) -> str:
-    """A short key of input records' contents (in order), for :func:`finished_output`: an edited
-    dataset record, an added or removed one changes it."""
-    import hashlib
-
-    h = hashlib.sha1()
-    for r in records:
-        h.update(r.model_dump_json().encode("utf-8") + b"\n")
-    return h.hexdigest()
-
-
-def config_key(cfg: Any, *parts: str) -> str:
-    """A key of a config (its JSON) and ``parts`` (e.g. :func:`ids_key` of the items asked for)."""
-    dump = cfg.model_dump_json() if hasattr(cfg, "model_dump_json") else repr(cfg)
-    return "\n".join([dump, *parts])
 
 
 class SynthBugs(ItemBugs):

@@ -18,17 +18,15 @@ from agentrag.errors import UserError
 from agentrag.exec import Executor
 from agentrag.kb.base import Embedder
 from agentrag.paths import check_out_dir
-from agentrag.runs import RunDir
+from agentrag.runs import RunDir, config_key, records_key
 from agentrag.synth.common import Progress
 from agentrag.synth.driver import (
     Stage,
     Synthesizer,
     SynthOutput,
     SynthRun,
-    config_key,
     finished_output,
     ids_key,
-    records_key,
     reuse_output,
     run_synthesizer,
 )
@@ -95,7 +93,7 @@ class EviPathBuilder:
 class EviInputs:
     """What :meth:`EviPathSynth.check_inputs` found: the datasets (read again, one item at a time,
     by :meth:`items`: no run holds its input items), the ids of their items, the key of their
-    contents (:func:`~agentrag.synth.driver.records_key`) and the KB (or None)."""
+    contents (:func:`~agentrag.runs.records_key`) and the KB (or None)."""
 
     datasets: list[str]
     skip_invalid: bool = False

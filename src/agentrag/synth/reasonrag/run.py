@@ -22,17 +22,15 @@ from typing import Any
 from agentrag.errors import UserError
 from agentrag.exec import Executor
 from agentrag.records import QAItem, Trajectory
-from agentrag.runs import RunDir, check_out_dir
+from agentrag.runs import RunDir, check_out_dir, config_key, records_key
 from agentrag.synth.common import Progress
 from agentrag.synth.driver import (
     Stage,
     Synthesizer,
     SynthOutput,
     SynthRun,
-    config_key,
     finished_output,
     ids_key,
-    records_key,
     reuse_output,
     run_synthesizer,
 )

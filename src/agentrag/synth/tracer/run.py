@@ -17,16 +17,14 @@ from agentrag.exec import Executor
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Passage
-from agentrag.runs import RunDir
+from agentrag.runs import RunDir, config_key, records_key
 from agentrag.synth.common import Progress
 from agentrag.synth.driver import (
     Stage,
     Synthesizer,
     SynthOutput,
     SynthRun,
-    config_key,
     finished_output,
-    records_key,
     run_synthesizer,
 )
 from agentrag.synth.tracer.config import TracerRunConfig

@@ -179,3 +179,35 @@ def test_backends_route_messages_through_the_neutraliser():
 
     for module in (embedded, hf, openai_backend):
         assert "neutralize_messages(" in inspect.getsource(module), module.__name__
+
+
+# -- the agents on the parser ----------------------------------------------------------------------
+
+def _world():
+    from agentrag.records import Passage, QAItem
+    from agentrag.testing import FakeRetriever
+
+    item = QAItem(id="q1", question="What is the capital of France?", golden_answers=["Paris"])
+    return item, FakeRetriever([Passage(id="p1", title="Paris", text="Paris is the capital of France.")])
+
+
+@pytest.mark.parametrize("agent, bad, good", [
+    ("react", "It is <answer>INVENTED</Answer>", "<answer>Paris</answer>"),
+    ("react", "<answer>Paris</answer> no wait <answer>INVENTED</answer>", "<answer>Paris</answer> trailing"),
+    ("search_r1", "<answer>INVENTED</answer><search>more", "<answer>Paris</answer> INVENTED"),
+    ("reason_ground", "So the answer is <answer>INVENTED</answer> <query>x</query>",
+     "So the answer is <answer>Paris</answer> INVENTED"),
+])
+def test_agents_never_act_on_a_malformed_turn_and_keep_only_the_step(agent, bad, good):
+    from agentrag.agents import build_agent
+    from agentrag.testing import ScriptedLLM
+
+    item, retriever = _world()
+    llm = ScriptedLLM([bad, good])
+    traj = build_agent(agent, llm, retriever).run(item)
+    assert (traj.finish_reason, traj.answer) == ("answered", "Paris")
+    assert (traj.steps[0].error or "").startswith("malformed turn: ")
+    assert retriever.queries == []  # the malformed turn's query never ran
+    assert "INVENTED" not in (traj.steps[-1].thought or "")
+    if agent == "reason_ground":  # the history the next round saw holds none of the malformed turn's tags
+        assert "INVENTED" not in (llm.requests[1]["messages"][-1].content or "")

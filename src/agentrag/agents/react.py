@@ -96,18 +96,18 @@ class ReactAgent(BaseAgent):
                 step = self.step(turn, error=text_error,
                                  observation=f"Error: {text_error}. Call the tool with valid JSON arguments.")
             else:
-                answer, malformed = _explicit_answer(text)
+                answer, why = _explicit_answer(text)
                 if answer is not None:
                     self._finish(traj, messages, self.step(turn), answer)
                     return
-                if malformed is None and text.strip() and cfg.untagged_answer == "no_answer":
+                if why is None and text.strip() and cfg.untagged_answer == "no_answer":
                     self._finish(traj, messages, self.step(turn, error="no tool call and no <answer> tags"), "")
                     return
                 # a malformed answer is never an answer: the model is told and tries again
-                error = (f"malformed turn: {malformed}" if malformed else
+                error = (f"malformed turn: {why}" if why else
                          "no tool call and no <answer> tags" if text.strip() else "empty reply")
                 feedback = REACT_NO_TAGS.format(tool=tool.name) if text.strip() else EMPTY_REPLY
-                step = self.step(turn, error=error, observation=f"Error: {error}. {feedback}" if malformed else feedback)
+                step = self.step(turn, error=error, observation=f"Error: {error}. {feedback}" if why else feedback)
             traj.steps.append(step)
             messages.extend(step_to_messages(step, len(traj.steps) - 1))
             malformed = step.error is not None and not step.hits and not _retrieval_failure(step)

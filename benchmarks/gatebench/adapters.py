@@ -69,12 +69,16 @@ SHARED_GATES = [
 
 
 def all_gates() -> list[Gate]:
-    """Every gate the benchmark scores: the shared checks, then each synthesizer's (registered in
-    :data:`SYNTH_GATES` by the modules below, when they import)."""
-    return SHARED_GATES + [gate for gates in SYNTH_GATES.values() for gate in gates]
+    """Every gate the benchmark scores: the shared checks, then each synthesizer's, from every
+    ``gatebench/synth_<name>.py`` module (each defines ``GATES: list[Gate]``)."""
+    import importlib
+    import pkgutil
 
+    import gatebench
 
-#: synthesizer name -> its gates (filled by gatebench.synth_* modules)
-SYNTH_GATES: dict[str, list[Gate]] = {}
+    out = list(SHARED_GATES)
+    for mod in sorted(m.name for m in pkgutil.iter_modules(gatebench.__path__) if m.name.startswith("synth_")):
+        out.extend(importlib.import_module(f"gatebench.{mod}").GATES)
+    return out
 
-__all__ = ["SHARED_GATES", "SYNTH_GATES", "all_gates"]
+__all__ = ["SHARED_GATES", "all_gates"]

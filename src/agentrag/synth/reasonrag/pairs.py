@@ -18,8 +18,8 @@ from itertools import combinations
 
 from agentrag.agents.reason_ground import forced_round, stage_messages
 from agentrag.agents.tools import NO_DOCUMENTS
-from agentrag.eval.metrics import normalize_answer
 from agentrag.match import near_duplicate
+from agentrag.match.canon import canonical
 from agentrag.records import Message, PreferencePair
 from agentrag.synth.reasonrag.tree import ACTION_LETTER, Estimate, SearchTree, TreeNode, pruned, q_value
 
@@ -41,11 +41,12 @@ PAIR_GATES = ("malformed", "answerless", "flagged", "same_response", "same_actio
 
 
 def action_key(node: TreeNode) -> tuple[str, str]:
-    """What a step does, normalised: its action and its normalised content (the query text, the
-    answer, the evidence; the whole response for an untagged step). Two siblings with the same key
+    """What a step does, normalised: its action and its content in canonical tokens of the shared
+    matching core (:func:`agentrag.match.canon.canonical`; the query text, the answer, the evidence; the
+    whole response for an untagged step). Two siblings with the same key
     take the same action in different words: their value gap is rollout noise, not a preference."""
     content = node.answer if node.action == "answer" else node.content
-    return node.action, normalize_answer(content if content is not None else node.response)
+    return node.action, canonical(content if content is not None else node.response)
 
 
 def near_duplicate_actions(a: TreeNode, b: TreeNode) -> bool:

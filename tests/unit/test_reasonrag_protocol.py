@@ -90,6 +90,16 @@ def test_near_duplicate_sides_never_form_a_pair():
     assert ("r.0", "r.4") in got and ("r.1", "r.4") in got  # a different answer is still a preference
 
 
+def test_a_query_written_again_in_capitals_is_a_near_duplicate():
+    from agentrag.synth.reasonrag.pairs import near_duplicate_actions
+    from agentrag.synth.reasonrag.tree import TreeNode
+
+    q = "Of what country is Welton Irie a citizen?"
+    a, b = (TreeNode(id=f"r.{i}", parent="r", depth=1, action="query", content=t, response=f"<query>{t}</query>")
+            for i, t in enumerate((q, q.upper())))
+    assert near_duplicate_actions(a, b)
+
+
 def test_a_branch_that_reached_an_answer_is_never_labelled_answerless():
     leaf = _node("r.0.0", "r.0", action="answer", stage="terminal", response="<answer>John Smith</answer>",
                  answer="John Smith")  # its value is missing (no estimate)

@@ -242,7 +242,7 @@ def analyse(text: str) -> tuple[Token, ...]:
         w = words[i]
         if w in _GROUP_SHORT:
             out.append(_token(_GROUP_SHORT[w], w))
-        elif lower[i] not in ARTICLES or w == "A" and i > 0 and words[i - 1][:1].isupper():
+        elif lower[i] not in ARTICLES or w == "A" and i > 0 and words[i - 1][:1].isupper() and not words[i - 1].isupper():
             out.append(_token(_canon_word(w), w))
         i += 1
     return tuple(out)

@@ -106,14 +106,20 @@ def need_out(out: Path | None) -> Path:
 
 
 def setup_logging(verbose: bool = False) -> None:
-    """Configure logging once, for the CLI only (the library never configures logging)."""
+    """Configure logging once, for the CLI only (the library never configures logging).
+
+    By default agentrag's own loggers print INFO and every other library only its warnings (an
+    HTTP client's line per request, a model loader's progress are noise); ``--verbose`` prints
+    DEBUG from agentrag and INFO from the libraries."""
     level = logging.DEBUG if verbose else logging.INFO
     handler = RichHandler(console=err_console, show_path=False, rich_tracebacks=False)
     # the handler's own level: a library logger set to DEBUG by its package still prints nothing
     # below INFO unless --verbose
     handler.setLevel(level)
-    logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]", handlers=[handler], force=True)
-    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "faiss", "filelock",
+    libraries = logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=libraries, format="%(message)s", datefmt="[%X]", handlers=[handler], force=True)
+    logging.getLogger("agentrag").setLevel(level)
+    for noisy in ("httpx", "httpx2", "httpcore", "urllib3", "sentence_transformers", "faiss", "filelock",
                   "transformers", "bm25s", "openai"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 

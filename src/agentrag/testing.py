@@ -410,12 +410,12 @@ class StubOpenAIServer:
                     self._send(200, json.dumps(payload).encode())
                     return
                 if fault.startswith(("429@", "503@")):
-                    status, value = fault.split("@", 1)
+                    code, value = fault.split("@", 1)
                     if value.startswith("date+"):
                         from email.utils import formatdate
 
                         value = formatdate(time.time() + float(value[5:]), usegmt=True)
-                    self._send(int(status), json.dumps({"error": {"message": f"stub {status}"}}).encode(),
+                    self._send(int(code), json.dumps({"error": {"message": f"stub {code}"}}).encode(),
                                {"Retry-After": value})
                     return
                 if fault in ("500", "429", "503", "400"):

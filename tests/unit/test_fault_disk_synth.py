@@ -31,9 +31,10 @@ World = Callable[[Path, pytest.MonkeyPatch], Any]
 
 @contextmanager
 def reasonrag(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[StubOpenAIServer, Any]]:
-    import agentrag.kb
     from test_reasonrag_faults import SETS, llm_yaml, reply
     from test_reasonrag_pipeline import QUESTION, fork_seed, retriever
+
+    import agentrag.kb
 
     monkeypatch.setattr(agentrag.kb, "resolve_retriever", lambda ref: retriever())
     data = tmp / "q.jsonl"
@@ -47,8 +48,9 @@ def reasonrag(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Stub
 
 @contextmanager
 def evipath(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[StubOpenAIServer, Any]]:
-    from evipath_fakes import ContentWordEmbedder
     from test_evipath_faults import N, cli, gold_stub, llm_yaml
+
+    from evipath_fakes import ContentWordEmbedder
 
     monkeypatch.setattr("agentrag.kb.embedders.load_embedder", lambda *a, **k: ContentWordEmbedder())
     musique = SHARED / "data" / "musique" / "train_100.jsonl"

@@ -12,7 +12,6 @@ import pytest
 from agentrag.llm import OpenAIBackend
 from agentrag.llm.openai_wire import retry_after_seconds
 from agentrag.records import Message
-
 from agentrag.testing import StubOpenAIServer
 
 pytestmark = pytest.mark.timeout(60)

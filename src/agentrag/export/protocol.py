@@ -18,6 +18,7 @@ wrote (the generic export in :mod:`agentrag.export.sft` is for the function-call
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 from agentrag.records import Message, Trajectory
 
@@ -38,12 +39,12 @@ def protocol_chats(traj: Trajectory, system_prompt: str | None = None) -> list[l
     return None
 
 
-def search_r1_segments(traj: Trajectory) -> list[tuple[str, str]] | None:
+def search_r1_segments(traj: Trajectory) -> list[tuple[Literal["assistant", "user"], str]] | None:
     """``traj``'s stream as ``(role, text)`` segments: ``assistant`` for what the model generated,
     ``user`` for what the agent inserted; None when they do not add up to the recorded stream."""
     from agentrag.agents.search_r1 import information_block
 
-    out: list[tuple[str, str]] = []
+    out: list[tuple[Literal["assistant", "user"], str]] = []
     for step in traj.steps:
         if step.thought:
             out.append(("assistant", step.thought))

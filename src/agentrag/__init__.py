@@ -126,7 +126,7 @@ _EXPORTS: dict[str, str] = {
     "parse_override": "agentrag.config", "dump_config": "agentrag.config",
     # runs
     "JsonlStore": "agentrag.runs", "RunDir": "agentrag.runs", "LOCK_NAME": "agentrag.runs",
-    "VOLATILE_FIELDS": "agentrag.runs",
+    "VOLATILE_FIELDS": "agentrag.runs", "read_records": "agentrag.runs",
     # llm protocol
     "LLM": "agentrag.llm.base", "Completion": "agentrag.llm.base",
     "resolve_llm": "agentrag.llm", "llm_usage": "agentrag.llm", "HFLLM": "agentrag.llm", "OpenAIBackend": "agentrag.llm", "EmbeddedLLM": "agentrag.llm",

@@ -200,38 +200,18 @@ class JsonlStore(Generic[R]):
     @property
     def timings_path(self) -> Path:
         """The side file of a finished stage's timings (:meth:`finish`)."""
-        return self.path.with_name(self.path.name.removesuffix(".jsonl") + ".timings.jsonl")
+        return timings_path(self.path)
 
     def _timings(self) -> dict[str, Any]:
-        try:
-            text = self.timings_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return {}
-        out: dict[str, Any] = {}
-        for line in text.splitlines():
-            if line.strip():
-                obj = json.loads(line)
-                out[str(obj["id"])] = obj["timings"]
-        return out
+        return _read_timings(self.path)
 
     def __iter__(self) -> Iterator[R]:
         seen: set[str] = set()
-        timings = self._timings()
-        with self.path.open("rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                if not raw.endswith(b"\n") or not raw.strip():
-                    continue
-                line = raw.decode("utf-8")
-                if timings:
-                    obj = _load_object(line, self.path, lineno)
-                    if obj.get("id") in timings:
-                        merge_volatile(obj, timings[obj["id"]])
-                        line = json.dumps(obj, ensure_ascii=False)
-                rec = parse_record(self.model, line, path=self.path, lineno=lineno)
-                k = self.key(rec)
-                if k not in seen:
-                    seen.add(k)
-                    yield rec
+        for rec in read_records(self.path, self.model):
+            k = self.key(rec)
+            if k not in seen:
+                seen.add(k)
+                yield rec
 
     def finish(self, order: Iterable[str]) -> bool:
         """Put the file in its final form (module docstring): the records of the ids in ``order``
@@ -265,6 +245,44 @@ class JsonlStore(Generic[R]):
 
     def read(self) -> list[R]:
         return list(self)
+
+
+def timings_path(path: str | os.PathLike[str]) -> Path:
+    """The timings side file of the stage file ``path`` (``x.jsonl`` -> ``x.timings.jsonl``)."""
+    p = Path(path)
+    return p.with_name(p.name.removesuffix(".jsonl") + ".timings.jsonl")
+
+
+def _read_timings(path: str | os.PathLike[str]) -> dict[str, Any]:
+    try:
+        text = timings_path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    out: dict[str, Any] = {}
+    for line in text.splitlines():
+        if line.strip():
+            obj = json.loads(line)
+            out[str(obj["id"])] = obj["timings"]
+    return out
+
+
+def read_records(path: str | os.PathLike[str], model: type[R]) -> Iterator[R]:
+    """The records of the stage file ``path`` in file order, with the timings of a finished stage
+    put back (:meth:`JsonlStore.finish`); a torn last line is skipped; nothing is written (a
+    reader, e.g. the viewer, beside a running writer)."""
+    p = Path(path)
+    timings = _read_timings(p)
+    with p.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.endswith(b"\n") or not raw.strip():
+                continue
+            line = raw.decode("utf-8")
+            if timings:
+                obj = _load_object(line, p, lineno)
+                if obj.get("id") in timings:
+                    merge_volatile(obj, timings[obj["id"]])
+                    line = json.dumps(obj, ensure_ascii=False)
+            yield parse_record(model, line, path=p, lineno=lineno)
 
 
 def _cut_back(fh: Any, size: int) -> None:
@@ -504,4 +522,4 @@ def _atomic_write(path: Path, text: str) -> bool:
         raise storage_error(exc, path) from exc
 
 
-__all__ = ["JsonlStore", "RunDir", "LOCK_NAME", "VOLATILE_FIELDS"]
+__all__ = ["JsonlStore", "RunDir", "LOCK_NAME", "VOLATILE_FIELDS", "read_records"]

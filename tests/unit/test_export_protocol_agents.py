@@ -121,3 +121,17 @@ def test_the_cli_export_of_a_search_r1_eval_lists_no_tool(tmp_path):
     assert res.exit_code == 0, res.output
     rec = json.loads((tmp_path / "out" / "trl_sft.jsonl").read_text())
     assert rec["tools"] == [] and rec["messages"][0]["role"] == "user"
+
+
+def test_function_calling_agents_export_the_tools_they_offered():
+    from agentrag.records import ToolCall
+
+    llm, traj = _run("react", [ToolCall(name="search", arguments={"query": "Everest"}), "<answer>8848 m</answer>"],
+                     top_k=2)
+    [rec] = to_trl_records([traj])
+    assert rec["tools"] == llm.requests[0]["tools"]
+    llm, traj = _run("plan_step", ["1. search", ToolCall(name="RAG_search", arguments={"query": "Everest", "topk": 2}),
+                                   ToolCall(name="Final_Answer", arguments={"answer": "8848 m"})])
+    [rec] = to_trl_records([traj])
+    assert rec["tools"] == llm.requests[1]["tools"]
+    assert {t["function"]["name"] for t in rec["tools"]} == {"RAG_search", "Final_Answer"}

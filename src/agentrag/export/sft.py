@@ -125,7 +125,8 @@ def training_chats(traj: Trajectory, system_prompt: str | None = None,
                    tools: Sequence[dict[str, Any]] | None = None, *,
                    reasoning: bool = False) -> list[tuple[list[Message], list[dict[str, Any]]]]:
     """The chats ``traj`` is trained as, each with its tool list: the function-calling agents'
-    one chat (:func:`trajectory_messages`) with ``tools`` (default: the search tool); the
+    one chat (:func:`trajectory_messages`) with ``tools`` (default: the tools the agent offered
+    the model, ``metadata["tools"]``, else the search tool); the
     text-protocol agents' chats as they sent them (:mod:`agentrag.export.protocol`), with
     ``tools`` only when given (they use none)."""
     from agentrag.export.protocol import protocol_chats
@@ -133,7 +134,9 @@ def training_chats(traj: Trajectory, system_prompt: str | None = None,
     chats = protocol_chats(traj, system_prompt)
     if chats is not None:
         return [(c, list(tools) if tools is not None else []) for c in chats]
-    tool_list = list(tools) if tools is not None else default_tools()
+    offered = traj.metadata.get("tools")
+    tool_list = (list(tools) if tools is not None else list(offered) if isinstance(offered, list) and offered
+                 else default_tools())
     return [(trajectory_messages(traj, system_prompt, tool_list, reasoning=reasoning), tool_list)]
 
 

@@ -174,6 +174,7 @@ def storage_error(exc: BaseException, path: object = None) -> StorageError:
     elif code == errno.EIO:
         fix = ("the disk failed a read or write (full, failing or unmounted): check it (df, dmesg), then rerun "
                "the same command to resume")
+        return StorageError(f"disk I/O error on {str(path)!r}: {why}; {fix}")
     elif code == errno.EROFS:
         fix = "the file system is read-only: pass an --out on a writable one"
     else:

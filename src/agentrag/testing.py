@@ -227,7 +227,8 @@ class StubOpenAIServer:
 
     ``faults`` is consumed one per request: ``"500"`` / ``"429"`` (that status), ``"stall"``
     (sleep ``stall_s`` before answering, to trip client timeouts), ``"malformed"`` (200 with a
-    body that is not JSON), ``"garbage"`` (200 with random bytes), ``"null_choice"`` (200 with
+    body that is not JSON), ``"truncated"`` (a 200 whose body stops halfway, then the connection
+    closes), ``"garbage"`` (200 with random bytes), ``"null_choice"`` (200 with
     ``"choices": [null]``), ``"bad_message"`` (a choice whose message is a string), ``"ok"``;
     configuration errors ``"401"``, ``"403"``, ``"404"`` (unknown model); ``"context"`` (a 400 saying
     the request is over the context window); and wrong-shaped 200 bodies (:attr:`BAD_BODIES`):
@@ -425,6 +426,15 @@ class StubOpenAIServer:
                     time.sleep(stub.stall_s)
                 if fault == "malformed":
                     self._send(200, b'{"choices": [ this is not json')
+                    return
+                if fault == "truncated":
+                    payload = json.dumps(stub._response(body)).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload[:len(payload) // 2])
+                    self.close_connection = True
                     return
                 if fault == "garbage":
                     self._send(200, bytes(range(256)) * 2)

@@ -72,3 +72,14 @@ def test_every_request_to_the_endpoint_waits_for_the_retry_after() -> None:
         first.join()
         assert srv.requests == 3
         assert min(srv.times[1:]) - srv.times[0] >= 0.9  # nothing was sent during the wait
+
+
+def test_a_truncated_body_is_retried_like_any_outage() -> None:
+    from agentrag.errors import LLMError, classify
+
+    with StubOpenAIServer(["truncated"], reply="hello") as srv:
+        assert backend(srv.base_url).chat(MSGS)[0].text == "hello"
+        assert srv.requests == 2
+    with StubOpenAIServer(["truncated"] * 3, reply="hello") as srv, pytest.raises(LLMError) as err:
+        backend(srv.base_url).chat(MSGS)
+    assert classify(err.value) == "outage"

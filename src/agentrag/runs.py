@@ -33,7 +33,7 @@ import yaml
 from pydantic import BaseModel
 
 from agentrag.config import dump_config
-from agentrag.errors import RunLockedError, UserError, storage_error
+from agentrag.errors import RunLockedError, UserError, storage_error, writing
 from agentrag.paths import check_out_dir
 from agentrag.records import _load_object, dump_record, parse_record
 
@@ -217,31 +217,37 @@ class JsonlStore(Generic[R]):
         """Put the file in its final form (module docstring): the records of the ids in ``order``
         first, in that order, then any others in file order, each without its timings, which go
         to :attr:`timings_path`. Both files are replaced atomically and only when they change;
-        returns whether the stage file changed. Only for the default key (records with an ``id``)."""
+        returns whether the stage file changed. Memory holds one offset per record and the
+        timings, never the records (a second pass reads each line where the first found it)."""
         with self._lock:
-            lines: dict[str, str] = {}
-            timings = self._timings()
+            where: dict[str, tuple[int, int]] = {}
             with self.path.open("rb") as fh:
+                offset = 0
                 for lineno, raw in enumerate(fh, start=1):
-                    if not raw.endswith(b"\n") or not raw.strip():
-                        continue
-                    obj = _load_object(raw.decode("utf-8"), self.path, lineno)
-                    key = str(obj.get("id"))
-                    if key in lines:
-                        continue
+                    if raw.endswith(b"\n") and raw.strip():
+                        where.setdefault(self._line_key(raw.decode("utf-8"), lineno), (offset, len(raw)))
+                    offset += len(raw)
+            ordered = [k for k in dict.fromkeys(order) if k in where]
+            first = set(ordered)
+            ordered += [k for k in where if k not in first]
+            timings = self._timings()
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            with writing(self.path, tmp), self.path.open("rb") as src, tmp.open("w", encoding="utf-8") as out:
+                for k in ordered:
+                    start, size = where[k]
+                    src.seek(start)
+                    obj = json.loads(src.read(size))
                     removed = split_volatile(obj)
                     if removed is not None:
-                        timings[key] = removed
-                    lines[key] = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-            ordered = [k for k in dict.fromkeys(order) if k in lines]
-            first = set(ordered)
-            ordered += [k for k in lines if k not in first]
+                        timings[k] = removed
+                    out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
             kept = [k for k in ordered if k in timings]
-            if kept or self.timings_path.exists():  # written before the stage file: a crash loses no timing
+            if kept or self.timings_path.exists():  # before the stage file: a crash loses no timing
                 _atomic_write(self.timings_path, "".join(
                     json.dumps({"id": k, "timings": timings[k]}, ensure_ascii=False, separators=(",", ":")) + "\n"
                     for k in kept))
-            return _atomic_write(self.path, "".join(lines[k] + "\n" for k in ordered))
+            with writing(self.path, tmp):
+                return replace_if_changed(tmp, self.path)
 
     def read(self) -> list[R]:
         return list(self)

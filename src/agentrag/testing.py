@@ -428,12 +428,12 @@ class StubOpenAIServer:
                     self._send(200, b'{"choices": [ this is not json')
                     return
                 if fault == "truncated":
-                    payload = json.dumps(stub._response(body)).encode()
+                    whole = json.dumps(stub._response(body)).encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
+                    self.send_header("Content-Length", str(len(whole)))
                     self.end_headers()
-                    self.wfile.write(payload[:len(payload) // 2])
+                    self.wfile.write(whole[:len(whole) // 2])
                     self.close_connection = True
                     return
                 if fault == "garbage":

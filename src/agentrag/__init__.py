@@ -115,6 +115,7 @@ _EXPORTS: dict[str, str] = {
     "EndpointError": "agentrag.errors", "StorageError": "agentrag.errors", "RunLockedError": "agentrag.errors",
     "ContextLimitError": "agentrag.errors", "FailureKind": "agentrag.errors", "classify": "agentrag.errors",
     "storage_error": "agentrag.errors", "STORAGE_ERRNOS": "agentrag.errors", "EXIT_OK": "agentrag.errors",
+    "is_disk_error": "agentrag.errors", "writing": "agentrag.errors", "DISK_ERRNOS": "agentrag.errors",
     "EXIT_BUG": "agentrag.errors", "EXIT_BAD_INPUT": "agentrag.errors", "EXIT_UNFINISHED": "agentrag.errors",
     "EXIT_INTERRUPTED": "agentrag.errors",
     # records
@@ -126,10 +127,11 @@ _EXPORTS: dict[str, str] = {
     "iter_json_objects": "agentrag.records", "read_jsonl": "agentrag.records",
     "write_jsonl": "agentrag.records", "dump_record": "agentrag.records",
     # config
-    "Config": "agentrag.config", "load_config": "agentrag.config", "apply_overrides": "agentrag.config",
+    "Config": "agentrag.config", "load_config": "agentrag.config", "config_source": "agentrag.config", "apply_overrides": "agentrag.config",
     "parse_override": "agentrag.config", "dump_config": "agentrag.config",
     # runs
     "JsonlStore": "agentrag.runs", "RunDir": "agentrag.runs", "LOCK_NAME": "agentrag.runs",
+    "VOLATILE_FIELDS": "agentrag.runs", "read_records": "agentrag.runs",
     # llm protocol
     "LLM": "agentrag.llm.base", "Completion": "agentrag.llm.base",
     "resolve_llm": "agentrag.llm", "llm_usage": "agentrag.llm", "HFLLM": "agentrag.llm", "OpenAIBackend": "agentrag.llm", "EmbeddedLLM": "agentrag.llm",

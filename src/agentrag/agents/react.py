@@ -64,6 +64,7 @@ class ReactAgent(BaseAgent):
         messages = [Message(role="system", content=system),
                     Message(role="user", content=item.question)]
         traj.messages = messages
+        traj.metadata["tools"] = [tool.schema]  # what the model was offered (the SFT export lists it)
         errors_in_a_row = 0
         for turn_index in range(cfg.max_steps):
             if cfg.force_answer and cfg.max_steps >= 2 and turn_index == cfg.max_steps - 1:

@@ -214,7 +214,10 @@ class ReasonGroundAgent(BaseAgent):
 
     def round(self, state: GroundingState, traj: Trajectory, tool: RetrievalTool, *, forced: bool = False) -> bool:
         """One round of Algorithm 1 on ``state`` (appends a step to ``traj``); True when it ended
-        the run (an answer, or the forced round's outcome)."""
+        the run (an answer, or the forced round's outcome). The index of a forced round's step is
+        ``traj.metadata["forced_round"]`` (the SFT export rebuilds each round's request)."""
+        if forced:
+            traj.metadata["forced_round"] = len(traj.steps)
         turn = self.chat(state.messages(forced), stop=[QUERY_STOP])
         if turn.error is not None:
             traj.steps.append(self.step(turn, error=turn.error))

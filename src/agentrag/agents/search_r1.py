@@ -24,7 +24,7 @@ import time
 
 from agentrag.agents.config import SearchR1Config
 from agentrag.agents.loop import BaseAgent
-from agentrag.agents.prompts import SEARCH_R1_INVALID, SEARCH_R1_USER
+from agentrag.agents.prompts import SEARCH_R1_INVALID, SEARCH_R1_USER, read_prompt_template
 from agentrag.agents.tools import NO_DOCUMENTS, neutralize_tags
 from agentrag.protocol import ParsedTurn, parse_turn
 from agentrag.records import Hit, Message, QAItem, ToolCall, Trajectory
@@ -72,7 +72,9 @@ class SearchR1Agent(BaseAgent):
     def _run(self, item: QAItem, traj: Trajectory) -> None:
         cfg = self.config
         tool = self.new_tool(SEARCH_ACTION, traj=traj)
-        prompt = Message(role="user", content=SEARCH_R1_USER.format(question=item.question))
+        template = read_prompt_template(cfg.prompt_template) if cfg.prompt_template else None
+        prompt = Message(role="user", content=template.replace("{question}", item.question) if template
+                         else SEARCH_R1_USER.format(question=item.question))
         traj.messages = [prompt]
         stream = ""
         errors_in_a_row = 0

@@ -7,6 +7,7 @@ other for a type. ``agentrag.kb.base`` re-exports them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -29,7 +30,7 @@ class Embedder(Protocol):
 class Retriever(Protocol):
     """Batch-first search. RAGShaper Eq. 4: keep hits with score > threshold, then the top k."""
 
-    def search(self, queries: list[str], k: int, threshold: float | None = None) -> list[list[Hit]]: ...
+    def search(self, queries: list[str], k: int, threshold: float | None = None) -> Sequence[list[Hit]]: ...
 
 
 def apply_threshold(hits: list[Hit], k: int, threshold: float | None) -> list[Hit]:

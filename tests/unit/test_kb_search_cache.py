@@ -87,10 +87,12 @@ def test_query_tokenizer_other_splitter_falls_back_to_bm25s(kb):
 def test_cached_rows_give_the_uncached_hits(kb, corpus, monkeypatch):
     qs = corpus[1]
     cached = kb.search(qs, 10)
+    cached[0]  # the rows are read (and the hits built) when the result is first looked at
     assert kb._rows is not None and kb._rows.table is not None and len(kb._rows.table) == len(kb)
     monkeypatch.setenv("AGENTRAG_PASSAGE_CACHE_MB", "0")
     kb._rows = None
     uncached = kb.search(qs, 10)
+    uncached[0]
     assert kb._rows.table is None
     assert _dump(cached) == _dump(uncached)
     assert any(h.metadata for hs in cached for h in hs)
@@ -120,7 +122,7 @@ def test_kb_above_the_bound_is_not_loaded(kb, corpus, monkeypatch):
     monkeypatch.setattr(PassageStore, "all_raw_rows", every_row)
     small = KnowledgeBase.load(kb.directory)
     hits = small.search(corpus[1], 10)
-    assert small._rows.table is None
+    assert len(hits[0]) == 10 and small._rows.table is None
     monkeypatch.undo()
     assert _dump(hits) == _dump(kb.search(corpus[1], 10))
 
@@ -134,7 +136,7 @@ def test_kb_at_the_bound_is_loaded_once(kb, corpus, monkeypatch):
     monkeypatch.setattr(PassageStore, "raw_rows", lambda self, rows: pytest.fail("read per search"))
     other = KnowledgeBase.load(kb.directory)
     for q in corpus[1][:20]:
-        other.search([q], 10)
+        assert other.search([q], 10)[0]
     assert calls == [1]
 
 

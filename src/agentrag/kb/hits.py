@@ -1,5 +1,6 @@
 """Ranked rows to hits: the passages' rows (from ``passages.sqlite``, or from memory for a small KB)
-and the :class:`~agentrag.records.Hit` objects, built without pydantic's per-field work.
+and the :class:`~agentrag.records.Hit` objects, built without pydantic's per-field work, and
+:class:`SearchResults`, the hit lists of one search, built when they are first looked at.
 
 On a small KB a BM25 query costs bm25s ~10-40 us, and reading the 10 passages from SQLite (one
 ``SELECT ... WHERE row IN (...)`` a call) cost us more than that (issue 27). A store whose file
@@ -13,10 +14,13 @@ import gc
 import json
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
 
 from agentrag.errors import UserError
+from agentrag.kb.indexes import Ranking, ranked_lists
 from agentrag.kb.passages import PassageStore
+from agentrag.protocols import apply_threshold
 from agentrag.records import SCHEMA_VERSION, Hit
 
 Row = tuple[str, str, str, "str | None"]  # (id, title, text, metadata json)
@@ -114,4 +118,82 @@ def make_hits(ranked: list[list[tuple[int, float]]], found: Sequence[Row] | Mapp
     return out
 
 
-__all__ = ["PassageRows", "make_hits", "cache_bytes", "CACHE_MB"]
+class SearchResults(Sequence[list[Hit]]):
+    """The hits of one search: one ``list[Hit]`` per query, in query order, equal to the list of
+    lists an eager search returns (``==`` compares with any sequence of lists; pickling and
+    ``copy`` give that plain list).
+
+    The search itself only ranks: the index's rows and scores are kept, and the passages are
+    read and the :class:`~agentrag.records.Hit` objects built for every query at once, the first
+    time any of them is looked at (indexing, iterating, ``==``, ``repr``), under a lock (several
+    threads may read one result). ``len`` needs no hits. A caller that wants only ranks can call
+    ``KnowledgeBase.rank`` instead."""
+
+    __slots__ = ("_ranking", "_n", "_rows", "_method", "_kb", "_k", "_threshold", "_hits", "_lock")
+
+    def __init__(self, ranking: Ranking, rows: PassageRows, method: str, kb: str, k: int,
+                 threshold: float | None = None) -> None:
+        self._ranking = ranking
+        self._n = len(ranking) if isinstance(ranking, list) else len(ranking[0])
+        self._rows, self._method, self._kb, self._k, self._threshold = rows, method, kb, k, threshold
+        self._hits: list[list[Hit]] | None = None
+        self._lock = threading.Lock()
+
+    def _built(self) -> list[list[Hit]]:
+        hits = self._hits
+        if hits is not None:
+            return hits
+        with self._lock:
+            if self._hits is None:
+                ranked = ranked_lists(self._ranking)
+                hits = make_hits(ranked, self._rows.lookup(r for rs in ranked for r, _ in rs), self._method,
+                                 self._kb)
+                if self._threshold is not None:  # ranked lists are best first and at most k long already
+                    hits = [apply_threshold(h, self._k, self._threshold) for h in hits]
+                self._hits = hits
+            return self._hits
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> list[Hit]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[list[Hit]]: ...
+
+    def __getitem__(self, i: int | slice) -> list[Hit] | list[list[Hit]]:
+        return self._built()[i]
+
+    def __iter__(self) -> Iterator[list[Hit]]:
+        return iter(self._built())
+
+    def __reversed__(self) -> Iterator[list[Hit]]:
+        return reversed(self._built())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._built()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SearchResults):
+            other = other._built()
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return self._built() == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # unhashable, like the list it stands for
+
+    def __add__(self, other: Sequence[list[Hit]]) -> list[list[Hit]]:
+        return self._built() + list(other)
+
+    def __radd__(self, other: Sequence[list[Hit]]) -> list[list[Hit]]:
+        return list(other) + self._built()
+
+    def __repr__(self) -> str:
+        return repr(self._built())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (self._built(),))
+
+
+__all__ = ["PassageRows", "make_hits", "cache_bytes", "CACHE_MB", "SearchResults"]

@@ -29,6 +29,9 @@ from agentrag.kb.fusion import rrf_fuse  # re-exported: fusion lives in agentrag
 log = logging.getLogger(__name__)
 
 Ranked = list[tuple[int, float]]
+#: what an index returns for a batch of queries: one :data:`Ranked` list per query, or the two
+#: (queries x k) arrays of bm25s's numba loop (rows, scores), entries scoring 0 being no hit
+Ranking = list[Ranked] | tuple[np.ndarray, np.ndarray]
 INDEX_TYPES = ("flat", "hnsw", "ivfpq")
 #: the numpy BM25 path scores a block of queries in one (queries x passages) float32 array of at most
 #: this many cells (64 KB), a corpus larger than this one query at a time. Measured (benchmarks/retrieval.py
@@ -56,6 +59,15 @@ def resolve_bm25_backend(requested: str | None = None) -> str:
             raise UserError("the numba BM25 backend needs numba: pip install 'agentrag[kb]'") from exc
         return "numpy"
     return "numba"
+
+
+def ranked_lists(ranking: Ranking) -> list[Ranked]:
+    """``ranking`` as one (row, score) list per query (array entries scoring 0 dropped)."""
+    if isinstance(ranking, list):
+        return ranking
+    rows, vals = ranking
+    return [[(d, v) for d, v in zip(r, s, strict=True) if v > 0]
+            for r, s in zip(rows.tolist(), vals.tolist(), strict=True)]
 
 
 def _numba_kernel() -> Any:
@@ -139,6 +151,12 @@ class BM25Index:
         return cls.load(directory, mmap=mmap)
 
     def search(self, queries: Sequence[str], k: int) -> list[Ranked]:
+        """One (row, score) list per query, best first, at most ``k`` long."""
+        return ranked_lists(self.top(queries, k))
+
+    def top(self, queries: Sequence[str], k: int) -> Ranking:
+        """:meth:`search`'s ranking, as the numba loop's two arrays where that backend runs (turning
+        them into Python lists costs about as much as the loop on a small index)."""
         if self.retriever is None or self.size == 0 or k <= 0:
             return [[] for _ in queries]
         if self.vocab == "index":
@@ -208,7 +226,7 @@ class BM25Index:
         return [[(d, v) for d, v in zip(r, s, strict=True) if v > 0] if h else []
                 for r, s, h in zip(rows, vals, has.tolist(), strict=True)]
 
-    def _top_numba(self, queries: list[list[int]], k: int) -> list[Ranked]:
+    def _top_numba(self, queries: list[list[int]], k: int) -> Ranking:
         """bm25s's numba backend (``backend="numba"``, ``n_threads=0``) on our score arrays: the same
         float32 sums as the numpy path (token by token, in query order), so the same scores at every
         rank; among passages of equal score its heap may keep or order other ones than numpy's
@@ -224,8 +242,7 @@ class BM25Index:
         vals, rows = _numba_kernel()(flat, ptr, k, True, np.dtype(self.retriever.dtype),
                                      np.dtype(self.retriever.int_dtype), sc["data"], sc["indptr"], sc["indices"],
                                      int(sc["num_docs"]), None, None)
-        return [[(d, v) for d, v in zip(r, s, strict=True) if v > 0]
-                for r, s in zip(rows.tolist(), vals.tolist(), strict=True)]
+        return rows, vals
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -437,4 +454,4 @@ def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chu
     return np.asarray(mm)
 
 
-__all__ = ["BM25Index", "BM25_BACKENDS", "resolve_bm25_backend", "DenseIndex", "rrf_fuse", "embed_to_memmap", "INDEX_TYPES"]
+__all__ = ["Ranking", "ranked_lists", "BM25Index", "BM25_BACKENDS", "resolve_bm25_backend", "DenseIndex", "rrf_fuse", "embed_to_memmap", "INDEX_TYPES"]

@@ -22,6 +22,7 @@ the field and the fix.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,7 +171,7 @@ def single_hit(h: Hit) -> dict[str, Any]:
             "document": {"id": h.id, "contents": h.contents}, "score": h.score}
 
 
-def encode_hits(hits: list[list[Hit]], req: RetrieveRequest) -> list[bytes]:
+def encode_hits(hits: Sequence[list[Hit]], req: RetrieveRequest) -> list[bytes]:
     """One JSON fragment per query, in the request's shape (see the module docstring)."""
     if req.single:
         return [_dumps([single_hit(h) for h in per_q]) for per_q in hits]

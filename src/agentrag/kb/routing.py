@@ -8,6 +8,7 @@ KBs of Eq. 8 must be read with the same method so that merged scores are compara
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from typing import Protocol
 
 from agentrag.errors import RetrievalError, RunError
@@ -32,7 +33,7 @@ class MethodRetriever:
         self.method = method if method and "method" in inspect.signature(inner.search).parameters else None
         self.watch = watch
 
-    def search(self, queries: list[str], k: int, threshold: float | None = None) -> list[list[Hit]]:
+    def search(self, queries: list[str], k: int, threshold: float | None = None) -> Sequence[list[Hit]]:
         try:
             if self.method is None:
                 return self.inner.search(queries, k, threshold=threshold)

@@ -29,6 +29,7 @@ import hmac
 import json
 import logging
 import socket
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -79,7 +80,7 @@ class _Searcher:
         self.inline_work = inline_work if effective == "bm25" and navigation is None else 0
         self._waiting: list[tuple[RetrieveRequest, asyncio.Future[bytes]]] = []
 
-    def _hits(self, queries: list[str], ids: list[str] | None, k: int) -> list[list[Hit]]:
+    def _hits(self, queries: list[str], ids: list[str] | None, k: int) -> Sequence[list[Hit]]:
         if ids is not None:
             assert self.navigation is not None
             return [self.navigation.search(t, q, k) for t, q in zip(ids, queries, strict=True)]

@@ -32,7 +32,7 @@ from typing import Any
 
 from agentrag.config import load_config
 from agentrag.errors import UserError
-from agentrag.kb.base import Embedder, apply_threshold
+from agentrag.kb.base import Embedder
 from agentrag.kb.bm25_build import CHUNK_DOCS
 from agentrag.kb.config import (
     METHODS,
@@ -43,12 +43,12 @@ from agentrag.kb.config import (
     KBConfig,
 )
 from agentrag.kb.fusion import fuse
-from agentrag.kb.hits import PassageRows, make_hits
+from agentrag.kb.hits import PassageRows, SearchResults
 from agentrag.kb.indexes import BM25Index, DenseIndex, Ranked, embed_to_memmap
 from agentrag.kb.passages import FILE as PASSAGES_FILE
 from agentrag.kb.passages import Contents, PassageStore
 from agentrag.paths import check_out_dir
-from agentrag.records import Hit, Passage, read_jsonl
+from agentrag.records import Passage, read_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -294,20 +294,20 @@ class KnowledgeBase:
         raise UserError(f"unknown retrieval method {method!r}; choose one of {', '.join(METHODS)}")
 
     def search(self, queries: list[str], k: int, threshold: float | None = None,
-               method: str | None = None) -> list[list[Hit]]:
-        """Top-k hits per query; with ``threshold``, only hits scoring above it (RAGShaper Eq. 4)."""
+               method: str | None = None) -> SearchResults:
+        """Top-k hits per query; with ``threshold``, only hits scoring above it (RAGShaper Eq. 4).
+
+        The ranking is done here; the passages are read and the hits built when the result is
+        first looked at (see :class:`~agentrag.kb.hits.SearchResults`)."""
         if k < 0:
             raise UserError(f"k must be >= 0, got {k}")
         m = method or self.config.method
         with self._lock:
-            ranked = self.rank(list(queries), k, m)
+            ranking = self.bm25.top(list(queries), k) if m == "bm25" else self.rank(list(queries), k, m)
             rows = self._rows
             if rows is None or rows.store is not self.store or rows.generation != self.store.generation:
                 rows = self._rows = PassageRows(self.store)
-        hits = make_hits(ranked, rows.lookup(r for rs in ranked for r, _ in rs), m, self.name)
-        if threshold is None:  # rank() lists are best first and at most k long: apply_threshold keeps them as they are
-            return hits
-        return [apply_threshold(h, k, threshold) for h in hits]
+        return SearchResults(ranking, rows, m, self.name, k, threshold)
 
     # ---- access -------------------------------------------------------------------------------
     def __len__(self) -> int:

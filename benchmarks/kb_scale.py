@@ -9,11 +9,18 @@ real title plus a number (about 7 passages per title, as in wiki-18).
 Dense part: **random unit vectors** (dim 768 like e5-base, seeded by text) stand in for the
 embedder, so the index and memory numbers are real while no model runs (embedding 21M passages
 is a GPU job; see docs/kb.md). IVF-PQ: nlist = min(4*sqrt(N), N/39), 48 sub-quantizers of 8 bits.
-Each stage runs in its own process and its peak RSS is that process's ``ru_maxrss``; the
-projection fits RSS = a + b*N through two scales (N and N/10); times are scaled in proportion. The anchor is FlashRAG's way of
-opening the corpus: ``datasets.load_dataset("json", data_files=corpus)``.
+Each stage runs in its own process and its peak RSS is that process's ``ru_maxrss``. At least
+three sizes are measured; the projection fits RSS = a + b*N through the largest two, and the
+linearity check prints what that line predicts at the smaller sizes beside what they measured
+(and the MB per 100,000 passages of each step); times are scaled in proportion to the largest
+size, with seconds per 100,000 passages at every size as their check. The benchmark's own
+memory is kept out of the product's stages and printed on its own: a process that imports the
+same libraries and loads nothing (the interpreter, numpy, bm25s, numba, faiss: a fixed term,
+not per passage), and bm25s's own retrieval on the same index files, which runs in a process of
+its own (its vocabulary dicts and score arrays would otherwise count in the load stage's peak).
+The anchor is FlashRAG's way of opening the corpus: ``datasets.load_dataset("json", data_files=corpus)``.
 
-    nice -n 15 PYTHONPATH=src .venv/bin/python benchmarks/kb_scale.py --passages 1000000 --small 200000 --no-anchor
+    nice -n 15 PYTHONPATH=src .venv/bin/python benchmarks/kb_scale.py --sizes 200000,500000,1000000 --no-anchor
 
 Measured: peak RSS of each stage (build with IVF-PQ, build of BM25 alone, load + queries), and
 queries/s one query per call and 32 per call for BM25, dense and hybrid, with bm25s's own
@@ -100,19 +107,58 @@ LOAD = PRELUDE + textwrap.dedent("""
             best_w, best_c = min(best_w, time.perf_counter() - w), min(best_c, time.process_time() - c)
         res[name + "_qps"], res[name + "_cpu_qps"] = len(queries) / best_w, len(queries) / best_c
 
+    # hits looked at (kb.search builds them on the first look): what a caller that reads them pays
     for method in methods:
-        rate(method, lambda b, m=method: kb.search(b, 10, method=m), True)
-        rate(method + "_batch", lambda b, m=method: kb.search(b, 10, method=m), False)
+        rate(method, lambda b, m=method: kb.search(b, 10, method=m)[-1], True)
+        rate(method + "_batch", lambda b, m=method: kb.search(b, 10, method=m)[-1], False)
     if "bm25" in methods and kb.bm25.backend == "numba":  # our numpy path too (BM25Config.backend: numpy)
         kb.bm25.backend = "numpy"
-        rate("bm25_numpy", lambda b: kb.search(b, 10, method="bm25"), True)
-        rate("bm25_numpy_batch", lambda b: kb.search(b, 10, method="bm25"), False)
+        rate("bm25_numpy", lambda b: kb.search(b, 10, method="bm25")[-1], True)
+        rate("bm25_numpy_batch", lambda b: kb.search(b, 10, method="bm25")[-1], False)
         kb.bm25.backend = "numba"
     res["rss_after_queries_mb"] = now_rss_mb()
     res["anon_after_queries_mb"] = now_rss_mb("RssAnon")  # RSS minus file pages (mmap'd indexes, reclaimable)
-    # bm25s on its own, on the same index files: loaded as its docs show, queries tokenized by the KB's tokenizer
+    print(json.dumps(res))
+""")
+
+#: the process every stage runs in, with the same imports, and nothing loaded: the benchmark's and
+#: the libraries' fixed memory
+BASELINE = PRELUDE + textwrap.dedent("""
+    import faiss, bm25s
+    from agentrag.kb import KnowledgeBase
+    from agentrag.kb.ingest import read_corpus
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        pass
+    print(json.dumps({"rss_mb": now_rss_mb(), "anon_mb": now_rss_mb("RssAnon")}))
+""")
+
+#: bm25s on its own, on the same index files, in its own process: loaded as its docs show, queries
+#: made and tokenized as the load stage's (the KB's tokenizer)
+RAW_BM25S = PRELUDE + textwrap.dedent("""
+    import os, random
     import bm25s
+    from agentrag.kb import KnowledgeBase
+    out, nq, batch = sys.argv[1], int(sys.argv[2]), 32
+    kb = KnowledgeBase.load(out, embedder=RandomEmbedder())
+    titles = kb.sample_titles(nq, seed=0)
+    queries = [t.rsplit(" ", 1)[0] + " " + kb.get(str(random.Random(i).randrange(len(kb)))).text[:60]
+               for i, t in enumerate(titles)]
+    blocks = [queries[i:i + batch] for i in range(0, len(queries), batch)]
     tok = kb.bm25.tokenizer
+    res = {}
+
+    def rate(name, fn, per_call, rounds=3):
+        fn(queries[:4])  # warm-up (numba: compile)
+        best_w = best_c = float("inf")
+        for _ in range(rounds):
+            w, c = time.perf_counter(), time.process_time()
+            for item in (queries if per_call else blocks):
+                fn([item] if per_call else item)
+            best_w, best_c = min(best_w, time.perf_counter() - w), min(best_c, time.process_time() - c)
+        res[name + "_qps"], res[name + "_cpu_qps"] = len(queries) / best_w, len(queries) / best_c
+
     backends = ["numpy"]
     try:
         import numba  # noqa: F401
@@ -186,6 +232,9 @@ def measure(n: int, work: Path, queries: int, anchor: bool, bm25_only: bool = Fa
     res["vocab"] = len(json.loads((kb / "bm25" / "vocab.index.json").read_text()))
     res["disk_mb"] = {p.name: round(du_mb(p) if p.is_dir() else p.stat().st_size / 2**20, 1) for p in kb.iterdir()}
     res["load"] = peak(LOAD, str(kb), str(queries), "bm25" if bm25_only else "bm25,dense,hybrid")
+    raw = peak(RAW_BM25S, str(kb), str(queries))
+    res["raw_bm25s_peak_rss_mb"] = raw.pop("peak_rss_mb")
+    res["load"].update(raw)
     if anchor:
         cache = work / f"hf_cache_{n}"
         shutil.rmtree(cache, ignore_errors=True)
@@ -195,39 +244,76 @@ def measure(n: int, work: Path, queries: int, anchor: bool, bm25_only: bool = Fa
     return res
 
 
-def project(small: dict, big: dict, key: tuple[str, ...]) -> float:
-    def get(r: dict) -> float:
-        v: object = r
-        for k in key:
-            v = v[k]  # type: ignore[index]
-        return float(v)  # type: ignore[arg-type]
+def get(r: dict, key: tuple[str, ...]) -> float:
+    v: object = r
+    for k in key:
+        v = v[k]  # type: ignore[index]
+    return float(v)  # type: ignore[arg-type]
 
-    if "seconds" in key[-1]:  # times: proportional (two small runs on a shared CPU are too noisy to fit)
-        return get(big) * WIKI18 / big["passages"]
-    slope = max(0.0, (get(big) - get(small)) / (big["passages"] - small["passages"]))
-    return get(big) + slope * (WIKI18 - big["passages"])
+
+def line(a: dict, b: dict, key: tuple[str, ...]) -> tuple[float, float]:
+    """Intercept and slope (per passage) of the line through two measured sizes."""
+    slope = (get(b, key) - get(a, key)) / (b["passages"] - a["passages"])
+    return get(b, key) - slope * b["passages"], slope
+
+
+def project(small: dict, big: dict, key: tuple[str, ...], n: int = WIKI18) -> float:
+    """``key`` at ``n`` passages: memory on the line through ``small`` and ``big`` (a falling line
+    is taken as flat), times in proportion to ``big``'s (two runs on a shared CPU are too noisy
+    to fit an intercept)."""
+    if "seconds" in key[-1]:
+        return get(big, key) * n / big["passages"]
+    a, b = line(small, big, key)
+    return get(big, key) + max(0.0, b) * (n - big["passages"])
+
+
+def linearity(runs: list[dict], key: tuple[str, ...]) -> str:
+    """What the projection's line (through the largest two sizes) predicts at each smaller size,
+    beside what that size measured, and the slope of every step (MB or s per 100,000 passages)."""
+    small, big = runs[-2], runs[-1]
+    parts = []
+    for r in runs[:-2]:
+        pred = project(small, big, key, r["passages"])
+        dev = (get(r, key) - pred) / pred * 100 if pred else float("nan")
+        parts.append(f"{r['passages']:,}: line {pred:,.0f}, measured {get(r, key):,.0f} ({dev:+.0f}%)")
+    steps = [f"{(get(b, key) - get(a, key)) / (b['passages'] - a['passages']) * 1e5:,.1f}"
+             for a, b in zip(runs, runs[1:], strict=False)]
+    if "seconds" in key[-1]:
+        steps = [f"{get(r, key) / r['passages'] * 1e5:,.1f}" for r in runs]
+        return "; ".join(parts) + f"; s per 100k passages at each size: {' / '.join(steps)}"
+    return "; ".join(parts) + f"; MB per 100k passages, step by step: {' / '.join(steps)}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--passages", type=int, default=100_000)
+    ap.add_argument("--sizes", default="20000,100000,200000",
+                    help="passages per measured KB, comma-separated, at least three; the projection goes "
+                         "through the largest two")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--work", type=Path, default=Path("/tmp/agentrag_kb_scale"))
-    ap.add_argument("--small", type=int, default=None, help="the smaller size (default: max(passages/10, 20,000))")
     ap.add_argument("--no-anchor", action="store_true", help="skip the HF datasets load")
     ap.add_argument("--bm25-only", action="store_true", help="build and search BM25 only (no dense index)")
     args = ap.parse_args()
+    sizes = sorted({int(x) for x in args.sizes.split(",") if x.strip()})
+    if len(sizes) < 3:
+        ap.error(f"--sizes needs at least three distinct sizes (a line through two cannot be checked), got {sizes}")
     args.work.mkdir(parents=True, exist_ok=True)
     print(f"{os.cpu_count()} CPUs, load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    small = measure(args.small or max(args.passages // 10, 20_000), args.work, args.queries, not args.no_anchor,
-                    args.bm25_only)
-    big = measure(args.passages, args.work, args.queries, not args.no_anchor, args.bm25_only)
+    base = peak(BASELINE)
+    runs = [measure(n, args.work, args.queries, not args.no_anchor, args.bm25_only) for n in sizes]
+    small, big = runs[-2], runs[-1]
     print(f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"\n## {big['passages']:,} passages (projection to wiki-18, {WIKI18:,}: linear through "
+    print(f"\n## {', '.join(f'{n:,}' for n in sizes)} passages (projection to wiki-18, {WIKI18:,}: linear through "
           f"{small['passages']:,} and {big['passages']:,})\n")
-    print("| quantity | measured | projected to 21M |\n|---|---|---|")
+    raw_peaks = ", ".join(f"{r['raw_bm25s_peak_rss_mb']:,.0f}" for r in runs)
+    print(f"The benchmark's own memory, not in the rows below: a process with the same imports and nothing loaded "
+          f"peaks at {base['peak_rss_mb']:,.0f} MB (anonymous {base['anon_mb']:,.0f} MB) at every size (a fixed term: "
+          f"the line's intercept holds it, its slope does not); bm25s's own retrieval ran in a process of its own "
+          f"(peak {raw_peaks} MB).\n")
+    print("| quantity | " + " | ".join(f"{n:,}" for n in sizes) + " | projected to 21M | linearity check |")
+    print("|---|" + "---|" * len(sizes) + "---|---|")
     rows = [("build peak RSS (MB)", ("build", "peak_rss_mb")), ("build seconds", ("build", "seconds")),
-            ("load peak RSS incl. all queries (MB)", ("load", "peak_rss_mb")),
+            ("load peak RSS incl. our queries (MB)", ("load", "peak_rss_mb")),
             ("build peak RSS, --method bm25 only (MB)", ("build", "bm25_only_peak")),
             ("RSS after load (MB)", ("load", "rss_after_load_mb")),
             ("anonymous RSS after load (MB)", ("load", "anon_after_load_mb")),
@@ -239,23 +325,23 @@ def main() -> None:
     for label, key in rows:
         if args.bm25_only and key[0] == "build" and key[1] != "bm25_only_peak":
             continue
-        v = big
-        for k in key:
-            v = v[k]
-        print(f"| {label} | {float(v):,.1f} | {project(small, big, key):,.0f} |")
+        print(f"| {label} | " + " | ".join(f"{get(r, key):,.1f}" for r in runs) +
+              f" | {project(small, big, key):,.0f} | {linearity(runs, key)} |")
     disk = sum(big["disk_mb"].values())
-    print(f"| disk (MB): {big['disk_mb']} | {disk:,.0f} | {disk * WIKI18 / big['passages']:,.0f} |")
-    print(f"\nBM25 vocabulary (distinct stems) at {small['passages']:,} / {big['passages']:,} passages: "
-          f"{small['vocab']:,} / {big['vocab']:,}. The recombined corpus reuses the sentences of 8,009 real "
+    print(f"| disk (MB): {big['disk_mb']} | " + " | ".join(f"{sum(r['disk_mb'].values()):,.0f}" for r in runs) +
+          f" | {disk * WIKI18 / big['passages']:,.0f} | |")
+    counts = " / ".join(f"{r['passages']:,}" for r in runs)
+    vocabs = " / ".join(f"{r['vocab']:,}" for r in runs)
+    print(f"\nBM25 vocabulary (distinct stems) at {counts} passages: {vocabs}. The recombined corpus reuses the sentences of 8,009 real "
           "passages, so its vocabulary saturates; a real corpus's keeps growing (Heaps' law), and the build "
           "holds the tokenizer's dicts: see docs/kb.md for that term of the bound.")
     print("\nqueries/s, k=10 (wall clock, this machine as loaded; CPU-time rates in parentheses). "
           "1/call: one query per search call; batched: 32 queries per call. bm25s: its own retrieve on the same "
-          "index files (loaded with mmap=True), queries tokenized by the KB's tokenizer, ids and scores only; "
-          "ours returns hits with passage texts.\n")
+          "index files (loaded with mmap=True, in its own process), queries tokenized by the KB's tokenizer, ids and "
+          "scores only; ours with every hit looked at (passages read, Hit objects built).\n")
     print("| passages | method | 1/call | batched | bm25s numpy 1/call | bm25s numpy batched | ours/bm25s (CPU, batched) |"
           "\n|---|---|---|---|---|---|---|")
-    for r in (small, big):
+    for r in runs:
         ld = r["load"]
         for m in ("bm25",) if args.bm25_only else ("bm25", "dense", "hybrid"):
             raw = ((f"{ld['bm25s_numpy_qps']:,.0f} ({ld['bm25s_numpy_cpu_qps']:,.0f})",

@@ -5,11 +5,12 @@
 2. Client overhead: wall time of ``OpenAIBackend.chat`` vs the raw ``openai`` client against a
    local stub server with a fixed latency (ratio ours/raw; ~1.0 is the goal).
 
-3. Thread settings: tokens/s of the embedded model with agentrag's defaults (1 generation thread,
-   2 prompt threads) vs the previous default (2 threads for both), same process, same prompts,
-   OMP_WAIT_POLICY=PASSIVE as agentrag sets it (ratio new/old; docs/llm.md explains the choice).
+3. Thread settings: tokens/s of the embedded model with 1 and with 2 generation threads (2 prompt
+   threads both), same process, same prompts, alternating rounds, OMP_WAIT_POLICY=PASSIVE as
+   agentrag sets it (ratio 1/2 per round, wall time and CPU time; docs/llm.md explains the choice).
 
-Usage: python benchmarks/llm.py [--max-tokens 64] [--rounds 2] [--calls 50] [--latency 0.02]
+Usage: python benchmarks/llm.py [--max-tokens 64] [--rounds 2] [--thread-rounds 6] [--calls 50] [--latency 0.02]
+       python benchmarks/llm.py --threads-only [--thread-rounds 6]
 """
 
 from __future__ import annotations
@@ -45,20 +46,36 @@ def bench_embedded(max_tokens: int, rounds: int) -> None:
 
 
 def bench_threads(max_tokens: int, rounds: int) -> None:
+    """1 vs 2 generation threads (2 prompt threads both), one model each in this process, in
+    alternating rounds (which goes first alternates too), so a change in machine load hits both
+    alike: tokens/s of wall time and tokens per CPU second (this process's CPU time, every thread
+    of it) each round, then the per-round ratios 1/2 (their range and median) and the default."""
+    from agentrag.llm.config import LLMConfig
     from agentrag.llm.embedded import EmbeddedLLM
 
-    new = EmbeddedLLM()  # the defaults: n_threads=1, n_threads_batch=2
-    old = EmbeddedLLM(n_threads=2, n_threads_batch=2)
-    for llm in (new, old):
+    llms = {1: EmbeddedLLM(n_threads=1, n_threads_batch=2), 2: EmbeddedLLM(n_threads=2, n_threads_batch=2)}
+    for llm in llms.values():
         measure(llm, prompts=["warm up"], max_tokens=8)
-    tps: dict[str, list[float]] = {"new": [], "old": []}
-    for _ in range(rounds):  # interleaved, so a change in machine load hits both alike
-        tps["new"].append(measure(new, max_tokens=max_tokens, rounds=1)["tokens_per_s"])
-        tps["old"].append(measure(old, max_tokens=max_tokens, rounds=1)["tokens_per_s"])
-    n, o = sum(tps["new"]) / rounds, sum(tps["old"]) / rounds
-    print(f"threads 1 gen / 2 prompt (default): {n:8.1f} tokens/s")
-    print(f"threads 2 gen / 2 prompt (old):     {o:8.1f} tokens/s")
-    print(f"ratio default/old tokens/s: {n / o:.2f}")
+    wall: dict[int, list[float]] = {1: [], 2: []}
+    cpu: dict[int, list[float]] = {1: [], 2: []}
+    for i in range(rounds):
+        for n in (1, 2) if i % 2 == 0 else (2, 1):
+            c0 = time.process_time()
+            res = measure(llms[n], max_tokens=max_tokens, rounds=1)
+            wall[n].append(res["tokens_per_s"])
+            cpu[n].append(res["completion_tokens"] / max(time.process_time() - c0, 1e-9))
+        load = os.getloadavg()[0]
+        print(f"threads round {i + 1}: 1 gen thread {wall[1][-1]:6.1f} tokens/s ({cpu[1][-1]:6.1f} per CPU s), "
+              f"2 gen threads {wall[2][-1]:6.1f} ({cpu[2][-1]:6.1f}); load average {load:.2f}", flush=True)
+
+    def summary(vals: dict[int, list[float]]) -> str:
+        r = sorted(a / b for a, b in zip(vals[1], vals[2], strict=True))
+        return f"median {r[len(r) // 2]:.2f}, rounds {r[0]:.2f}-{r[-1]:.2f}"
+
+    default = LLMConfig(backend="embedded").n_threads
+    print(f"threads ratio 1/2 generation threads, tokens/s (wall): {summary(wall)}")
+    print(f"threads ratio 1/2 generation threads, tokens per CPU second: {summary(cpu)}")
+    print(f"threads default n_threads={default}")
 
 
 def bench_client(calls: int, latency: float) -> None:
@@ -95,12 +112,21 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--latency", type=float, default=0.02)
+    ap.add_argument("--thread-rounds", type=int, default=6, help="alternating rounds of 1 vs 2 generation threads")
     ap.add_argument("--skip-embedded", action="store_true")
+    ap.add_argument("--threads-only", action="store_true", help="only the 1 vs 2 generation threads comparison")
     args = ap.parse_args()
+    load = os.getloadavg()
+    print(f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
+    if args.threads_only:
+        bench_threads(args.max_tokens, args.thread_rounds)
+        return
     bench_client(args.calls, args.latency)
     if not args.skip_embedded:
         bench_embedded(args.max_tokens, args.rounds)
-        bench_threads(args.max_tokens, args.rounds)
+        bench_threads(args.max_tokens, args.thread_rounds)
+    load = os.getloadavg()
+    print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 
 if __name__ == "__main__":

@@ -69,6 +69,8 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
     Check("restates", "The document states the true fact {fact!r} (in any wording).", False),
     Check("distractor_type", "The document is a {kind} distractor for the fact {fact!r}: {definition}", True),
     Check("same_entity", "{a!r} and {b!r} name the same entity or value.", True),
+    Check("one_answer", "Exactly one entity or value is given as the answer {answer!r} to the question {question!r} "
+          "(a name that contains 'and', '&' or '/' is one entity; two entities joined are not).", True),
 )}
 
 

@@ -99,10 +99,13 @@ def answer_support(answer: str, evidence: Sequence[str], *, question: str = "", 
     return _verified(verifier, "role", shown, stage, answer=answer, question=question)
 
 
-def _is_number(text: str) -> bool:
+def is_number(text: str) -> bool:
     """A number, alone or with a unit ("81", "56 years", "1.5 km")."""
     t = tokens(text)
     return 1 <= len(t) <= 2 and t[0].replace(".", "", 1).isdigit() and (len(t) == 1 or not t[1].isdigit())
+
+
+_is_number = is_number
 
 
 def _verified(verifier: Any, check: str, evidence: Sequence[str], stage: str, **fields: str) -> str | None:
@@ -299,7 +302,8 @@ def distractor_problem(distractor: str, source: str, *, fact: str = "", answer: 
     reason = degenerate(distractor)
     if reason:
         return f"filler: {reason}"
-    if not _names(source) & _names(distractor):
+    names = _names(source)
+    if names and not names & _names(distractor):
         return "no_cue: the distractor shares no distinctive word with its source"
     if answer and mentions(answer, distractor) and not fact:
         fact = answer
@@ -313,7 +317,7 @@ def distractor_problem(distractor: str, source: str, *, fact: str = "", answer: 
     return None
 
 
-__all__ = ["COPY_CONTAINMENT", "COPY_MIN_TOKENS", "REPEATS", "DISTINCT_SHARE", "visible", "is_yes_no_question", "answer_support",
+__all__ = ["COPY_CONTAINMENT", "COPY_MIN_TOKENS", "is_number", "REPEATS", "DISTINCT_SHARE", "visible", "is_yes_no_question", "answer_support",
            "leakage", "repeated", "distinct_count", "one_sided", "degenerate", "synthesis_wording", "invented_facts",
            "thought_problem", "explanation_question", "explanation_answer", "question_problem", "single_document",
            "distractor_problem"]

@@ -2,19 +2,13 @@
 
 The generator sees the path's observations, actions and intents (negative documents marked as
 such) and reverse-engineers a question that needs the whole chain. A result is rejected, with
-the reason recorded, for: ``schema_failure``; ``answer_in_question`` (the answer, or any 3-word
-span of it, inside the question, on normalized forms, unless the question offers it as one of
-its alternatives: "X or Y?"); ``explanation_question`` (it asks why,
-how, for a reason or a cause); ``explanation_answer`` ("because ..."); ``answer_too_long``
-(more than one sentence or more than ``qa.max_answer_words``, 8, words); ``too_few_hops``
-(fewer than ``min_hops`` hops grounded in the path's documents by a quotation with at least
-three content words, see :mod:`.grounding`).
+the reason recorded, by the lexical checks (:func:`lexical_problem`, on the matching core) and
+then the verifier's questions (:func:`verified_problem`); docs/ragshaper.md lists every reason.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from typing import Any, Literal
 
@@ -23,19 +17,24 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentrag.errors import ParseError
 from agentrag.llm.base import LLM
 from agentrag.llm.structured import validate_structured
+from agentrag.match import sentences, tokens
 from agentrag.records import Message
 from agentrag.synth.common import call_json
+from agentrag.synth.gates import answer_support, is_number, leakage, question_problem, single_document
 from agentrag.synth.ragshaper.config import QAConfig
 from agentrag.synth.ragshaper.grounding import (
     MIN_CONTENT_WORDS,
+    answer_is_a_choice,
     answer_span_in_question,
-    explanation_answer,
-    explanation_question,
+    answering_document,
+    doc_text,
     ground_steps,
+    grounded_docs,
     grounded_hops,
-    tokens,
+    is_positive,
 )
 from agentrag.synth.ragshaper.schema import DocRef, PathRecord, QARecord, TreeNode
+from agentrag.synth.verifier import verify
 
 SYSTEM = (
     "You turn an exploration record into one hard but fair question-answer pair.\n"
@@ -104,31 +103,111 @@ def render_for_qa(seed: str, nodes: list[TreeNode], max_chars: int = 500) -> str
 
 
 def answer_in_question(question: str, answer: str) -> bool:
-    """The whole answer occurs in the question, compared on normalized forms
-    (:func:`~agentrag.synth.ragshaper.grounding.tokens`: "&"/"and", "U.S."/"US", punctuation)."""
-    a = " ".join(tokens(answer))
-    return bool(a) and f" {a} " in f" {' '.join(tokens(question))} "
-
-
-def answer_is_a_choice(question: str, answer: str) -> bool:
-    """The question offers alternatives and the answer is one of them ("Which opened first, X or
-    Y?" -> "Y"): a comparison question, where the answer is in the question by design."""
-    a, q = " ".join(tokens(answer)), f" {' '.join(tokens(question))} "
-    return bool(a) and " or " in q and (f" {a} or " in q or f" or {a} " in q)
-
-
-_SENTENCE_END = re.compile(r"(?<![A-Z])[.!?]\s+(?=[A-Z0-9])")
+    """The question names the answer in some written form (:func:`agentrag.synth.gates.leakage`:
+    "&"/"and", "U.S."/"US", possessives, diacritics, numbers, a distinctive part of a name)."""
+    return leakage(answer, question) is not None
 
 
 def sentence_count(text: str) -> int:
-    return len([s for s in _SENTENCE_END.split(text.strip()) if s.strip()])
+    """Sentences of ``text`` (:func:`agentrag.match.sentences`: "St. Lysa" is one)."""
+    return len(sentences(text))
 
 
-def check_qa(obj: QAPair | dict[str, Any] | None, cfg: QAConfig,
-             docs: list[DocRef] | None = None) -> tuple[str | None, list[dict[str, Any]]]:
+def _joined(answer: str) -> bool:
+    """The answer joins words with "and", "&", "/" or a comma: maybe two entities (the verifier decides)."""
+    return "and" in tokens(answer) or any(c in answer for c in "&/,;")
+
+
+def lexical_problem(q: str, a: str, steps: list[dict[str, Any]], cfg: QAConfig,
+                    docs: list[DocRef]) -> tuple[str | None, list[dict[str, Any]]]:
+    """The checks strings decide (no LLM call), in order: the question names no form of the
+    answer; no explanation question or answer; a short answer of one sentence; the answer stated
+    by a main-path document (never only by a distractor; "yes"/"no" only to a yes/no question);
+    at least ``min_hops`` grounded hops; no single document stating the answer and covering the
+    question. Returns (reason or None, per-step grounding)."""
+    choice = answer_is_a_choice(q, a)
+    if not choice:
+        leak = leakage(a, q)
+        if leak:
+            return f"answer_in_question: {leak.removeprefix('leakage: ')}", []
+        span = answer_span_in_question(q, a)
+        if span is not None:
+            return f"answer_in_question: the span {span!r} of the answer is in the question", []
+    problem = question_problem(q, a)
+    if problem:
+        return problem, []
+    if sentence_count(a) > 1:
+        return "answer_too_long: more than one sentence", []
+    if len(a.split()) > cfg.max_answer_words:
+        return f"answer_too_long: {len(a.split())} words > {cfg.max_answer_words}", []
+    positives = [doc_text(d) for d in docs if is_positive(d)]
+    if not choice:
+        stated = answer_support(a, positives, question=q, distractors=[doc_text(d) for d in docs if not is_positive(d)])
+        if stated and not (stated.startswith("not_stated") and is_number(a) and _states_numbers(positives)):
+            return stated, []
+    grounding = ground_steps(steps, docs, cfg.evidence_match)
+    hops = grounded_hops(grounding)
+    if hops < cfg.min_hops:
+        generic = sum(1 for g in grounding if g.get("generic"))
+        note = f"; {generic} step(s) quoted only a generic phrase or a title" if generic else ""
+        return (f"too_few_hops: {hops} grounded hop(s) (distinct path documents quoted with containment "
+                f">= {cfg.evidence_match} and >= {MIN_CONTENT_WORDS} content words) < {cfg.min_hops}; "
+                f"the model claimed {len(steps)}{note}"), grounding
+    alone = answering_document(q, a, docs)
+    if alone is not None:
+        return (f"single_document: {alone.id} ({alone.title!r}) states the answer and the question's words: "
+                "it answers the question alone"), grounding
+    return None, grounding
+
+
+def _states_numbers(texts: list[str]) -> bool:
+    return any(t.isdigit() for e in texts for t in tokens(e))
+
+
+def verified_problem(q: str, a: str, grounding: list[dict[str, Any]], cfg: QAConfig, docs: list[DocRef],
+                     verifier: LLM) -> str | None:
+    """The questions of meaning, asked of ``verifier`` after the lexical checks passed: the path
+    supports the answer in the asked role (a yes/no, comparison or computed answer: the
+    judgement); one entity, not two joined; no document of the path answers the question alone;
+    and each hop's document is needed (§3.2: the question "strictly requires the information
+    sequence found in the path"). Raises :class:`~agentrag.synth.verifier.VerifierUnanswered`
+    when the verifier gives no verdict (the path stays unfinished)."""
+    positives = [d for d in docs if is_positive(d)]
+    texts = [doc_text(d) for d in positives]
+    if answer_is_a_choice(q, a):
+        keep, verdict, _ = verify(verifier, "supported", texts, stage="qa", claim=f"The answer to {q!r} is {a}.")
+        reason = None if keep else f"verifier: supported: {verdict.reason or 'rejected'}"
+    else:
+        reason = answer_support(a, texts, question=q, verifier=verifier, stage="qa")
+    if reason:
+        return reason
+    if _joined(a):
+        keep, verdict, _ = verify(verifier, "one_answer", [a], stage="qa", answer=a, question=q)
+        if not keep:
+            return f"verifier: one_answer: {verdict.reason or 'two entities joined'}"
+    reason = single_document(q, a, texts, verifier=verifier, stage="qa")
+    if reason:
+        return f"verifier: {reason}"
+    by_id = {d.id: d for d in positives}
+    hop_docs = [by_id[i] for i in grounded_docs(grounding) if i in by_id]
+    needed = 0
+    for d in hop_docs:
+        others = [f"OTHER DOCUMENT: {doc_text(o)}" for o in hop_docs if o.id != d.id]
+        keep, _, _ = verify(verifier, "needed", [f"THE DOCUMENT: {doc_text(d)}", *others], stage="qa",
+                            question=q, answer=a)
+        needed += keep
+    if needed < cfg.min_hops:
+        return (f"verifier: needed: {needed} of {len(hop_docs)} grounded hop documents are needed to answer "
+                f"< {cfg.min_hops} dependent hops")
+    return None
+
+
+def check_qa(obj: QAPair | dict[str, Any] | None, cfg: QAConfig, docs: list[DocRef] | None = None,
+             verifier: LLM | None = None) -> tuple[str | None, list[dict[str, Any]]]:
     """(rejection reason or None, per-step grounding) for a generated QA pair (a decoded object
     is validated as :class:`QAPair` first). The hops are counted against ``docs``, the documents
-    of the path (none given: no hop is grounded)."""
+    of the path (none given: no hop is grounded). The lexical checks (:func:`lexical_problem`)
+    run first; with a ``verifier`` LLM its questions (:func:`verified_problem`) follow."""
     if obj is None:
         return "schema_failure: no JSON object", []
     if not isinstance(obj, QAPair):
@@ -141,30 +220,11 @@ def check_qa(obj: QAPair | dict[str, Any] | None, cfg: QAConfig,
         return "schema_failure: 'question' missing or empty", []
     if not a.strip():
         return "schema_failure: 'answer' missing or empty", []
-    steps = [s.model_dump() for s in obj.reasoning_steps]
-    choice = answer_is_a_choice(q, a)
-    if answer_in_question(q, a) and not choice:
-        return "answer_in_question", []
-    span = None if choice else answer_span_in_question(q, a)
-    if span is not None:
-        return f"answer_in_question: the span {span!r} of the answer is in the question", []
-    if explanation_question(q):
-        return "explanation_question: the question asks for a reason or an explanation", []
-    if explanation_answer(a):
-        return "explanation_answer: the answer explains instead of naming an entity or value", []
-    if sentence_count(a) > 1:
-        return "answer_too_long: more than one sentence", []
-    if len(a.split()) > cfg.max_answer_words:
-        return f"answer_too_long: {len(a.split())} words > {cfg.max_answer_words}", []
-    grounding = ground_steps(steps, docs or [], cfg.evidence_match)
-    hops = grounded_hops(grounding)
-    if hops < cfg.min_hops:
-        generic = sum(1 for g in grounding if g.get("generic"))
-        note = f"; {generic} step(s) quoted only a generic phrase" if generic else ""
-        return (f"too_few_hops: {hops} grounded hop(s) (distinct path documents quoted with containment "
-                f">= {cfg.evidence_match} and >= {MIN_CONTENT_WORDS} content words) < {cfg.min_hops}; "
-                f"the model claimed {len(steps)}{note}"), grounding
-    return None, grounding
+    docs = docs or []
+    reason, grounding = lexical_problem(q, a, [s.model_dump() for s in obj.reasoning_steps], cfg, docs)
+    if reason is None and verifier is not None:
+        reason = verified_problem(q, a, grounding, cfg, docs, verifier)
+    return reason, grounding
 
 
 def _cut_off(raw: str) -> bool:
@@ -182,9 +242,10 @@ def _cut_off(raw: str) -> bool:
 
 
 def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConfig,
-                  seed: int = 0) -> QARecord:
+                  seed: int = 0, verifier: LLM | None = None) -> QARecord:
     """One QA record for ``path``: accepted, or rejected with the reason (output that is not a
-    valid :class:`QAPair`, or a request over the context window, included). Every other LLM
+    valid :class:`QAPair`, or a request over the context window, included); ``verifier`` asks the
+    questions of meaning (:func:`check_qa`; None: the lexical checks only). Every other LLM
     failure raises (an outage leaves the path unfinished; a 401/404 stops the run)."""
     start = time.monotonic()
     messages = [Message(role="system", content=SYSTEM),
@@ -197,7 +258,7 @@ def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConf
         err = f"parse_error: output cut off at max_tokens={cfg.max_tokens} before the JSON object closed"
     reason = err
     if err is None:
-        reason, grounding = check_qa(obj, cfg, [d for n in nodes for d in n.docs])
+        reason, grounding = check_qa(obj, cfg, [d for n in nodes for d in n.docs], verifier)
     if err is not None and err.startswith("parse_error"):
         reason = f"schema_failure: {err}"
     return QARecord(
@@ -210,4 +271,5 @@ def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConf
         elapsed=time.monotonic() - start, provenance=prov)
 
 
-__all__ = ["QAPair", "ReasoningStep", "NegativeAspect", "render_for_qa", "check_qa", "answer_in_question", "answer_is_a_choice", "sentence_count", "synthesize_qa"]
+__all__ = ["QAPair", "ReasoningStep", "NegativeAspect", "render_for_qa", "check_qa", "answer_in_question", "answer_is_a_choice",
+           "sentence_count", "lexical_problem", "verified_problem", "synthesize_qa"]

@@ -30,7 +30,7 @@ from agentrag.synth.driver import (
 from agentrag.synth.ragshaper import analysis
 from agentrag.synth.ragshaper.build import ComponentsBuilder, role_refs
 from agentrag.synth.ragshaper.components import RagShaperComponents, read_seeds
-from agentrag.synth.ragshaper.config import RagShaperConfig, RagShaperRunConfig
+from agentrag.synth.ragshaper.config import RagShaperConfig, RagShaperRunConfig, check_kb_methods
 from agentrag.synth.ragshaper.pipeline import RagShaperPipeline
 
 #: objects a Python caller may pass instead of the config's references
@@ -84,6 +84,7 @@ def check_inputs(cfg: RagShaperRunConfig, out: str | os.PathLike[str],
           and not isinstance(main_kb, KnowledgeBase)):
         raise UserError("a main_kb that is not a KnowledgeBase needs distractor_kb= (a function of the distractor "
                         "passages returning a retriever for K~), or distractors.enabled=false")
+    check_kb_methods(cfg, main_kb)  # before any LLM call
     if seeds is not None:
         entities = [str(s).strip() for s in seeds if str(s).strip()]
         if not entities:

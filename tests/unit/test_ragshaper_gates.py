@@ -112,7 +112,7 @@ def test_each_verifier_question_decides_on_its_own() -> None:
     (f"How wide is {CHAIN}?", "12 metres", DOCS),
     (f"How heavy is the bell of {CHAIN}?", "900 kilograms", DOCS),
     (f"What was the main purpose of {CHAIN}?", "trade", DOCS),
-    (f"Which novel is named after the dog of the merchant who founded Lysa?", "Because of Winn-Dixie",
+    ("Which novel is named after the dog of the merchant who founded Lysa?", "Because of Winn-Dixie",
      stating("Because of Winn-Dixie")),
     (f"Which song did the merchant who founded Lysa sing at {CHAIN}?", "Since U Been Gone",
      stating("Since U Been Gone")),
@@ -262,6 +262,7 @@ def test_a_correct_three_hop_tree_exports(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ pre-flight
 
 def test_a_bm25_only_kb_stops_the_run_before_any_llm_call(tmp_path: Path, monkeypatch) -> None:
+    from test_ragshaper_support import PASSAGES, curator_llm
     from typer.testing import CliRunner
 
     import agentrag.llm
@@ -269,7 +270,6 @@ def test_a_bm25_only_kb_stops_the_run_before_any_llm_call(tmp_path: Path, monkey
     from agentrag.kb import KBConfig, KnowledgeBase
     from agentrag.llm.cache import CachedLLM
     from agentrag.testing import HashEmbedder
-    from test_ragshaper_support import PASSAGES, curator_llm
 
     kb = tmp_path / "kb"
     KnowledgeBase.build(PASSAGES, kb, KBConfig(name="main", method="bm25"), embedder=HashEmbedder(32), progress=False)

@@ -4,6 +4,7 @@ import json
 from typing import Any
 
 import pytest
+from test_ragshaper_support import verdict_reply
 
 from agentrag.records import Step, Trajectory
 from agentrag.synth.ragshaper.config import QAConfig
@@ -26,6 +27,10 @@ STEPS = [{"hop": 1, "fact": "Lysa's founder", "evidence": "founded in 1820 by th
 
 def check(obj: dict[str, Any] | None, cfg: QAConfig | None = None, docs: list[DocRef] = DOCS) -> str | None:
     return check_qa(obj, cfg or QAConfig(), docs)[0]
+
+
+#: a verifier that agrees with every item (computed answers, roles, needed hops)
+KEEP = ScriptedLLM(default=lambda messages, **kw: verdict_reply(messages[-1].content or ""))
 
 
 def stating(answer: str) -> list[DocRef]:
@@ -236,12 +241,15 @@ def test_answers_are_short_phrases(answer: str, kept: bool) -> None:
 ])
 def test_valid_yes_no_comparison_and_computed_answers_are_kept(question: str, answer: str) -> None:
     docs = DOCS if answer in ("yes", "his town", "1901", "81", "56 years", "Brem & Sons") else stating(answer)
-    assert check(_qa(question=question, answer=answer), docs=docs) is None
+    obj = _qa(question=question, answer=answer)
+    assert check_qa(obj, QAConfig(), docs, KEEP)[0] is None
+    if answer not in ("81", "56 years"):  # a computed number is kept only when the verifier computes it
+        assert check(obj, docs=docs) is None
 
 
 def test_value_questions_with_how_are_fine() -> None:
-    assert check(_qa(question="How many years after Lysa's founding was the founder's bridge finished?",
-                     answer="81")) is None
+    obj = _qa(question="How many years after Lysa's founding was the founder's bridge finished?", answer="81")
+    assert check_qa(obj, QAConfig(), DOCS, KEEP)[0] is None
 
 
 def test_synthesize_qa_records_the_grounding() -> None:

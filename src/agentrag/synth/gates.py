@@ -284,9 +284,13 @@ def _names(text: str) -> set[str]:
 
 
 def _keeps_facts(source: str, other: str) -> bool:
-    """Every name and number of ``source`` is in ``other``."""
-    have = {t.stem for t in analyse(other)}
-    return all(t.stem in have for t in analyse(source) if t.canon.isdigit() or t.surface[:1].isupper())
+    """Every name and number of ``source`` is in ``other``, as often (a fact changed where its
+    name also occurs elsewhere is a changed fact)."""
+    from collections import Counter
+
+    have = Counter(t.stem for t in analyse(other))
+    need = Counter(t.stem for t in analyse(source) if t.canon.isdigit() or t.surface[:1].isupper())
+    return all(have[stem] >= n for stem, n in need.items())
 
 
 def distractor_problem(distractor: str, source: str, *, fact: str = "", answer: str = "", verifier: Any = None,

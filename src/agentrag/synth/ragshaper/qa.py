@@ -2,14 +2,15 @@
 
 The generator sees the path's observations, actions and intents (negative documents marked as
 such) and reverse-engineers a question that needs the whole chain. A result is rejected, with
-the reason recorded, by the lexical checks (:func:`lexical_problem`, on the matching core) and
-then the verifier's questions (:func:`verified_problem`); docs/ragshaper.md lists every reason.
+the reason recorded, by the lexical checks (on the matching core) and then the verifier's questions
+(:func:`qa_problem`); docs/ragshaper.md lists every reason.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,7 +21,14 @@ from agentrag.llm.structured import validate_structured
 from agentrag.match import sentences, tokens
 from agentrag.records import Message
 from agentrag.synth.common import call_json
-from agentrag.synth.gates import answer_support, is_number, leakage, question_problem, single_document
+from agentrag.synth.gates import (
+    answer_support,
+    is_number,
+    leakage,
+    question_problem,
+    single_document,
+    visible,
+)
 from agentrag.synth.ragshaper.config import QAConfig
 from agentrag.synth.ragshaper.grounding import (
     MIN_CONTENT_WORDS,
@@ -86,7 +94,12 @@ class QAPair(BaseModel):
     negative_aspect: list[NegativeAspect] = Field(default_factory=list, max_length=3)
 
 
-def render_for_qa(seed: str, nodes: list[TreeNode], max_chars: int = 500) -> str:
+#: characters of each document the QA writer is shown (:func:`render_for_qa`): an answer stated
+#: only after them is not what the writer read
+QA_DOC_CHARS = 500
+
+
+def render_for_qa(seed: str, nodes: list[TreeNode], max_chars: int = QA_DOC_CHARS) -> str:
     """Eq. 6 input: (o_1, a_1, i_1, ..., o_N, a_N, i_N) of the path."""
     lines = [f"Seed entity: {seed}"]
     for i, n in enumerate(nodes[1:], start=1):
@@ -118,33 +131,107 @@ def _joined(answer: str) -> bool:
     return "and" in tokens(answer) or any(c in answer for c in "&/,;")
 
 
-def lexical_problem(q: str, a: str, steps: list[dict[str, Any]], cfg: QAConfig,
-                    docs: list[DocRef]) -> tuple[str | None, list[dict[str, Any]]]:
-    """The checks strings decide (no LLM call), in order: the question names no form of the
-    answer; no explanation question or answer; a short answer of one sentence; the answer stated
-    by a main-path document (never only by a distractor; "yes"/"no" only to a yes/no question);
-    at least ``min_hops`` grounded hops; no single document stating the answer and covering the
-    question. Returns (reason or None, per-step grounding)."""
-    choice = answer_is_a_choice(q, a)
-    if not choice:
-        leak = leakage(a, q)
-        if leak:
-            return f"answer_in_question: {leak.removeprefix('leakage: ')}", []
-        span = answer_span_in_question(q, a)
-        if span is not None:
-            return f"answer_in_question: the span {span!r} of the answer is in the question", []
+def form_problem(q: str, a: str, cfg: QAConfig) -> str | None:
+    """The question and the answer as texts (no LLM call): the question names no written form of
+    the answer (unless it offers it as an alternative), asks for no explanation, and the answer is
+    one short sentence of at most ``cfg.max_answer_words`` words naming, not explaining."""
+    return leak_problem(q, a) or question_type_problem(q, a, cfg)
+
+
+def leak_problem(q: str, a: str) -> str | None:
+    """The question names the answer: any written form, a distinctive part of a multi-word name
+    (:func:`agentrag.synth.gates.leakage`) or a span of three answer words; not when the question
+    offers the answer as one of its alternatives ("X or Y?")."""
+    if answer_is_a_choice(q, a):
+        return None
+    leak = leakage(a, q)
+    if leak:
+        return f"answer_in_question: {leak.removeprefix('leakage: ')}"
+    span = answer_span_in_question(q, a)
+    if span is not None:
+        return f"answer_in_question: the span {span!r} of the answer is in the question"
+    return None
+
+
+def question_type_problem(q: str, a: str, cfg: QAConfig) -> str | None:
+    """Fig. 12's question and answer types: no explanation question or answer
+    (:func:`agentrag.synth.gates.question_problem`: "How wide", "What was the main purpose" and
+    titles such as "Because of Winn-Dixie" pass), one sentence (an abbreviation's period ends
+    none), at most ``cfg.max_answer_words`` words."""
     problem = question_problem(q, a)
     if problem:
-        return problem, []
+        return problem
     if sentence_count(a) > 1:
-        return "answer_too_long: more than one sentence", []
+        return "answer_too_long: more than one sentence"
     if len(a.split()) > cfg.max_answer_words:
-        return f"answer_too_long: {len(a.split())} words > {cfg.max_answer_words}", []
+        return f"answer_too_long: {len(a.split())} words > {cfg.max_answer_words}"
+    return None
+
+
+def answer_problem(q: str, a: str, docs: list[DocRef], *, cut: int | None = None, aliases: Sequence[str] = (),
+                   verifier: LLM | None = None, verified_later: bool = False) -> str | None:
+    """The answer is what the path's main-KB documents state (cut at ``cut`` characters, what the
+    writer read): stated by one of them, never only by a distractor; a yes/no answer only to a
+    yes/no question; an alternative the question offers is a judgement (the verifier's; kept
+    without one); a number computed from stated numbers is kept only when the verifier agrees.
+    With a ``verifier``: the answer is stated in the role the question asks, and is one entity
+    (not two joined). ``verified_later``: a lexical pass whose verifier questions come after."""
     positives = [doc_text(d) for d in docs if is_positive(d)]
-    if not choice:
-        stated = answer_support(a, positives, question=q, distractors=[doc_text(d) for d in docs if not is_positive(d)])
-        if stated and not (stated.startswith("not_stated") and is_number(a) and _states_numbers(positives)):
-            return stated, []
+    if answer_is_a_choice(q, a):
+        if verifier is None:
+            return None
+        shown = [visible(t, cut) for t in positives]
+        keep, verdict, _ = verify(verifier, "supported", shown, stage="qa", claim=f"The answer to {q!r} is {a}.")
+        return None if keep else f"verifier: supported: {verdict.reason or 'rejected'}"
+    negatives = [doc_text(d) for d in docs if not is_positive(d)]
+    stated = answer_support(a, positives, question=q, aliases=aliases, cut=cut, distractors=negatives)
+    computed = bool(stated) and stated.startswith("not_stated") and is_number(a) and _states_numbers(positives)
+    if stated and not (computed and (verifier is not None or verified_later)):
+        return stated  # a number the path does not state is kept only when the verifier computes it
+    if verifier is None:
+        return None
+    reason = answer_support(a, positives, question=q, aliases=aliases, cut=cut, distractors=negatives,
+                            verifier=verifier, stage="qa")
+    if reason:
+        return reason
+    if _joined(a):
+        keep, verdict, _ = verify(verifier, "one_answer", [a], stage="qa", answer=a, question=q)
+        if not keep:
+            return f"verifier: one_answer: {verdict.reason or 'two entities joined'}"
+    return None
+
+
+def dependence_problem(q: str, a: str, hop_docs: list[DocRef], docs: list[DocRef], min_hops: int, *,
+                       verifier: LLM | None = None) -> str | None:
+    """The hops depend on each other (§3.2: the question "strictly requires the information
+    sequence found in the path"): no main-KB document of ``docs`` states the answer and the
+    question's words (lexical, :func:`.grounding.answering_document`); with a ``verifier``, no
+    document answers the question alone, and at least ``min_hops`` of the ``hop_docs`` (the
+    documents the reasoning steps quote) are each needed."""
+    alone = answering_document(q, a, docs)
+    if alone is not None:
+        return (f"single_document: {alone.id} ({alone.title!r}) states the answer and the question's words: "
+                "it answers the question alone")
+    if verifier is None:
+        return None
+    reason = single_document(q, a, [doc_text(d) for d in docs if is_positive(d)], verifier=verifier, stage="qa")
+    if reason:
+        return f"verifier: {reason}"
+    needed = 0
+    for d in hop_docs:
+        others = [f"OTHER DOCUMENT: {doc_text(o)}" for o in hop_docs if o.id != d.id]
+        keep, _, _ = verify(verifier, "needed", [f"THE DOCUMENT: {doc_text(d)}", *others], stage="qa",
+                            question=q, answer=a)
+        needed += keep
+    if needed < min_hops:
+        return (f"verifier: needed: {needed} of {len(hop_docs)} grounded hop documents are needed to answer "
+                f"< {min_hops} dependent hops")
+    return None
+
+
+def hop_problem(steps: list[dict[str, Any]], cfg: QAConfig, docs: list[DocRef]) -> tuple[str | None, list[dict[str, Any]]]:
+    """At least ``cfg.min_hops`` hops grounded in distinct main-KB documents of the path
+    (:func:`.grounding.ground_steps`). Returns (reason or None, per-step grounding)."""
     grounding = ground_steps(steps, docs, cfg.evidence_match)
     hops = grounded_hops(grounding)
     if hops < cfg.min_hops:
@@ -153,10 +240,6 @@ def lexical_problem(q: str, a: str, steps: list[dict[str, Any]], cfg: QAConfig,
         return (f"too_few_hops: {hops} grounded hop(s) (distinct path documents quoted with containment "
                 f">= {cfg.evidence_match} and >= {MIN_CONTENT_WORDS} content words) < {cfg.min_hops}; "
                 f"the model claimed {len(steps)}{note}"), grounding
-    alone = answering_document(q, a, docs)
-    if alone is not None:
-        return (f"single_document: {alone.id} ({alone.title!r}) states the answer and the question's words: "
-                "it answers the question alone"), grounding
     return None, grounding
 
 
@@ -164,50 +247,30 @@ def _states_numbers(texts: list[str]) -> bool:
     return any(t.isdigit() for e in texts for t in tokens(e))
 
 
-def verified_problem(q: str, a: str, grounding: list[dict[str, Any]], cfg: QAConfig, docs: list[DocRef],
-                     verifier: LLM) -> str | None:
-    """The questions of meaning, asked of ``verifier`` after the lexical checks passed: the path
-    supports the answer in the asked role (a yes/no, comparison or computed answer: the
-    judgement); one entity, not two joined; no document of the path answers the question alone;
-    and each hop's document is needed (§3.2: the question "strictly requires the information
-    sequence found in the path"). Raises :class:`~agentrag.synth.verifier.VerifierUnanswered`
-    when the verifier gives no verdict (the path stays unfinished)."""
-    positives = [d for d in docs if is_positive(d)]
-    texts = [doc_text(d) for d in positives]
-    if answer_is_a_choice(q, a):
-        keep, verdict, _ = verify(verifier, "supported", texts, stage="qa", claim=f"The answer to {q!r} is {a}.")
-        reason = None if keep else f"verifier: supported: {verdict.reason or 'rejected'}"
-    else:
-        reason = answer_support(a, texts, question=q, verifier=verifier, stage="qa")
+def qa_problem(q: str, a: str, steps: list[dict[str, Any]], cfg: QAConfig, docs: list[DocRef],
+               verifier: LLM | None = None, cut: int | None = QA_DOC_CHARS) -> tuple[str | None, list[dict[str, Any]]]:
+    """Every check of a QA pair, the lexical ones first (:func:`form_problem`,
+    :func:`answer_problem`, :func:`hop_problem`, :func:`dependence_problem` without the
+    verifier), then the verifier's questions (the answer's role and count, the single-document
+    shortcut, each hop needed). Returns (reason or None, per-step grounding)."""
+    reason = form_problem(q, a, cfg) or answer_problem(q, a, docs, cut=cut, verified_later=verifier is not None)
     if reason:
-        return reason
-    if _joined(a):
-        keep, verdict, _ = verify(verifier, "one_answer", [a], stage="qa", answer=a, question=q)
-        if not keep:
-            return f"verifier: one_answer: {verdict.reason or 'two entities joined'}"
-    reason = single_document(q, a, texts, verifier=verifier, stage="qa")
-    if reason:
-        return f"verifier: {reason}"
-    by_id = {d.id: d for d in positives}
+        return reason, []
+    reason, grounding = hop_problem(steps, cfg, docs)
+    by_id = {d.id: d for d in docs if is_positive(d)}
     hop_docs = [by_id[i] for i in grounded_docs(grounding) if i in by_id]
-    needed = 0
-    for d in hop_docs:
-        others = [f"OTHER DOCUMENT: {doc_text(o)}" for o in hop_docs if o.id != d.id]
-        keep, _, _ = verify(verifier, "needed", [f"THE DOCUMENT: {doc_text(d)}", *others], stage="qa",
-                            question=q, answer=a)
-        needed += keep
-    if needed < cfg.min_hops:
-        return (f"verifier: needed: {needed} of {len(hop_docs)} grounded hop documents are needed to answer "
-                f"< {cfg.min_hops} dependent hops")
-    return None
+    reason = reason or dependence_problem(q, a, hop_docs, docs, cfg.min_hops)
+    if reason is None and verifier is not None:
+        reason = (answer_problem(q, a, docs, cut=cut, verifier=verifier)
+                  or dependence_problem(q, a, hop_docs, docs, cfg.min_hops, verifier=verifier))
+    return reason, grounding
 
 
 def check_qa(obj: QAPair | dict[str, Any] | None, cfg: QAConfig, docs: list[DocRef] | None = None,
              verifier: LLM | None = None) -> tuple[str | None, list[dict[str, Any]]]:
     """(rejection reason or None, per-step grounding) for a generated QA pair (a decoded object
     is validated as :class:`QAPair` first). The hops are counted against ``docs``, the documents
-    of the path (none given: no hop is grounded). The lexical checks (:func:`lexical_problem`)
-    run first; with a ``verifier`` LLM its questions (:func:`verified_problem`) follow."""
+    of the path (none given: no hop is grounded); see :func:`qa_problem`."""
     if obj is None:
         return "schema_failure: no JSON object", []
     if not isinstance(obj, QAPair):
@@ -220,11 +283,7 @@ def check_qa(obj: QAPair | dict[str, Any] | None, cfg: QAConfig, docs: list[DocR
         return "schema_failure: 'question' missing or empty", []
     if not a.strip():
         return "schema_failure: 'answer' missing or empty", []
-    docs = docs or []
-    reason, grounding = lexical_problem(q, a, [s.model_dump() for s in obj.reasoning_steps], cfg, docs)
-    if reason is None and verifier is not None:
-        reason = verified_problem(q, a, grounding, cfg, docs, verifier)
-    return reason, grounding
+    return qa_problem(q, a, [s.model_dump() for s in obj.reasoning_steps], cfg, docs or [], verifier)
 
 
 def _cut_off(raw: str) -> bool:
@@ -272,4 +331,5 @@ def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConf
 
 
 __all__ = ["QAPair", "ReasoningStep", "NegativeAspect", "render_for_qa", "check_qa", "answer_in_question", "answer_is_a_choice",
-           "sentence_count", "lexical_problem", "verified_problem", "synthesize_qa"]
+           "sentence_count", "QA_DOC_CHARS", "form_problem", "leak_problem", "question_type_problem", "answer_problem",
+           "hop_problem", "dependence_problem", "qa_problem", "synthesize_qa"]

@@ -309,3 +309,37 @@ def test_an_unknown_method_names_its_key() -> None:
     cfg.elicit.method = "sparse"
     with pytest.raises(UserError, match=r"elicit.method='sparse'.*--set elicit.method=bm25\|dense\|hybrid"):
         check_kb_methods(cfg, object())
+
+
+# ------------------------------------------------------------------ filter and hygiene
+
+def test_a_no_answer_prediction_is_never_kept() -> None:
+    from agentrag.records import Step, Trajectory
+    from agentrag.synth.ragshaper.filter import filter_trajectory
+
+    def answered(pred: str) -> Trajectory:
+        return Trajectory(id="t", question="q", answer=pred, steps=[Step(thought=f"<answer>{pred}</answer>")])
+
+    rec = filter_trajectory(answered("Unknown"), "unknown", 0.9)  # F1 1.0, but it says there is no answer
+    assert not rec.kept and (rec.reason or "").startswith("no_answer")
+    assert filter_trajectory(answered("Unknown Pleasures"), "Unknown Pleasures", 0.9).kept
+
+
+def test_the_gate_modules_keep_no_private_matcher() -> None:
+    """RAGShaper's gate modules compare strings only through agentrag.match / agentrag.synth.gates:
+    no regular expressions, no normalizer or word list of their own."""
+    import ast
+    import inspect
+
+    from agentrag.synth.ragshaper import distractors, filter, grounding, qa
+
+    for mod in (qa, grounding, filter, distractors):
+        tree = ast.parse(inspect.getsource(mod))
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not imported & {"re", "regex", "string", "unicodedata", "difflib"}, (mod.__name__, imported)
+        names = {n.name.lower() for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        names |= {t.id.lower() for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets
+                  if isinstance(t, ast.Name)}
+        assert not names & {"normalize", "tokens", "_phrases", "_words", "function_words", "_explain_q",
+                            "_explain_a", "_sentence_end", "_punct"}, (mod.__name__, names)

@@ -555,7 +555,7 @@ def leakage_forms(item: Item, rng: random.Random) -> list[Case]:
     for name, form in rng.sample(forms, min(3, len(forms))):
         out.append(Case("leakage_forms", "leakage", "reject", name, item.id, item.question, a, aliases=item.aliases,
                         text=f"{form} {rng.choice(['history', 'biography', 'location', 'founded'])}"))
-    base = words[-1] if words[-1][:1].isupper() else None
+    base = words[-1].rstrip(".,;:!?'\"") if words[-1][:1].isupper() else None
     if base and len(base) > 3:
         out.append(Case("leakage_forms", "leakage", "keep", "other name sharing letters", item.id, item.question, a,
                         text=f"{base}ington museum"))

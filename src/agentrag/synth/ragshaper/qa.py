@@ -18,13 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentrag.errors import ParseError
 from agentrag.llm.base import LLM
 from agentrag.llm.structured import validate_structured
-from agentrag.match import sentences, tokens
+from agentrag.match import FUNCTION_WORDS, analyse, find_mention, is_no_answer, sentences, tokens, yes_no
 from agentrag.records import Message
 from agentrag.synth.common import call_json
 from agentrag.synth.gates import (
     answer_support,
     is_number,
-    leakage,
     question_problem,
     single_document,
     visible,
@@ -116,9 +115,8 @@ def render_for_qa(seed: str, nodes: list[TreeNode], max_chars: int = QA_DOC_CHAR
 
 
 def answer_in_question(question: str, answer: str) -> bool:
-    """The question names the answer in some written form (:func:`agentrag.synth.gates.leakage`:
-    "&"/"and", "U.S."/"US", possessives, diacritics, numbers, a distinctive part of a name)."""
-    return leakage(answer, question) is not None
+    """The question names the answer in some written form (:func:`leak_problem`)."""
+    return leak_problem(question, answer) is not None
 
 
 def sentence_count(text: str) -> int:
@@ -139,18 +137,41 @@ def form_problem(q: str, a: str, cfg: QAConfig) -> str | None:
 
 
 def leak_problem(q: str, a: str) -> str | None:
-    """The question names the answer: any written form, a distinctive part of a multi-word name
-    (:func:`agentrag.synth.gates.leakage`) or a span of three answer words; not when the question
-    offers the answer as one of its alternatives ("X or Y?")."""
-    if answer_is_a_choice(q, a):
+    """The question names the answer: any written form of it (:func:`agentrag.match.find_mention`:
+    case, possessive, diacritics, abbreviations, numbers), a span of three answer tokens, or a
+    distinctive first or last word of a multi-word answer written as a name of its own in the
+    question ("Lee" for "Ann Lee"). Not when the question offers the answer as one of its
+    alternatives ("X or Y?"); a shared word that is a common noun ("What is the pyramid ..." for
+    "Transamerica Pyramid") or part of another name of the question ("Qaleh Now-e Khaleseh" for
+    "Qaleh Now Rural District") is no leak."""
+    if answer_is_a_choice(q, a) or yes_no(a) is not None or is_no_answer(a):
         return None
-    leak = leakage(a, q)
-    if leak:
-        return f"answer_in_question: {leak.removeprefix('leakage: ')}"
+    found = find_mention(a, q)
+    if found is None:
+        part = find_mention(a, q, partial=True)
+        if part is not None and _alone_as_a_name(part[5:], q):
+            found = part
+    if found is not None:
+        return f"answer_in_question: the question names the answer {a!r} ({found})"
     span = answer_span_in_question(q, a)
     if span is not None:
         return f"answer_in_question: the span {span!r} of the answer is in the question"
     return None
+
+
+def _alone_as_a_name(part: str, q: str) -> bool:
+    """``part`` (a canonical token) is written capitalised in ``q`` and is not inside a longer run
+    of capitalised words (another name)."""
+    toks = analyse(q)
+
+    def capitalised_next(i: int, step: int) -> bool:  # over "of", "the" ...: "Number of the Beast"
+        j = i + step
+        while 0 <= j < len(toks) and toks[j].canon in FUNCTION_WORDS and not toks[j].surface[:1].isupper():
+            j += step
+        return 0 < j < len(toks) and toks[j].surface[:1].isupper()  # a question's first word is no name
+
+    return any(t.canon == part and t.surface[:1].isupper() and not capitalised_next(i, -1)
+               and not capitalised_next(i, 1) for i, t in enumerate(toks))
 
 
 def question_type_problem(q: str, a: str, cfg: QAConfig) -> str | None:

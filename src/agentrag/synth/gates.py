@@ -108,7 +108,7 @@ def is_number(text: str) -> bool:
 _is_number = is_number
 
 
-def _verified(verifier: Any, check: str, evidence: Sequence[str], stage: str, **fields: str) -> str | None:
+def _verified(verifier: Any, check: str, evidence: Sequence[str], stage: str, **fields: Any) -> str | None:
     if verifier is None:
         return None
     keep, verdict, _ = verify(verifier, check, list(evidence), stage=stage, **fields)

@@ -206,7 +206,7 @@ def answer_problem(q: str, a: str, docs: list[DocRef], *, cut: int | None = None
         return None if keep else f"verifier: supported: {verdict.reason or 'rejected'}"
     negatives = [doc_text(d) for d in docs if not is_positive(d)]
     stated = answer_support(a, positives, question=q, aliases=aliases, cut=cut, distractors=negatives)
-    computed = bool(stated) and stated.startswith("not_stated") and is_number(a) and _states_numbers(positives)
+    computed = stated is not None and stated.startswith("not_stated") and is_number(a) and _states_numbers(positives)
     if stated and not (computed and (verifier is not None or verified_later)):
         return stated  # a number the path does not state is kept only when the verifier computes it
     if verifier is None:

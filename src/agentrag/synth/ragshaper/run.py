@@ -106,14 +106,19 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
     given = GIVEN
     stages = (
         Stage("explore", "seeds", "trees", ("curator action parses",), "InfoCurator trees (Eq. 2-4)"),
-        Stage("distractors", "distractor tool calls", "K~ documents", ("not empty", "not a copy of the fact"),
-              "distractor curation tool (Table 1)"),
+        Stage("distractors", "distractor tool calls", "K~ documents",
+              ("not a copy of the fact", "not the fact with additions", "no filler", "a cue",
+               "verifier: no restated fact", "verifier: its declared type"), "distractor curation tool (Table 1)"),
         Stage("paths", "trees", "paths", (), "Eq. 5 path selection"),
         Stage("qa", "paths", "questions", ("schema", "answer not in question", "no explanation",
-                                           "one sentence", "grounded hops >= min_hops"), "QA synthesis (Eq. 6)"),
+                                           "one sentence", "answer stated by a main-path document",
+                                           "grounded hops >= min_hops", "no single document answers",
+                                           "verifier: role, one answer, single document, each hop needed"),
+              "QA synthesis (Eq. 6)"),
         Stage("elicit", "questions", "trajectories", ("within the context window",),
               "teacher under constrained navigation (Eq. 7-8)"),
-        Stage("filter", "trajectories", "kept trajectories", ("F1 > threshold",), "§3.4"),
+        Stage("filter", "trajectories", "kept trajectories", ("F1 > threshold", "no no-answer", "answer format"),
+              "§3.4"),
         Stage("tag", "trajectories", "behaviour tags", ("valid tag",), "LLM tagger (Fig. 4 left)"),
         Stage("export", "kept trajectories", "SFT records", ("no malformed turn",), "SFT export"),
     )

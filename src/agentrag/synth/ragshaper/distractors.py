@@ -101,9 +101,26 @@ def check_distractor(text: str, original_fact: str, distractor_type: str, *, kep
         return "empty: the document has no text"
     if any(near_duplicate(text, k) for k in kept):
         return "duplicate: the same document twice in one call"
+    body = _without_title(original_fact)
+    if body != original_fact:  # the fact's text without its title line ("Title\ntext", "Title: text")
+        reason = distractor_problem(text, body)
+        if reason and reason.startswith("copy"):
+            return reason
     return distractor_problem(text, original_fact, fact=original_fact, verifier=verifier, stage="distractor",
                               kind=distractor_type.replace("_", " "),
                               definition=TYPE_DEFINITIONS.get(distractor_type, ""))
+
+
+def _without_title(fact: str) -> str:
+    """``fact`` without a leading title line (``"Title\ntext"``) or title prefix (``"Title: text"``,
+    how the curator's latest document becomes the original fact)."""
+    head, sep, rest = fact.partition("\n")
+    if sep and rest.strip():
+        return rest
+    head, sep, rest = fact.partition(": ")
+    if sep and rest.strip() and len(head.split()) <= 8 and not any(c in head for c in ".!?"):
+        return rest
+    return fact
 
 
 def write_distractors(llm: LLM, *, original_fact: str, seed: str, distractor_type: str, guideline: str,

@@ -343,3 +343,24 @@ def test_the_gate_modules_keep_no_private_matcher() -> None:
                   if isinstance(t, ast.Name)}
         assert not names & {"normalize", "tokens", "_phrases", "_words", "function_words", "_explain_q",
                             "_explain_a", "_sentence_end", "_punct"}, (mod.__name__, names)
+
+
+def test_a_separate_verifier_answers_the_gates_and_is_counted(tmp_path: Path) -> None:
+    from agentrag.synth.ragshaper import RagShaperRunConfig, run_ragshaper
+
+    def kb_tilde(passages: list[Passage]) -> FakeRetriever:
+        return FakeRetriever(passages, kb="distractor")
+
+    def curator(messages: list[Message], **kw: Any) -> str:
+        if (kw.get("response_format") or {}).get("json_schema", {}).get("name") == "verdict":
+            raise AssertionError("the curator was asked a verifier question")
+        return curator_reply(messages, **kw)
+
+    v = verifier(keep=True)
+    cfg = RagShaperRunConfig()
+    cfg.curator.max_depth = 4
+    m = run_ragshaper(cfg, tmp_path / "r", curator=ScriptedLLM(default=curator), teacher=teacher_llm(),
+                      tagger=ScriptedLLM(default=curator_reply), verifier=v, main_kb=main_retriever(),
+                      distractor_kb=kb_tilde, seeds=["Ada Varn"])
+    assert v.calls > 0 and m["llm"]["verifier"]["calls"] == v.calls
+    assert m["export"]["exported"] > 0

@@ -34,7 +34,7 @@ from agentrag.synth.ragshaper.config import RagShaperConfig, RagShaperRunConfig,
 from agentrag.synth.ragshaper.pipeline import RagShaperPipeline
 
 #: objects a Python caller may pass instead of the config's references
-GIVEN = ("llm", "curator", "teacher", "tagger", "main_kb", "retriever", "distractor_kb", "agent_factory",
+GIVEN = ("llm", "curator", "teacher", "tagger", "verifier", "main_kb", "retriever", "distractor_kb", "agent_factory",
          "seeds", "components")
 
 
@@ -133,14 +133,16 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
             return given["components"]  # type: ignore[no-any-return]
         builder = ComponentsBuilder.from_config(cfg, run.path)  # how Ray workers rebuild them
         comps = builder(main_kb=inputs.main_kb, llms=_given_llms(given))
-        extra = {k: given[k] for k in ("distractor_kb", "agent_factory") if given.get(k) is not None}
+        extra = {k: given[k] for k in ("distractor_kb", "agent_factory", "verifier") if given.get(k) is not None}
         if extra or any(k in given for k in ("main_kb", "retriever", "llm", "curator", "teacher", "tagger")):
             # objects of this process cannot be rebuilt in a worker process from the references
             extra["rebuild"] = None
         return replace(comps, **extra)
 
     def llm_roles(self, comps: RagShaperComponents) -> dict[str, Any]:
-        return {"curator": comps.curator, "teacher": comps.teacher, "tagger": comps.tagger}
+        # the verifier is counted on its own row only when it is not the curator (its default)
+        return {"curator": comps.curator, "teacher": comps.teacher, "tagger": comps.tagger,
+                "verifier": comps.verifier}
 
     def execute(self, ctx: SynthRun, cfg: RagShaperRunConfig, comps: RagShaperComponents,
                 inputs: RagShaperInputs) -> SynthOutput:
@@ -161,7 +163,8 @@ def run_ragshaper(cfg: RagShaperConfig, out: str | os.PathLike[str], *, progress
     """Run RAGShaper into the run directory ``out`` (rerun = resume); returns ``metrics.json``.
 
     ``given`` objects replace the config's references: ``llm`` (every role), ``curator``,
-    ``teacher``, ``tagger`` (LLM objects), ``main_kb`` / ``retriever`` (K), ``distractor_kb`` (a
+    ``teacher``, ``tagger``, ``verifier`` (LLM objects; the verifier of the QA and distractor gates
+    defaults to the curator), ``main_kb`` / ``retriever`` (K), ``distractor_kb`` (a
     function of the distractor passages returning K~; needed with a ``main_kb`` that is not a
     :class:`~agentrag.kb.KnowledgeBase`), ``agent_factory``, ``seeds`` (a list of entities) or
     ``components`` (a whole :class:`RagShaperComponents`). Raises :class:`~agentrag.errors.EndpointError`

@@ -48,6 +48,12 @@ def benchmark_item(chain: Chain, level: int) -> QAItem:
                   metadata=meta)
 
 
+def exportable(hops: Sequence[Hop]) -> bool:
+    """Every level's answer is an answer: not a no-answer string, and some gold left (the item is
+    dropped, and counted, otherwise)."""
+    return all(not is_no_answer(h.answer) and real_golds(h.golds) for h in hops)
+
+
 def _no_answer_golds(hops: Sequence[Hop]) -> int:
     return sum(len(h.golds) - len(real_golds(h.golds)) for h in hops)
 
@@ -72,7 +78,7 @@ def export_benchmark(chains: Iterable[Chain], out_dir: str | Path) -> dict[str, 
             for level in range(2, c.depth + 1):
                 if not all(h.verified for h in c.hops[:level]):
                     continue
-                if any(is_no_answer(h.answer) or not real_golds(h.golds) for h in c.hops[:level]):
+                if not exportable(c.hops[:level]):
                     no_answer["items_dropped"] += 1  # a level whose answer says there is none
                     continue
                 no_answer["golds_removed"] += _no_answer_golds(c.hops[level - 1:level])
@@ -147,4 +153,4 @@ def audit_exports(run_dir: str | Path) -> list[str]:
     return problems
 
 
-__all__ = ["benchmark_item", "export_benchmark", "audit_exports"]
+__all__ = ["benchmark_item", "exportable", "export_benchmark", "audit_exports"]

@@ -84,8 +84,9 @@ def restated_bridge(prev: Sequence[Hop], cand: Hop, evidence: Sequence[str], ver
                     asked: list[str] | None = None) -> str | None:
     """An inference step whose answer is an earlier answer (a bridge entity) again: in another
     written form (:func:`agentrag.match.equivalent`: case, possessive, hyphen, abbreviation, alias
-    ...) it is rejected; when one name contains the other ("Arminius" / "Jacobus Arminius") the
-    verifier decides whether they name one entity (without one, such an answer is kept)."""
+    ...) it is rejected; when one name contains the other or a distinctive part of it ("Arminius",
+    "Arminius Prize" / "Jacobus Arminius") the verifier decides whether they name one entity
+    (without one, such an answer is kept)."""
     answers = [g for g in dict.fromkeys([*cand.atomic_golds, *cand.golds]) if g.strip() and yes_no(g) is None]
     for h in prev:
         bridges = real_golds(list(dict.fromkeys([*h.atomic_golds, *h.golds])))
@@ -95,7 +96,7 @@ def restated_bridge(prev: Sequence[Hop], cand: Hop, evidence: Sequence[str], ver
             if equivalent(a, bridges[0], bridges[1:]):
                 return f"repeated_answer: {cand.atomic_answer!r} already answers an earlier hop ({h.answer!r}, hop {h.level})"
         for a in answers:
-            b = next((b for b in bridges if mentions(a, b) or mentions(b, a)), None)
+            b = next((b for b in bridges if mentions(a, b) or mentions(b, a, partial=True)), None)
             if b is None:
                 continue
             if verifier is None:

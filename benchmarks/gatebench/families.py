@@ -540,7 +540,7 @@ def leakage_forms(item: Item, rng: random.Random) -> list[Case]:
     """A query that names the final answer (any written form, or a part of a multi-word name)
     before the documents showed it leaks it; a query naming another name that shares letters does not."""
     a = item.answer
-    if a.lower() in {"yes", "no"} or len(a) < 3 or re.search(r"\d", a) or re.search(rf"\b{re.escape(a)}\b", item.question, re.IGNORECASE):
+    if a.lower() in {"yes", "no"} or len(a) < 3 or re.search(r"\d", a) or re.search(rf"(?<!\w){re.escape(a)}(?!\w)", item.question, re.IGNORECASE):
         return []
     words = a.split()
     forms = [("lower case", a.lower()), ("possessive", a + "'s"), ("hyphenated", a.replace(" ", "-") + "-born"),

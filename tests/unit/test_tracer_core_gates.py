@@ -251,3 +251,18 @@ def test_a_valid_hop_asks_the_verifier_nothing() -> None:
     """Valid items without joined names or contained bridge names cost no verifier call, so they
     are checked (and exported) exactly as before."""
     assert structural([_hop1()], _hop2(), ScriptedLLM([])).details == {}
+
+
+def test_the_gate_modules_keep_no_private_normalizer_or_matching_regex() -> None:
+    """The Tracer's gate modules compare strings only through agentrag.match / agentrag.synth.gates:
+    no import of eval's normalizer, no regex of their own (the one left in ``sampling`` reads a
+    title's shape: a number or year page)."""
+    import inspect
+
+    from agentrag.synth.tracer import atomic, compose, export, oracle, outputs, sampling, verify
+
+    for mod in (atomic, compose, export, oracle, outputs, verify):
+        src = inspect.getsource(mod)
+        assert "normalize_answer" not in src and "re.compile" not in src and "import re\n" not in src, mod.__name__
+    src = inspect.getsource(sampling)
+    assert "normalize_answer" not in src and src.count("re.compile") == 1 and "_NUMBER_TITLE = re.compile" in src

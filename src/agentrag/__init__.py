@@ -26,6 +26,7 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.kb.serving",
     "agentrag.kb.routing",
     "agentrag.protocols",
+    "agentrag.protocol",
     "agentrag.exec",
     "agentrag.synth.driver",
     "agentrag.agents.base",
@@ -43,6 +44,10 @@ PUBLIC_MODULES: list[str] = [
 
 # name -> module it lives in. Add a line here when a PUBLIC_MODULES module grows its __all__.
 _EXPORTS: dict[str, str] = {
+    # the one protocol parser (model turns, text tool calls, control tokens)
+    "CONTROL_TOKEN_RE": "agentrag.protocol", "PROTOCOL_TAGS": "agentrag.protocol", "MALFORMED": "agentrag.protocol", "neutralize_control_tokens": "agentrag.protocol",
+    "neutralize_tags": "agentrag.protocol", "neutralize_messages": "agentrag.protocol", "Segment": "agentrag.protocol", "ParsedTurn": "agentrag.protocol",
+    "parse_turn": "agentrag.protocol", "split_think": "agentrag.protocol", "json_objects": "agentrag.protocol", "ToolCallText": "agentrag.protocol", "parse_tool_calls": "agentrag.protocol",
     # synthesizers: human-annotation teacher
     "AnnotatedRunConfig": "agentrag.synth.annotated", "run_annotated": "agentrag.synth.annotated",
     "AnnotatedSynth": "agentrag.synth.annotated",

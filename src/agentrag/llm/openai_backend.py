@@ -24,6 +24,7 @@ from agentrag.llm.base import Completion
 from agentrag.llm.config import LLMConfig, UsageMeter
 from agentrag.llm.openai_wire import RETRYABLE_STATUS, ChatCompletionBody, parse_completion_body, status_error
 from agentrag.llm.parsing import parse_text_tool_calls
+from agentrag.protocol import neutralize_messages
 from agentrag.records import Message, ToolCall, Usage
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,8 @@ class OpenAIBackend:
 
     def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
                  response_format: dict[str, Any] | None, n: int, sampling: dict[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": [m.to_openai() for m in messages]}
+        # control tokens in any content are neutralised: the server's template cannot be forged
+        body: dict[str, Any] = {"model": self.model, "messages": [m.to_openai() for m in neutralize_messages(messages)]}
         if tools:
             body["tools"] = tools
         if response_format:

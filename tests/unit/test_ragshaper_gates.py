@@ -364,3 +364,11 @@ def test_a_separate_verifier_answers_the_gates_and_is_counted(tmp_path: Path) ->
                       distractor_kb=kb_tilde, seeds=["Ada Varn"])
     assert v.calls > 0 and m["llm"]["verifier"]["calls"] == v.calls
     assert m["export"]["exported"] > 0
+
+
+def test_an_answer_after_what_the_writer_was_shown_is_rejected() -> None:
+    filler = " ".join(["The town keeps records of its markets, fairs and guilds."] * 12)  # > 500 characters
+    long = DocRef(id="p4", title="Brem & Sons", text=f"Brem & Sons built the Orn bridge. {filler} It was finished "
+                  "in 1901.")
+    got = qa(f"In which year was {CHAIN} finished?", "1901", [*DOCS[:2], long])
+    assert got is not None and got.startswith("beyond_cut"), got

@@ -18,7 +18,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentrag.errors import ParseError
 from agentrag.llm.base import LLM
 from agentrag.llm.structured import validate_structured
-from agentrag.match import FUNCTION_WORDS, analyse, find_mention, is_no_answer, sentences, tokens, yes_no
+from agentrag.match import (
+    FUNCTION_WORDS,
+    analyse,
+    find_mention,
+    is_no_answer,
+    mentions,
+    sentences,
+    tokens,
+    yes_no,
+)
 from agentrag.records import Message
 from agentrag.synth.common import call_json
 from agentrag.synth.gates import (
@@ -197,22 +206,25 @@ def answer_problem(q: str, a: str, docs: list[DocRef], *, cut: int | None = None
     without one); a number computed from stated numbers is kept only when the verifier agrees.
     With a ``verifier``: the answer is stated in the role the question asks, and is one entity
     (not two joined). ``verified_later``: a lexical pass whose verifier questions come after."""
-    positives = [doc_text(d) for d in docs if is_positive(d)]
+    full = [doc_text(d) for d in docs if is_positive(d)]
+    # what the writer was shown: each document's title and the first ``cut`` characters of its text
+    positives = [doc_text(d.model_copy(update={"text": visible(d.text, cut)})) for d in docs if is_positive(d)]
     if answer_is_a_choice(q, a):
         if verifier is None:
             return None
-        shown = [visible(t, cut) for t in positives]
-        keep, verdict, _ = verify(verifier, "supported", shown, stage="qa", claim=f"The answer to {q!r} is {a}.")
+        keep, verdict, _ = verify(verifier, "supported", positives, stage="qa", claim=f"The answer to {q!r} is {a}.")
         return None if keep else f"verifier: supported: {verdict.reason or 'rejected'}"
     negatives = [doc_text(d) for d in docs if not is_positive(d)]
-    stated = answer_support(a, positives, question=q, aliases=aliases, cut=cut, distractors=negatives)
+    stated = answer_support(a, positives, question=q, aliases=aliases, distractors=negatives)
+    if stated and stated.startswith("not_stated") and cut is not None and any(mentions(a, t, aliases) for t in full):
+        stated = f"beyond_cut: {a!r} is stated only after the {cut} characters of its document the writer was shown"
     computed = stated is not None and stated.startswith("not_stated") and is_number(a) and _states_numbers(positives)
     if stated and not (computed and (verifier is not None or verified_later)):
         return stated  # a number the path does not state is kept only when the verifier computes it
     if verifier is None:
         return None
-    reason = answer_support(a, positives, question=q, aliases=aliases, cut=cut, distractors=negatives,
-                            verifier=verifier, stage="qa")
+    reason = answer_support(a, positives, question=q, aliases=aliases, distractors=negatives, verifier=verifier,
+                            stage="qa")
     if reason:
         return reason
     if _joined(a):

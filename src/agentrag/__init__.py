@@ -155,6 +155,10 @@ _EXPORTS: dict[str, str] = {
     "plan_step_tools": "agentrag.agents", "AGENTS": "agentrag.agents", "build_agent": "agentrag.agents",
     "agent_config": "agentrag.agents", "run_many": "agentrag.agents", "RetrievalTool": "agentrag.agents",
     "format_documents": "agentrag.agents", "search_tool_schema": "agentrag.agents",
+    # the papers' non-agentic baselines
+    "NaiveConfig": "agentrag.agents", "StandardRagConfig": "agentrag.agents", "IrcotConfig": "agentrag.agents",
+    "IterRetGenConfig": "agentrag.agents", "NaiveAgent": "agentrag.agents", "StandardRagAgent": "agentrag.agents",
+    "IrcotAgent": "agentrag.agents", "IterRetGenAgent": "agentrag.agents", "BASELINES": "agentrag.agents",
 }
 
 __all__ = ["__version__", *_EXPORTS]

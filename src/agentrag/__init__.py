@@ -99,6 +99,7 @@ _EXPORTS: dict[str, str] = {
     "JudgeVerdict": "agentrag.eval", "normalize_answer": "agentrag.eval", "EvalResult": "agentrag.eval",
     "EvalConfig": "agentrag.eval", "evaluate": "agentrag.eval", "score_item": "agentrag.eval",
     "summarize": "agentrag.eval", "run_eval": "agentrag.eval", "EvalBugs": "agentrag.eval",
+    "SuiteConfig": "agentrag.eval", "run_suite": "agentrag.eval",
     "Section": "agentrag.report", "write_report": "agentrag.report", "bar_chart_svg": "agentrag.report",
     "eval_sections": "agentrag.report", "write_eval_report": "agentrag.report",
     "grouped_bar_chart_svg": "agentrag.report", "write_viewer": "agentrag.report",

@@ -288,31 +288,44 @@ def _delta(d: dict[str, Any] | None) -> str:
     return f"{100 * d['mean']:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]{'*' if d['excludes_0'] else ''}"
 
 
+def result_rows(table: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The table in the papers' layout: headers (Method, then EM and F1 per dataset, then the
+    average) and one row per method, in percent with one decimal."""
+    names = table["datasets"]
+    head = ["Method", *[f"{d} {m}" for d in names for m in ("EM", "F1")], "Avg EM", "Avg F1"]
+    rows = [[r, *[_pct(table["cells"][r][d][m]) for d in names for m in ("em", "f1")],
+             _pct(table["average"][r]["em"]), _pct(table["average"][r]["f1"])] for r in table["rows"]]
+    return head, rows
+
+
+def delta_rows(table: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The differences from the reference row in the same layout: ``+d [lo, hi]`` in points, ``*``
+    when the 95% interval excludes 0."""
+    names = table["datasets"]
+    head = ["Method", *[f"{d} {m}" for d in names for m in ("EM", "F1")], "Avg EM", "Avg F1"]
+    rows = [[r, *[_delta(per[d][m]) for d in names for m in ("em", "f1")], _delta(per["average"]["em"]),
+             _delta(per["average"]["f1"])] for r, per in table["delta"].items()]
+    return head, rows
+
+
+def _md(head: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in rows)]
+
+
 def suite_markdown(table: dict[str, Any]) -> str:
     """The table as Markdown, in the papers' layout: EM and F1 (percent) per dataset, then the
     average; below it the differences from the reference row with their 95% intervals."""
     names, rows, ref = table["datasets"], table["rows"], table["reference"]
-    head = ["Method", *[f"{d} {m}" for d in names for m in ("EM", "F1")], "Avg EM", "Avg F1"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        cells = [_pct(table["cells"][r][d][m]) for d in names for m in ("em", "f1")]
-        lines.append("| " + " | ".join([r, *cells, _pct(table["average"][r]["em"]),
-                                        _pct(table["average"][r]["f1"])]) + " |")
+    lines = _md(*result_rows(table))
     ns = ", ".join(f"{d} {min(table['cells'][r][d]['n'] for r in rows)}" for d in names)
     lines += ["", f"Questions scored per dataset (fewest over the rows): {ns}."]
     if table.get("unfinished"):
         lines.append(f"{table['unfinished']} items unfinished (an outage); rerun the suite to finish them.")
     if table["delta"]:
         lines += ["", f"Difference from {ref} (row - {ref}, points), paired bootstrap 95% interval "
-                  f"({table['resamples']} resamples; * the interval excludes 0):", "",
-                  "| " + " | ".join(["Method", *[f"{d} {m}" for d in names for m in ("EM", "F1")], "Avg EM",
-                                     "Avg F1"]) + " |", "|" + "---|" * len(head)]
-        for r, per in table["delta"].items():
-            cells = [_delta(per[d][m]) for d in names for m in ("em", "f1")]
-            lines.append("| " + " | ".join([r, *cells, _delta(per["average"]["em"]),
-                                            _delta(per["average"]["f1"])]) + " |")
+                  f"({table['resamples']} resamples; * the interval excludes 0):", "", *_md(*delta_rows(table))]
     return "\n".join(lines) + "\n"
 
 
 __all__ = ["SuiteConfig", "SuiteRow", "SuiteDataset", "run_suite", "load_suite", "suite_table", "suite_markdown",
-           "stratified_bootstrap", "cell_dir"]
+           "result_rows", "delta_rows", "stratified_bootstrap", "cell_dir"]

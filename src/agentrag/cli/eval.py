@@ -43,7 +43,8 @@ def eval_command(
                                                "and llm, a reference row): run every cell into --out and print the "
                                                "papers' results table (suite.md) with paired bootstrap intervals "
                                                "against the reference. --kb/--llm/--judge/--limit/--concurrency "
-                                               "override the file's values. See docs/eval.md.")] = None,
+                                               "override the file's values. See docs/eval.md. Default: none (one agent, one "
+                                               "dataset).")] = None,
     llm: Annotated[str | None, typer.Option("--llm", "-m", help="Agent LLM: embedded | openai:MODEL | "
                                             "openai:MODEL@URL | hf:CHECKPOINT_DIR (e.g. the output of agentrag "
                                             "train) | YAML file. Default: embedded.")] = None,

@@ -88,6 +88,10 @@ def test_run_suite_resumes_cells_and_reuses_finished_ones(tmp_path):
     more = ScriptedLLM(default=reader)
     table = run_suite(cfg.model_copy(update={"limit": 3}), out, llm=more, retriever=FakeRetriever(PASSAGES))
     assert more.calls == 2 * (1 + 1 + 2) and table["cells"]["standard_rag"]["beta"]["n"] == 3
+    # a smaller limit scores the first questions only, whatever the cells' files hold
+    fewer = ScriptedLLM(default=reader)
+    table = run_suite(cfg.model_copy(update={"limit": 1}), out, llm=fewer, retriever=FakeRetriever(PASSAGES))
+    assert fewer.calls == 0 and {c["n"] for r in table["cells"].values() for c in r.values()} == {1}
 
 
 def test_the_average_interval_resamples_each_dataset_apart():

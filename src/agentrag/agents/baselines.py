@@ -81,8 +81,11 @@ def retrieval_step(agent: BaseAgent, tool: RetrievalTool, query: str, traj: Traj
     t0 = time.perf_counter()
     result = tool.search(query, agent.config.top_k)
     call = ToolCall(id=f"call_{len(traj.steps)}", name=SEARCH_ACTION, arguments={"query": query})
-    fields = {"action": call, "observation": result.observation, "hits": result.hits, "error": result.error}
-    step = agent.step(turn, thought=thought, **fields) if turn is not None else Step(thought=thought, **fields)
+    if turn is not None:
+        step = agent.step(turn, thought=thought, action=call, observation=result.observation, hits=result.hits,
+                          error=result.error)
+    else:
+        step = Step(thought=thought, action=call, observation=result.observation, hits=result.hits, error=result.error)
     step.latency += time.perf_counter() - t0
     traj.steps.append(step)
     return result

@@ -130,7 +130,7 @@ def cell_dir(out: str | os.PathLike[str], row: str, dataset: str) -> Path:
 
 def load_suite(path: str | os.PathLike[str], overrides: Sequence[str] = (), **base: Any) -> SuiteConfig:
     """A suite file (YAML) with ``--set`` overrides; ``base`` values (not None) under the file's."""
-    return load_config(SuiteConfig, path, overrides, base={k: v for k, v in base.items() if v is not None})
+    return load_config(SuiteConfig, Path(path), overrides, base={k: v for k, v in base.items() if v is not None})
 
 
 def run_suite(cfg: SuiteConfig | str | os.PathLike[str], out: str | os.PathLike[str], *, llm: Any = None,
@@ -200,10 +200,16 @@ def run_suite(cfg: SuiteConfig | str | os.PathLike[str], out: str | os.PathLike[
 
 
 def suite_table(cfg: SuiteConfig, out: str | os.PathLike[str]) -> dict[str, Any]:
-    """The table of the suite in ``out`` from its cells' ``results.jsonl`` (main questions only):
-    per row and dataset n, EM, F1 and unfinished; the average over the datasets; and, for every
-    row but the reference, the paired bootstrap differences (row - reference) with 95% intervals."""
+    """The table of the suite in ``out`` from its cells' ``results.jsonl`` (the main questions the
+    suite asks for: the first ``limit`` of each dataset, whatever an earlier run with a larger limit
+    left in the file): per row and dataset n, EM, F1 and unfinished; the average over the datasets;
+    and, for every row but the reference, the paired bootstrap differences (row - reference) with
+    95% intervals."""
     import json
+
+    from agentrag.eval.datasets import load_dataset
+
+    wanted = {ds.name: {i.id for i in load_dataset(ds.path, ds.fmt, limit=cfg.limit)} for ds in cfg.datasets}
 
     names = [d.name for d in cfg.datasets]
     scores: dict[str, dict[str, dict[str, tuple[float, float]]]] = {}
@@ -216,7 +222,7 @@ def suite_table(cfg: SuiteConfig, out: str | os.PathLike[str]) -> dict[str, Any]
                 results = load_results(where)
             except UserError:
                 results = {}
-            main = {i: (r.em, r.f1) for i, r in results.items() if r.parent_id is None}
+            main = {i: (r.em, r.f1) for i, r in results.items() if r.parent_id is None and i in wanted[ds.name]}
             scores[row.name][ds.name] = main
             unfinished = 0
             try:
@@ -234,14 +240,14 @@ def suite_table(cfg: SuiteConfig, out: str | os.PathLike[str]) -> dict[str, Any]
             continue
         per: dict[str, Any] = {}
         paired: dict[str, dict[str, tuple[list[float], list[float]]]] = {"em": {}, "f1": {}}
-        for ds in names:
-            a, b = scores[ref][ds], scores[row.name][ds]
+        for name in names:
+            a, b = scores[ref][name], scores[row.name][name]
             ids = sorted(set(a) & set(b))
-            per[ds] = {"n_paired": len(ids)}
+            per[name] = {"n_paired": len(ids)}
             for j, m in enumerate(("em", "f1")):
                 xs, ys = [a[i][j] for i in ids], [b[i][j] for i in ids]
-                paired[m][ds] = (xs, ys)
-                per[ds][m] = _interval(*bootstrap_diff(xs, ys, resamples=cfg.resamples, seed=cfg.seed)) if ids else None
+                paired[m][name] = (xs, ys)
+                per[name][m] = _interval(*bootstrap_diff(xs, ys, resamples=cfg.resamples, seed=cfg.seed)) if ids else None
         per["average"] = {m: (_interval(*stratified_bootstrap(list(paired[m].values()), resamples=cfg.resamples,
                                                               seed=cfg.seed))
                               if all(xs for xs, _ in paired[m].values()) else None) for m in ("em", "f1")}

@@ -159,6 +159,7 @@ def resolved_eval_config(cfg: Any) -> Any:
     """``cfg`` with its agent's settings resolved: ``agent_config`` holds every key of the agent's
     config class (its defaults included), as ``--print-config`` and ``config.yaml`` show it."""
     from agentrag.agents import agent_config
+    from agentrag.config import config_source
 
     given = dict(cfg.agent_config)
     fields = type(agent_config(cfg.agent)).model_fields
@@ -166,7 +167,7 @@ def resolved_eval_config(cfg: Any) -> Any:
         for key, value in EMBEDDED_AGENT_BUDGET.items():
             if key in fields and key not in given:
                 given[key] = value
-    full = agent_config(cfg.agent, **given).model_dump(mode="json")
+    full = agent_config(cfg.agent, source=config_source(cfg), prefix="agent_config.", **given).model_dump(mode="json")
     return cfg.model_copy(update={"agent_config": full})
 
 

@@ -131,8 +131,8 @@ def test_suite_files_fail_with_named_keys(tmp_path):
 def test_the_viewer_shows_a_suite(tmp_path):
     from agentrag.report.viewer import build_payload, detect_run_kind
 
-    out = tmp_path / "suite"
-    run_suite(suite(tmp_path, limit=2), out, llm=ScriptedLLM(default=reader), retriever=FakeRetriever(PASSAGES))
+    out, cfg = tmp_path / "suite", suite(tmp_path, limit=2)
+    run_suite(cfg, out, llm=ScriptedLLM(default=reader), retriever=FakeRetriever(PASSAGES))
     assert detect_run_kind(out) == "suite"
     p = build_payload(out)
     assert len(p.rows) == 3 * 2 * 2 and p.summary[0]["title"].startswith("Results")
@@ -141,6 +141,9 @@ def test_the_viewer_shows_a_suite(tmp_path):
     first = dict(zip(keys, p.rows[0], strict=True))
     assert (first["method"], first["dataset"]) == ("naive", "alpha") and p.details[0]["steps"]
     assert any(label == "model" for label, _ in p.header)
+    run_suite(cfg.model_copy(update={"limit": 1}), out, llm=ScriptedLLM(default=reader),
+              retriever=FakeRetriever(PASSAGES))
+    assert len(build_payload(out).rows) == 3 * 2 * 1  # the questions the suite asks for now
 
 
 def test_cli_eval_suite(tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agentrag.errors import UserError
 from agentrag.eval.result import EvalResult
 from agentrag.eval.suite import cell_dir, delta_rows, result_rows
 from agentrag.report.viewer.common import (
@@ -16,6 +17,7 @@ from agentrag.report.viewer.common import (
     col,
     display_name,
     failures_filter,
+    read_config,
     read_json,
     read_stage,
     select_filter,
@@ -45,9 +47,9 @@ def suite_payload(run_dir: Path, limits: Limits) -> Payload:
     for method in summary.get("rows", []):
         for dataset in summary.get("datasets", []):
             where = cell_dir(run_dir, method, dataset)
-            golds = gold_passages(where)
+            golds, wanted = gold_passages(where), _asked(where)
             for r in read_stage(where, "results", EvalResult):
-                if r.parent_id is not None:
+                if r.parent_id is not None or (wanted is not None and r.id not in wanted):
                     continue
                 ids, titles = golds.get(r.id, ([], []))
                 detail: dict[str, Any] = {
@@ -63,6 +65,22 @@ def suite_payload(run_dir: Path, limits: Limits) -> Payload:
                        "em": r.em, "f1": round(r.f1, 3), "ok": r.correct, "steps": r.steps,
                        "finish": r.finish_reason}, detail)
     return p
+
+
+def _asked(cell: Path) -> set[str] | None:
+    """The ids of the questions the cell's last run asked for (the first ``limit`` of its dataset;
+    an earlier run with a larger limit may have left more in ``results.jsonl``); ``None`` when its
+    dataset cannot be read any more (then every result is listed)."""
+    cfg = read_config(cell)
+    dataset = cfg.get("dataset")
+    if not dataset or not Path(str(dataset)).is_file():
+        return None
+    from agentrag.eval.datasets import load_dataset
+
+    try:
+        return {i.id for i in load_dataset(str(dataset), str(cfg.get("fmt") or "auto"), limit=cfg.get("limit"))}
+    except UserError:
+        return None
 
 
 __all__ = ["suite_payload"]

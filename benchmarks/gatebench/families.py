@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 
 from gatebench.cases import Case
-from gatebench.sources import Item
+from gatebench.sources import Hop, Item
 
 Family = Callable[[Item, random.Random], list[Case]]
 
@@ -612,3 +612,126 @@ def generate(items: list[Item], seed: int = 0, per_family_cap: int | None = PER_
 
 
 __all__ = ["FAMILIES", "Family", "generate"]
+
+
+# ---- Tracer (AgenticRAGTracer builder) families ----
+
+def _bridge_pairs(item: Item) -> list[tuple[Hop, Hop]]:
+    """(earlier hop, next hop) pairs whose answers are distinct names (a bridge entity and the next answer)."""
+    named = [h for h in item.hops if h.answer and re.search(r"[A-Za-z]{3}", h.answer) and h.answer[:1].isupper()
+             and len(h.answer) < 50 and h.answer.lower() not in {"yes", "no"}]
+    def initials(name: str) -> str:
+        return "".join(w[0] for w in name.split() if w[:1].isupper())
+
+    return [(a, b) for a, b in zip(named, named[1:], strict=False) if a.answer.lower() != b.answer.lower()
+            and a.answer.lower() not in b.answer.lower() and b.answer.lower() not in a.answer.lower()
+            and a.answer not in (initials(b.answer), b.answer.replace(".", "")) and b.answer != initials(a.answer)]
+
+
+def tracer_and_or_answers(item: Item, rng: random.Random) -> list[Case]:
+    """Answers joining parts with "and", "&", "/" or "or". Two answers of the item joined are two
+    things (reject): lexically when no document writes them as one run, by the verifier when one
+    does ("Both X and Y ..."). A name a document writes with "and"/"&"/"/" is one answer (keep):
+    a title or firm built from the item's own words, or a known name."""
+    out: list[Case] = []
+    for prev, nxt in _bridge_pairs(item)[:1]:
+        x, y = prev.answer, nxt.answer
+        docs = [f"{prev.doc.title}\n{prev.doc.text}", f"{nxt.doc.title}\n{nxt.doc.text}"]
+        joined = rng.choice([f"{x} and {y}", f"{x} & {y}", f"{x}/{y}", f"{x} or {y}", f"{y} and {x}"])
+        out.append(Case("tracer_and_or_answers", "one_answer", "reject", "two answers joined", item.id, nxt.question,
+                        joined, evidence=docs))
+        both = docs[0] + f" Both {x} and {y} are named in the records."
+        out.append(Case("tracer_and_or_answers", "one_answer", "reject", "two answers a document lists together",
+                        item.id, nxt.question, f"{x} and {y}", evidence=[both, docs[1]], semantic=True))
+        out.append(Case("tracer_and_or_answers", "one_answer", "keep", "one answer, no joiner", item.id, nxt.question,
+                        y, evidence=docs))
+    words = [w for d in item.gold for w in re.findall(r"\b[A-Z][a-z]{3,}\b", d.title)]
+    if len(set(words)) >= 2:
+        a, b = rng.sample(sorted(set(words)), 2)
+        name = rng.choice([f"{a} & {b}", f"{a} and {b}", f"{a}/{b}"])
+        doc = _doc_text(item) + f" The work was published by {name} the following year."
+        out.append(Case("tracer_and_or_answers", "one_answer", "keep", "firm name from the item's words", item.id,
+                        f"Which firm published the work about {item.gold[0].title}?", name, evidence=[doc],
+                        semantic=True))
+    known = rng.choice(_AND_NAMES)
+    out.append(Case("tracer_and_or_answers", "one_answer", "keep", f"known name {known!r}", item.id,
+                    f"What is the best-known work of {item.gold[0].title}?", known,
+                    evidence=[_doc_text(item) + f" Its best-known work is {known}."]))
+    return out
+
+
+def _bridge_forms(b: str, rng: random.Random) -> list[tuple[str, str]]:
+    forms = [("lower case", b.lower()), ("possessive", b + "'s"), ("with an article", "the " + b)]
+    if len(b) < 25:
+        forms.append(("upper case", b.upper()))
+    if " " in b:
+        forms.append(("hyphenated", b.replace(" ", "-")))
+    acc = _accented(b, rng)
+    if acc != b:
+        forms.append(("accented", acc))
+    for long, shorts in _ABBREVIATIONS:
+        if long in b:
+            forms.append(("abbreviated", b.replace(long, shorts[0])))
+    return forms
+
+
+def tracer_bridge_restated(item: Item, rng: random.Random) -> list[Case]:
+    """An inference step whose answer is the bridge entity again: another written form of the
+    earlier answer (reject, lexical) or a part of its name (reject, the verifier decides); the
+    next hop's own answer, a name sharing letters with the bridge, or another entity whose name
+    contains the bridge's (keep; the last one the verifier decides)."""
+    pairs = _bridge_pairs(item)
+    if not pairs:
+        return []
+    prev, nxt = pairs[0]
+    b = prev.answer
+    docs = [f"{prev.doc.title}\n{prev.doc.text}", f"{nxt.doc.title}\n{nxt.doc.text}"]
+    variants: list[tuple[str, str, str, bool]] = []  # (label, variant, candidate answer, semantic)
+    forms = _bridge_forms(b, rng)
+    variants += [("reject", name, form, False) for name, form in rng.sample(forms, min(3, len(forms)))]
+    words = [w for w in b.split() if w[:1].isupper() and len(w) > 3]
+    if len(b.split()) >= 2 and words and not re.search(r"\d", b):
+        variants.append(("reject", "part of the name", words[-1], True))
+    last = b.split()[-1]
+    variants += [("keep", "the next hop's answer", nxt.answer, False),
+                 ("keep", "a name sharing letters", b[:-len(last)] + last + "ton", False),
+                 ("keep", "another entity named after it",
+                  rng.choice([f"{b} International Airport", f"University of {b}", f"{b} Prize"]), True)]
+    return [Case("tracer_bridge_restated", "bridge", label, variant, item.id, nxt.question, b, evidence=docs,
+                 text=text, semantic=semantic) for label, variant, text, semantic in variants]
+
+
+def tracer_bridge_leakage(item: Item, rng: random.Random) -> list[Case]:
+    """A composed question that writes an earlier hop's answer (the bridge) in any form, or a
+    distinctive part of its name, leaks it (reject); the item's own question, and one naming a
+    name that shares letters with the bridge, do not (keep)."""
+    out: list[Case] = []
+    for prev, _nxt in _bridge_pairs(item)[:1]:  # noqa: B007 (one pair per item)
+        b = prev.answer
+        q = item.question.rstrip(" ?")
+        named = [w.strip(".,") for w in b.split() if w[:1].isupper() and len(w.strip(".,")) > 3]
+        acronym = "".join(w[0] for w in b.split() if w[:1].isupper())
+        if re.search(rf"\b{re.escape(b)}\b", item.question, re.IGNORECASE) or any(
+                re.search(rf"\b{re.escape(w)}\b", item.question, re.IGNORECASE) for w in named) or (
+                len(acronym) >= 2 and re.search(rf"\b{acronym}\b", item.question)):
+            continue  # the question already names the bridge or a part of it: no valid variant to make
+        forms = [(n, f) for n, f in _bridge_forms(b, rng) if n != "with an article"]
+        words = [w.strip(".,") for w in b.split() if w[:1].isupper() and len(w) > 3]
+        from agentrag.match.vocab import FUNCTION_WORDS, GENERIC_NAME_WORDS
+        words = [w for w in words if w.lower() not in GENERIC_NAME_WORDS | FUNCTION_WORDS
+                 and not re.search(rf"\b{re.escape(w)}\b", item.question, re.IGNORECASE)]
+        if len(b.split()) >= 2 and words and not re.search(r"\d", b):  # a date's month is no part of a name
+            forms.append(("last distinctive word", words[-1]))
+        for name, form in rng.sample(forms, min(3, len(forms))):
+            out.append(Case("tracer_bridge_leakage", "leakage", "reject", f"bridge {name}", item.id, "", b,
+                            text=f"{q}, the one linked to {form}?"))
+        out.append(Case("tracer_bridge_leakage", "leakage", "keep", "the question as written", item.id, "", b,
+                        text=item.question))
+        last = b.split()[-1].strip(".,")
+        if len(last) > 3 and last[:1].isupper():
+            out.append(Case("tracer_bridge_leakage", "leakage", "keep", "a name sharing letters", item.id, "", b,
+                            text=f"{q}, the one linked to {last}ington?"))
+    return out
+
+
+FAMILIES.update({f.__name__: f for f in (tracer_and_or_answers, tracer_bridge_restated, tracer_bridge_leakage)})

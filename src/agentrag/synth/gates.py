@@ -311,3 +311,30 @@ __all__ = ["COPY_CONTAINMENT", "REPEATS", "DISTINCT_SHARE", "visible", "is_yes_n
            "leakage", "repeated", "distinct_count", "one_sided", "degenerate", "synthesis_wording", "invented_facts",
            "thought_problem", "explanation_question", "explanation_answer", "question_problem", "single_document",
            "distractor_problem"]
+
+
+_WH_WORD = r"(?:what|who|whom|whose|which|where|when|how|why|is|was|are|were|did|does|do)"
+_JOINED = re.compile(rf"\b(?:and|also|as well as)\b,?\s+(?:\w+\s+)?{_WH_WORD}\b|;", re.IGNORECASE)
+_DOCUMENT_REFERENCE = re.compile(
+    r"\b(?:according to|in|from|mentioned in|described in|given in)\s+the\s+(?:document|passage|text|article|"
+    r"paragraph)s?\b|\b(?:this|the given) (?:document|passage|text|article)\b", re.IGNORECASE)
+
+
+def joined_questions(question: str) -> str | None:
+    """Question shape, not matching: two questions asked in one ("..., and which ...?", a ";", two
+    question marks) instead of one nested in the other."""
+    q = question or ""
+    if q.count("?") > 1:
+        return "two question marks"
+    m = _JOINED.search(q)
+    return f"joined by {m.group(0).strip()!r}" if m else None
+
+
+def document_reference(question: str) -> str | None:
+    """Question wording, not matching: a question that refers to its document ("according to the
+    passage", "in this article"), which a reader of a benchmark does not have."""
+    m = _DOCUMENT_REFERENCE.search(question or "")
+    return f"document_reference: {m.group(0)!r}" if m else None
+
+
+__all__ += ["joined_questions", "document_reference"]

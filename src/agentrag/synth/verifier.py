@@ -69,6 +69,10 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
     Check("restates", "The document states the true fact {fact!r} (in any wording).", False),
     Check("distractor_type", "The document is a {kind} distractor for the fact {fact!r}: {definition}", True),
     Check("same_entity", "{a!r} and {b!r} name the same entity or value.", True),
+    Check("one_answer", "Exactly one entity, title or value is named by {answer!r} as the answer to {question!r} "
+          "(a single name may contain 'and', '&' or '/'); it is not two or more separate answers.", True),
+    Check("bridge_restated", "Bridge restated: the final answer {a!r} names the same entity or value as the "
+          "earlier answer {b!r} (another written form, a part of its name or another of its names).", False),
 )}
 
 

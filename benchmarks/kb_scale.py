@@ -310,6 +310,13 @@ def main() -> None:
           f"peaks at {base['peak_rss_mb']:,.0f} MB (anonymous {base['anon_mb']:,.0f} MB) at every size (a fixed term: "
           f"the line's intercept holds it, its slope does not); bm25s's own retrieval ran in a process of its own "
           f"(peak {raw_peaks} MB).\n")
+    from agentrag.kb.bm25_build import CHUNK_DOCS
+
+    if small["passages"] < max(CHUNK_DOCS * 5, 65_536):
+        print(f"NOTE: the projection goes through {small['passages']:,} and {big['passages']:,} passages, below the "
+              f"build's working sets (BM25 chunks of {CHUNK_DOCS:,} passages; an IVF training sample of every vector "
+              f"up to 65,536): there the build's memory grows with N until they fill and stops growing after, so the "
+              f"line overstates 21M; project from sizes of 100,000 and more.\n")
     print("| quantity | " + " | ".join(f"{n:,}" for n in sizes) + " | projected to 21M | linearity check |")
     print("|---|" + "---|" * len(sizes) + "---|---|")
     rows = [("build peak RSS (MB)", ("build", "peak_rss_mb")), ("build seconds", ("build", "seconds")),

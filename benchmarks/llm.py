@@ -9,8 +9,15 @@
    threads both), same process, same prompts, alternating rounds, OMP_WAIT_POLICY=PASSIVE as
    agentrag sets it (ratio 1/2 per round, wall time and CPU time; docs/llm.md explains the choice).
 
+4. Embedder: the KB build's embedding path (``embed_to_memmap`` over the default
+   ``SentenceTransformerEmbedder``: longest first, chunks, a memmap with resume state) vs
+   sentence-transformers' ``encode`` called directly on the same model object, the same passages
+   in the same batches (longest first, ``batch_size`` 32), alternating rounds, CPU time; the
+   vectors are compared too.
+
 Usage: python benchmarks/llm.py [--max-tokens 64] [--rounds 2] [--thread-rounds 6] [--calls 50] [--latency 0.02]
        python benchmarks/llm.py --threads-only [--thread-rounds 6]
+       python benchmarks/llm.py --embedder-only [--passages 64] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -78,6 +85,56 @@ def bench_threads(max_tokens: int, rounds: int) -> None:
     print(f"threads default n_threads={default}")
 
 
+def bench_embedder(passages: int, rounds: int) -> None:
+    import itertools
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+    from _shared import DATA
+
+    from agentrag.kb.embedders import SentenceTransformerEmbedder
+    from agentrag.kb.indexes import embed_to_memmap
+    from agentrag.kb.ingest import read_corpus
+
+    texts = [p.contents for p in itertools.islice(read_corpus(DATA / "corpora" / "2wiki_passages_6119.jsonl"), passages)]
+    ours = SentenceTransformerEmbedder()
+    model, batch = ours.model, ours.batch_size
+    prefixed = ours._prefixed(texts, "passage")
+    order = np.argsort(-np.fromiter((len(t) for t in texts), dtype=np.int64), kind="stable")  # as the build
+    tmp = Path(tempfile.mkdtemp())
+
+    def raw() -> np.ndarray:
+        out = np.zeros((len(texts), ours.dim), dtype=np.float32)
+        for i in range(0, len(order), batch):
+            idx = order[i:i + batch]
+            out[idx] = model.encode([prefixed[j] for j in idx], batch_size=batch, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False)
+        return out
+
+    def mine(r: int) -> np.ndarray:
+        return np.array(embed_to_memmap(ours, texts, tmp / f"e{r}.npy", progress=False, key=str(r)))
+
+    raw()  # warm-up
+    t_raw: list[float] = []
+    t_ours: list[float] = []
+    for r in range(rounds):
+        for which in ("raw", "ours") if r % 2 == 0 else ("ours", "raw"):
+            c0 = time.process_time()
+            vecs = raw() if which == "raw" else mine(r)
+            (t_raw if which == "raw" else t_ours).append(time.process_time() - c0)
+            if which == "raw":
+                ref = vecs
+            else:
+                got = vecs
+        print(f"embedder round {r + 1}: raw encode {len(texts) / t_raw[-1]:6.1f} passages per CPU s, ours "
+              f"{len(texts) / t_ours[-1]:6.1f}; load average {os.getloadavg()[0]:.2f}", flush=True)
+    ratios = sorted(a / b for a, b in zip(t_raw, t_ours, strict=True))
+    print(f"embedder ratio ours/raw (passages per CPU second; {len(texts)} passages, batches of {batch}): best "
+          f"{min(t_raw) / min(t_ours):.2f}, rounds {ratios[0]:.2f}-{ratios[-1]:.2f}; max |ours - raw| "
+          f"{float(np.abs(got - ref).max()):.2e}")
+
+
 def bench_client(calls: int, latency: float) -> None:
     import openai
 
@@ -115,16 +172,22 @@ def main() -> None:
     ap.add_argument("--thread-rounds", type=int, default=6, help="alternating rounds of 1 vs 2 generation threads")
     ap.add_argument("--skip-embedded", action="store_true")
     ap.add_argument("--threads-only", action="store_true", help="only the 1 vs 2 generation threads comparison")
+    ap.add_argument("--embedder-only", action="store_true", help="only the embedder vs sentence-transformers")
+    ap.add_argument("--passages", type=int, default=64, help="passages the embedder comparison embeds")
     args = ap.parse_args()
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
     if args.threads_only:
         bench_threads(args.max_tokens, args.thread_rounds)
         return
+    if args.embedder_only:
+        bench_embedder(args.passages, max(args.rounds, 3))
+        return
     bench_client(args.calls, args.latency)
     if not args.skip_embedded:
         bench_embedded(args.max_tokens, args.rounds)
         bench_threads(args.max_tokens, args.thread_rounds)
+        bench_embedder(args.passages, max(args.rounds, 3))
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 

@@ -42,6 +42,7 @@ from agentrag.eval.runner import EvalConfig, run_pending, summarize
 from agentrag.exec import Executor, ItemBugs, ThreadExecutor
 from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
 from agentrag.llm.usage import llm_usage
+from agentrag.progress import ProgressArg, progress_for
 from agentrag.records import QAItem
 from agentrag.runs import FINISHED, LOCK_NAME, RunDir, config_key, records_key
 
@@ -95,7 +96,7 @@ def check_inputs(cfg: EvalConfig, out: str | os.PathLike[str], *, llm: Any = Non
 
 def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None = None, *, llm: Any = None,
              retriever: Any = None, judge: Any = None, executor: Executor | None = None,
-             progress: Progress | None = None, on_result: Callable[[EvalResult], object] | None = None,
+             progress: ProgressArg = None, on_result: Callable[[EvalResult], object] | None = None,
              preflight: Callable[[EvalConfig], object] | None = None, **overrides: Any) -> dict[str, Any]:
     """Evaluate an agent on a QA dataset into the run directory ``out`` (rerun = resume); returns
     the object written to ``metrics.json``.
@@ -106,7 +107,9 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
     objects (an LLM, a retriever, an LLM or :class:`LLMJudge`) in place of the config's; objects are used as given (no response cache is added) and cannot be
     sent to a distributed executor. ``executor`` defaults to a thread pool of ``concurrency``;
     with another executor (Ray) every worker builds its own LLM, retriever, agent and judge from
-    the config. ``progress("eval", done, total)`` follows the items; ``on_result`` gets each
+    the config. ``progress``: heartbeat lines on stderr (``True``; by default when the session is
+    interactive), none (``False``), or your callback ``progress("eval", done, total)`` (see
+    :mod:`agentrag.progress`); ``on_result`` gets each
     result as it is written. ``preflight(cfg)`` (the CLI's endpoint check) runs once the run
     directory is locked, before the config is written and the first item starts. See the module
     docstring for what is raised.
@@ -173,9 +176,10 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
             from agentrag.eval.worker import EvalTask
 
             agent = EvalTask(cfg.model_dump(), cache)
-        results, stage = run_pending(agent, items, run, judge=the_judge, concurrency=width, maxd=cfg.maxd,
-                                     correct_by=cfg.correct_by, progress=progress, on_result=on_result,
-                                     executor=executor)
+        with progress_for(progress) as beat:
+            results, stage = run_pending(agent, items, run, judge=the_judge, concurrency=width, maxd=cfg.maxd,
+                                         correct_by=cfg.correct_by, progress=beat, on_result=on_result,
+                                         executor=executor)
         # streamed from results.jsonl: no result (nor trajectory) is held for the statistics
         metrics = summarize(results, n_requested=len(items), unfinished={**stage.unfinished, **stage.bugs})
         metrics["bugs"] = len(stage.bugs)

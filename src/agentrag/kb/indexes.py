@@ -25,6 +25,7 @@ from agentrag.kb.base import Embedder
 from agentrag.kb.bm25_build import CHUNK_DOCS, build_bm25_files
 from agentrag.kb.bm25_query import QueryTokenizer
 from agentrag.kb.fusion import rrf_fuse  # re-exported: fusion lives in agentrag.kb.fusion
+from agentrag.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -400,13 +401,14 @@ def drop_pages(arr: Any) -> None:
 
 
 def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chunk: int = 512,
-                    progress: bool = True, key: str = "") -> np.ndarray:
+                    progress: bool = True, key: str = "", report: Progress | None = None) -> np.ndarray:
     """Embed passages into a float32 memmap at ``path``, resuming an interrupted run.
 
     Texts are processed longest first (less padding), in chunks; after each chunk the memmap is
     flushed and ``<path>.progress.json`` records how many chunks are done, so rerunning after a
     kill continues where it stopped (``key`` should identify the texts, e.g. a hash of their ids).
-    A progress bar with ETA goes to stderr.
+    A progress bar with ETA goes to stderr (``progress``); ``report("embedding", done, n)`` hears
+    of each chunk.
     """
     from tqdm import tqdm
 
@@ -425,6 +427,8 @@ def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chu
     n_chunks = (n + chunk - 1) // chunk
     with tqdm(total=n, initial=min(done * chunk, n), unit="psg", desc="embedding", disable=not progress,
               dynamic_ncols=True) as bar:
+        if report is not None:
+            report("embedding", min(done * chunk, n), n)
         for c in range(done, n_chunks):
             idx = order[c * chunk:(c + 1) * chunk]
             mm[idx] = embedder.embed([texts[j] for j in idx], kind="passage")
@@ -433,6 +437,8 @@ def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chu
                 drop_pages(mm)
             state_path.write_text(json.dumps({"fingerprint": fingerprint, "done_chunks": c + 1}))
             bar.update(len(idx))
+            if report is not None:
+                report("embedding", min((c + 1) * chunk, n), n)
     drop_pages(mm)
     return np.asarray(mm)
 

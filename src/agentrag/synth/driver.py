@@ -36,6 +36,7 @@ from agentrag.exec import Executor, ItemBugs, StageResult, ThreadExecutor, run_f
 from agentrag.exec.flow import Task, Writer
 from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
 from agentrag.llm.usage import llm_usage
+from agentrag.progress import ProgressArg, progress_for
 from agentrag.runs import FINISHED, RunDir
 from agentrag.synth.common import Progress
 from agentrag.threads import passive_openmp
@@ -297,12 +298,13 @@ def run_sections(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.PathLike[str], *,
-                    progress: Progress | None = None, executor: Executor | None = None,
+                    progress: ProgressArg = None, executor: Executor | None = None,
                     preflight: Callable[[Any], object] | None = None, **given: Any) -> dict[str, Any]:
     """Run ``synth`` into the run directory ``out`` (rerun = resume); returns ``metrics.json``'s
     object. ``preflight(cfg)`` (the CLI's endpoint check) runs after the input checks and before
     anything is written. Raises :class:`SynthBugs` (after writing metrics and report) when items
-    hit a bug."""
+    hit a bug. ``progress``: see :mod:`agentrag.progress` (default: heartbeat lines on stderr when
+    the session is interactive)."""
     unknown = sorted(set(given) - set(synth.given))
     if unknown:
         raise UserError(f"run_{synth.name}: unknown argument(s) {', '.join(unknown)}; the objects it takes: "
@@ -311,7 +313,7 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
     if preflight is not None:  # endpoints answer (the CLI's check), after the local inputs, before writing
         preflight(cfg)
     passive_openmp()
-    with RunDir(out) as run:
+    with RunDir(out) as run, progress_for(progress) as beat:
         run.write_config(cfg)
         comps = synth.components(cfg, run, inputs, given)
         llms = list(synth.llm_roles(comps).values())
@@ -319,7 +321,7 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
         if getattr(cfg, "concurrency", 0) is None and given:  # the default follows LLM objects passed in too
             width = max(width, default_items_in_flight(*llms))
         link_request_limits(llms, width)  # one setting: the endpoint's request limit is the items in flight
-        ctx = SynthRun(run, executor or ThreadExecutor(width), progress)
+        ctx = SynthRun(run, executor or ThreadExecutor(width), beat)
         start = time.monotonic()
         output = synth.execute(ctx, cfg, comps, inputs)
         metrics = finish_run(synth, cfg, ctx, comps, output, time.monotonic() - start)

@@ -18,8 +18,8 @@ from agentrag.errors import UserError
 from agentrag.exec import Executor
 from agentrag.kb.base import Embedder
 from agentrag.paths import check_out_dir
+from agentrag.progress import ProgressArg
 from agentrag.runs import RunDir, config_key, records_key
-from agentrag.synth.common import Progress
 from agentrag.synth.driver import (
     Stage,
     Synthesizer,
@@ -210,7 +210,7 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
         return sections(metrics, {s.name: s.about for s in self.stages})
 
 
-def run_evipath(cfg: EviPathRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
+def run_evipath(cfg: EviPathRunConfig, out: str | os.PathLike[str], *, progress: ProgressArg = None,
                 executor: Executor | None = None, **given: Any) -> dict[str, Any]:
     """Read the datasets, synthesize, gate, export and report into the run directory ``out``
     (rerun = resume). ``given``: LLM/retriever/embedder objects in place of the references

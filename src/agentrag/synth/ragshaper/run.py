@@ -17,8 +17,8 @@ from typing import Any
 
 from agentrag.errors import UserError
 from agentrag.exec import Executor
+from agentrag.progress import ProgressArg
 from agentrag.runs import RunDir, check_out_dir, config_key
-from agentrag.synth.common import Progress
 from agentrag.synth.driver import (
     Stage,
     Synthesizer,
@@ -150,7 +150,7 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
         return analysis.report_sections(metrics)
 
 
-def run_ragshaper(cfg: RagShaperConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
+def run_ragshaper(cfg: RagShaperConfig, out: str | os.PathLike[str], *, progress: ProgressArg = None,
                   executor: Executor | None = None, **given: Any) -> dict[str, Any]:
     """Run RAGShaper into the run directory ``out`` (rerun = resume); returns ``metrics.json``.
 

@@ -21,9 +21,9 @@ from typing import Any
 
 from agentrag.errors import UserError
 from agentrag.exec import Executor
+from agentrag.progress import ProgressArg
 from agentrag.records import QAItem, Trajectory
 from agentrag.runs import RunDir, check_out_dir, config_key, records_key
-from agentrag.synth.common import Progress
 from agentrag.synth.driver import (
     Stage,
     Synthesizer,
@@ -262,7 +262,7 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
         return stats_sections(metrics)
 
 
-def run_reasonrag(cfg: ReasonRagRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
+def run_reasonrag(cfg: ReasonRagRunConfig, out: str | os.PathLike[str], *, progress: ProgressArg = None,
                   executor: Executor | None = None, **given: Any) -> dict[str, Any]:
     """Run ReasonRAG into the run directory ``out`` (rerun = resume); returns ``metrics.json``'s
     object. ``given`` objects (``llm``/``policy``, ``judge``, ``retriever``, ``components``,

@@ -16,9 +16,9 @@ from agentrag.errors import UserError
 from agentrag.exec import Executor
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
+from agentrag.progress import ProgressArg
 from agentrag.records import Passage
 from agentrag.runs import RunDir, config_key, records_key
-from agentrag.synth.common import Progress
 from agentrag.synth.driver import (
     Stage,
     Synthesizer,
@@ -158,7 +158,7 @@ class TracerSynth(Synthesizer[TracerRunConfig, TracerInputs, TracerComponents]):
         return report_sections(metrics)
 
 
-def run_tracer(cfg: TracerRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
+def run_tracer(cfg: TracerRunConfig, out: str | os.PathLike[str], *, progress: ProgressArg = None,
                executor: Executor | None = None, **given: Any) -> dict[str, Any]:
     """Build the benchmark into the run directory ``out`` (rerun = resume); returns ``metrics.json``.
 

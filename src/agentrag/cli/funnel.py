@@ -139,10 +139,16 @@ def print_funnel(funnel: Sequence[Mapping[str, Any]]) -> None:
     """One line per stage of a synthesizer's funnel (``metrics.json``): in -> out, rejections by
     reason, and the items an outage left unfinished; stage names padded to the longest."""
     width = max((len(str(row["stage"])) for row in funnel), default=0)
+    units = {row.get("unit") or "items" for row in funnel}
+    before = None
     for row in funnel:
         rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
         left = f"  unfinished: {row['unfinished']}" if row.get("unfinished") else ""
-        console.print(f"  {row['stage']:<{width}} {row['in']:>5} -> {row['out']:<5} {rej}{left}", markup=False)
+        unit = row.get("unit") or "items"
+        # where the counted thing changes (items -> sub-questions), "in" is not the "out" above: say so
+        what = f"[{unit}] " if len(units) > 1 and unit != before else ""
+        before = unit
+        console.print(f"  {row['stage']:<{width}} {row['in']:>5} -> {row['out']:<5} {what}{rej}{left}", markup=False)
 
 
 def print_empty_funnel(metrics: Mapping[str, Any], out: Path) -> bool:

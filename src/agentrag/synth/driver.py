@@ -52,13 +52,16 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class Stage:
-    """One declared stage: its name, what it reads and writes, and the gates it applies."""
+    """One declared stage: its name, what it reads and writes, and the gates it applies;
+    ``unit``: what its in/out count when that is not the previous stage's unit (e.g. EviPath's
+    sub-questions between items), so the funnel says why ``in`` is not the ``out`` above."""
 
     name: str
     input: str
     output: str
     gates: tuple[str, ...] = ()
     about: str = ""
+    unit: str = ""
 
 
 class FunnelRow(BaseModel):
@@ -73,6 +76,7 @@ class FunnelRow(BaseModel):
     out: int
     rejected: dict[str, int] = Field(default_factory=dict)
     unfinished: int = 0
+    unit: str = ""
 
 
 class SynthMetrics(BaseModel):
@@ -250,15 +254,18 @@ class Synthesizer(Generic[Cfg, Inputs, Comps]):
 
 def funnel_rows(stages: Sequence[Stage], counts: Mapping[str, tuple[int, int, Mapping[str, int]]],
                 unfinished: Mapping[str, int]) -> list[FunnelRow]:
-    """The funnel in declaration order (a stage the pipeline did not count is left out)."""
+    """The funnel in declaration order (a stage the pipeline did not count is left out); a stage
+    without a ``unit`` counts what the stage before it counts (the first: items)."""
     rows = []
+    unit = "items"
     for st in stages:
+        unit = st.unit or unit
         if st.name not in counts:
             continue
         n_in, n_out, rejected = counts[st.name]
         rows.append(FunnelRow.model_validate({"stage": st.name, "input": st.input, "output": st.output, "in": n_in,
                                               "out": n_out, "rejected": dict(rejected),
-                                              "unfinished": unfinished.get(st.name, 0)}))
+                                              "unfinished": unfinished.get(st.name, 0), "unit": unit}))
     return rows
 
 

@@ -104,17 +104,17 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
     name = "ragshaper"
     given = GIVEN
     stages = (
-        Stage("explore", "seeds", "trees", ("curator action parses",), "InfoCurator trees (Eq. 2-4)"),
+        Stage("explore", "seeds", "trees", ("curator action parses",), "InfoCurator trees (Eq. 2-4)", "seeds"),
         Stage("distractors", "distractor tool calls", "K~ documents", ("not empty", "not a copy of the fact"),
-              "distractor curation tool (Table 1)"),
-        Stage("paths", "trees", "paths", (), "Eq. 5 path selection"),
+              "distractor curation tool (Table 1)", "distractor tool calls"),
+        Stage("paths", "trees", "paths", (), "Eq. 5 path selection", "trees"),
         Stage("qa", "paths", "questions", ("schema", "answer not in question", "no explanation",
-                                           "one sentence", "grounded hops >= min_hops"), "QA synthesis (Eq. 6)"),
+                                           "one sentence", "grounded hops >= min_hops"), "QA synthesis (Eq. 6)", "paths"),
         Stage("elicit", "questions", "trajectories", ("within the context window",),
-              "teacher under constrained navigation (Eq. 7-8)"),
-        Stage("filter", "trajectories", "kept trajectories", ("F1 > threshold",), "§3.4"),
-        Stage("tag", "trajectories", "behaviour tags", ("valid tag",), "LLM tagger (Fig. 4 left)"),
-        Stage("export", "kept trajectories", "SFT records", ("no malformed turn",), "SFT export"),
+              "teacher under constrained navigation (Eq. 7-8)", "questions"),
+        Stage("filter", "trajectories", "kept trajectories", ("F1 > threshold",), "§3.4", "trajectories"),
+        Stage("tag", "trajectories", "behaviour tags", ("valid tag",), "LLM tagger (Fig. 4 left)", "trajectories"),
+        Stage("export", "kept trajectories", "SFT records", ("no malformed turn",), "SFT export", "kept trajectories"),
     )
 
     def check_inputs(self, cfg: RagShaperRunConfig, out: str | os.PathLike[str],

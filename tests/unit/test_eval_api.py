@@ -190,3 +190,37 @@ def test_flashrag_gold_ids_feed_recall_and_the_viewer_marks_the_same(tmp_path):
     bad.write_text(json.dumps({**recs[0], "metadata": {"supporting_passage_ids": "p0"}}) + "\n")
     with pytest.raises(UserError, match=r"bad.jsonl:1: field 'metadata.supporting_passage_ids'"):
         agentrag.eval.load_dataset(bad)
+
+
+def test_an_llm_backend_object_gets_the_runs_response_cache(tmp_path):
+    """A backend passed as an object (what resolve_llm returns) is cached like a reference: the run
+    writes llm_cache.sqlite, and the same questions in a fresh run directory over that cache cost
+    no backend call; a fake is used as given."""
+    import shutil
+
+    from test_eval_outages import stub_reply
+
+    from agentrag.llm.cache import CachedLLM, with_response_cache
+    from agentrag.llm.openai_backend import OpenAIBackend
+    from agentrag.testing import StubOpenAIServer
+
+    data = dataset(tmp_path, n=2)
+    with StubOpenAIServer(reply=stub_reply) as srv:
+        llm = OpenAIBackend("stub", base_url=srv.base_url, max_retries=0)
+        cfg = EvalConfig(dataset=str(data), agent="plan_step", concurrency=1)
+        first = run_eval(cfg, tmp_path / "a", llm=llm, judge=llm, retriever=FakeRetriever(PASSAGES))
+        assert (tmp_path / "a" / "llm_cache.sqlite").stat().st_size > 0 and first["em"] == 1.0
+        assert set(first["llm"]) == {"agent+judge"} and first["llm"]["agent+judge"]["misses"] == srv.requests > 0
+        (tmp_path / "b").mkdir()
+        for f in (tmp_path / "a").glob("llm_cache.sqlite*"):  # with its WAL
+            shutil.copy(f, tmp_path / "b" / f.name)
+        before = srv.requests
+        second = run_eval(cfg, tmp_path / "b", llm=llm, judge=llm, retriever=FakeRetriever(PASSAGES))
+        assert srv.requests == before and second["llm"]["agent+judge"]["hits"] > 0 and second["em"] == 1.0
+    fake = ScriptedLLM(default="x")
+    assert with_response_cache(fake, tmp_path / "c.sqlite") is fake
+    wrapped = CachedLLM(llm, tmp_path / "d.sqlite")
+    assert with_response_cache(wrapped, tmp_path / "c.sqlite") is wrapped
+    made: dict[int, Any] = {}
+    one = with_response_cache(llm, tmp_path / "c.sqlite", made)
+    assert isinstance(one, CachedLLM) and with_response_cache(llm, tmp_path / "c.sqlite", made) is one

@@ -104,7 +104,9 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
     ``cfg`` (an :class:`EvalConfig`) and/or ``overrides`` (its keys: ``dataset``, ``kb``, ``agent``,
     ``llm``, ``judge``, ``limit``, ``concurrency``, ...) say what to run. ``llm``, ``retriever`` and
     ``judge`` take references (strings: ``llm="openai:m@URL"``, ``retriever="runs/kb"``) or
-    objects (an LLM, a retriever, an LLM or :class:`LLMJudge`) in place of the config's; objects are used as given (no response cache is added) and cannot be
+    objects (an LLM, a retriever, an LLM or :class:`LLMJudge`) in place of the config's; an LLM backend
+    object (embedded, openai, hf) goes behind the run's ``llm_cache.sqlite`` as a reference does
+    (other objects, e.g. fakes, are used as given); objects cannot be
     sent to a distributed executor. ``executor`` defaults to a thread pool of ``concurrency``;
     with another executor (Ray) every worker builds its own LLM, retriever, agent and judge from
     the config. ``progress``: heartbeat lines on stderr (``True``; by default when the session is
@@ -162,6 +164,10 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
             from agentrag.agents import build_agent
             from agentrag.llm import resolve_llm
 
+            from agentrag.llm.cache import with_response_cache
+
+            made: dict[int, Any] = {}  # backends passed as objects get the run's cache, as references do
+            llm, judge = (with_response_cache(x, cache, made) for x in (llm, judge))
             agent_llm = llm if llm is not None else resolve_llm(cfg.llm, cache=cache)
             if judge is not None:
                 the_judge = judge if isinstance(judge, LLMJudge) else LLMJudge(judge)

@@ -35,6 +35,7 @@ from agentrag.errors import UserError
 from agentrag.exec import Executor, ItemBugs, StageResult, ThreadExecutor, run_flow, run_stage
 from agentrag.exec.flow import Task, Writer
 from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
+from agentrag.llm.cache import with_response_cache
 from agentrag.llm.usage import llm_usage
 from agentrag.progress import ProgressArg, progress_for
 from agentrag.runs import FINISHED, RunDir
@@ -322,6 +323,8 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
     passive_openmp()
     with RunDir(out) as run, progress_for(progress) as beat:
         run.write_config(cfg)
+        made: dict[int, Any] = {}  # LLM backends passed as objects go behind the run's cache, as references do
+        given = {k: with_response_cache(v, run.file("llm_cache.sqlite"), made) for k, v in given.items()}
         comps = synth.components(cfg, run, inputs, given)
         llms = list(synth.llm_roles(comps).values())
         width = synth.concurrency(cfg)

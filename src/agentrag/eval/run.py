@@ -163,7 +163,6 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
         if in_process:
             from agentrag.agents import build_agent
             from agentrag.llm import resolve_llm
-
             from agentrag.llm.cache import with_response_cache
 
             made: dict[int, Any] = {}  # backends passed as objects get the run's cache, as references do

@@ -98,6 +98,8 @@ class Heartbeat:
         finished = total > 0 and done >= total
         if finished and st.ended:
             return None
+        if not finished:  # a stage whose total grew again (a flow's follow-ups) beats again
+            st.ended = False
         frac_step = (done - st.last_done) / total if total else 0.0
         since = now - st.last_t
         if not (finished or since >= self.every_s or (frac_step >= self.every_frac and since >= self.min_gap_s)):

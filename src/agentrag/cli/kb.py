@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import sys
@@ -18,11 +19,12 @@ from agentrag.cli.common import (
     alias,
     console,
     err_console,
+    is_tty,
     pick,
     styled,
     user_errors,
 )
-from agentrag.cli.progress import progress_output
+from agentrag.cli.progress import LogProgress, progress_output
 from agentrag.errors import UserError
 from agentrag.kb.retrieve_api import DEFAULT_MAX_WORK
 
@@ -195,10 +197,16 @@ def search(
         if method is not None and kb.startswith(("http://", "https://")):
             raise UserError("--method does not apply to a retrieval server (the server chooses it: "
                             "`agentrag kb serve DIR --method ...`)")
-        if method is not None:
-            hits = r.search(queries, k, threshold, method=method)  # type: ignore[call-arg]
-        else:
-            hits = r.search(queries, k, threshold)
+        # into a log: a heartbeat while the first dense search loads the embedder (seconds to a minute)
+        with contextlib.nullcontext() if is_tty() else LogProgress(unit="queries").running() as beat:
+            if beat is not None:
+                beat("search", 0, len(queries))
+            if method is not None:
+                hits = r.search(queries, k, threshold, method=method)  # type: ignore[call-arg]
+            else:
+                hits = r.search(queries, k, threshold)
+            if beat is not None:
+                beat("search", len(queries), len(queries))
     for q, per_q in zip(queries, hits, strict=True):
         if as_json:
             for h in per_q:

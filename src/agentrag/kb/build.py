@@ -63,7 +63,7 @@ def inputs_key(paths: Sequence[Path], fmt: str, cfg: KBConfig, embedder: Embedde
         try:
             st = p.stat()
         except OSError:
-            raise UserError(f"{p}: corpus file not found") from None
+            raise UserError(f"{p}: file not found") from None
         files.append([str(p.resolve()), st.st_size, st.st_mtime_ns])
     blob = {"files": files, "fmt": fmt, "config": cfg.model_dump(mode="json"),
             "embedder": None if embedder is None else getattr(embedder, "name", type(embedder).__name__)}

@@ -304,7 +304,8 @@ class DenseIndex:
         pq_m = self.pq_m or next(m for m in (48, 32, 24, 16, 12, 8, 4, 2, 1) if self.dim % m == 0)
         if n_train < 39 * nlist or n_train < 256:
             raise UserError(f"index type 'ivfpq' needs at least max(256, 39*nlist={39 * nlist}) passages to "
-                            f"train, got {n_train}; use --set index.type=flat or hnsw for small corpora")
+                            f"train, got {n_train}; use index type flat or hnsw for small corpora "
+                            "(index_type='flat' in Python, --index-type flat on the CLI)")
         ivf: Any = faiss.IndexIVFPQ(faiss.IndexFlatIP(self.dim), self.dim, nlist, pq_m, 8,
                                     faiss.METRIC_INNER_PRODUCT)
         ivf.nprobe = self.nprobe

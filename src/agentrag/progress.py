@@ -193,5 +193,4 @@ def progress_for(progress: ProgressArg, unit: str = "items") -> Iterator[Progres
         yield hb
 
 
-__all__ = ["Heartbeat", "Progress", "ProgressArg", "progress_for", "interactive", "duration", "HEARTBEAT_S",
-           "RATE_WINDOW_S"]
+__all__ = ["Heartbeat", "ProgressArg", "progress_for", "HEARTBEAT_S", "RATE_WINDOW_S"]

@@ -154,13 +154,17 @@ class Heartbeat:
         head = f"[{self.stamp()}] {stage}: {_count(done, total)}, "
         elapsed = f"elapsed {duration(now - st.t0)}"
         if total and done >= total:
-            return head + (f"{rate:.2f} {self.unit}/s, " if rate else "") + elapsed + ", done"
+            return head + (f"{self._rate(rate)}, " if rate else "") + elapsed + ", done"
         if rate is None:
             return head + f"first {self.unit} still running, {elapsed}"
         if rate <= 0:
             return head + f"none finished in the last {duration(self.window_s)}, {elapsed}"
         eta = f", ETA {duration((total - done) / rate)}" if total else ""
-        return head + f"{rate:.2f} {self.unit}/s, {elapsed}{eta}"
+        return head + f"{self._rate(rate)}, {elapsed}{eta}"
+
+    def _rate(self, rate: float) -> str:
+        """Per second, or per minute for a slow stage (minutes an item: never "0.00 items/s")."""
+        return f"{rate:.2f} {self.unit}/s" if rate >= 0.1 else f"{60 * rate:.2f} {self.unit}/min"
 
 
 def interactive() -> bool:

@@ -172,3 +172,13 @@ def test_the_flow_says_every_stage_started_before_its_first_item_finishes():
     first_b = next(i for i, s in enumerate(seen) if s[0] == "b")
     assert seen[first_b] == ("b", 0, 1)
     assert ("b", 2, 2) in seen and ("a", 2, 2) in seen
+
+
+def test_a_slow_stage_shows_its_rate_per_minute():
+    lines: list[str] = []
+    clock = Clock()
+    hb = beat(lines, clock)
+    hb("eval", 0, 3)
+    clock.t = 150.0
+    hb("eval", 1, 3)
+    assert "eval: 1/3 (33%), 0.40 items/min, elapsed 2m30s, ETA 5m00s" in lines[-1], lines

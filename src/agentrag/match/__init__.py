@@ -63,21 +63,26 @@ def _initials(toks: Sequence[Token]) -> str:
 
 
 def _acronym_in(acronym: str, text_toks: Sequence[Token]) -> bool:
-    """A run of capitalised words in ``text_toks`` whose initials (function words skipped) spell
-    ``acronym``."""
+    """A run of capitalised words in ``text_toks`` whose initials spell ``acronym``: function
+    words skipped ("Federal Bureau of Investigation" = FBI) or, when capitalised, counted ("What
+    Will You Do" = WWYD)."""
     n = len(acronym)
-    caps = [i for i, t in enumerate(text_toks) if t.surface[:1].isupper()]
-    for start in caps:
-        letters, j = "", start
-        while j < len(text_toks) and len(letters) < n:
+    for start, first in enumerate(text_toks):
+        if not first.surface[:1].isupper():
+            continue
+        skipping, counting, j = "", "", start
+        while j < len(text_toks) and (len(skipping) < n or len(counting) < n):
             t = text_toks[j]
-            if t.surface[:1].isupper() and t.canon not in FUNCTION_WORDS:
-                letters += t.surface[0].upper()
-            elif t.canon not in FUNCTION_WORDS:
+            cap = t.surface[:1].isupper()
+            if not cap and t.canon not in FUNCTION_WORDS:
                 break
+            if cap:
+                counting += t.surface[0].upper()
+                if t.canon not in FUNCTION_WORDS:
+                    skipping += t.surface[0].upper()
+            if acronym in (skipping, counting):
+                return True
             j += 1
-        if letters == acronym:
-            return True
     return False
 
 
@@ -94,12 +99,16 @@ def name_parts(answer: str) -> list[str]:
     """The distinctive parts of a multi-word name (its first and last words that are neither
     function words, generic name words ("University", "River"), numbers nor single letters), as
     canonical tokens; [] for a one-word answer."""
-    toks = [t for t in analyse(answer) if t.canon not in FUNCTION_WORDS]
-    if len(toks) < 2:
+    words = [w for t in analyse(answer) for w in t.surface.split()]
+    if len(words) < 2:
         return []
-    distinct = [t.canon for t in toks if t.canon not in GENERIC_NAME_WORDS
-                and t.surface.lower() not in GENERIC_NAME_WORDS and len(t.canon) > 1
-                and not t.canon.isdigit() and t.surface[:1].isupper()]
+    distinct = []
+    for w in words:
+        for t in analyse(w):
+            if (t.surface[:1].isupper() and len(t.canon) > 1 and not t.canon.isdigit()
+                    and t.canon not in FUNCTION_WORDS and t.canon not in GENERIC_NAME_WORDS
+                    and t.surface.lower() not in GENERIC_NAME_WORDS):
+                distinct.append(t.canon)
     if not distinct:
         return []
     return list(dict.fromkeys([distinct[0], distinct[-1]]))
@@ -124,7 +133,8 @@ def find_mention(answer: str, text: str, aliases: Iterable[str] = (), *, partial
     if partial:
         for form in forms:
             for part in name_parts(form):
-                if any(t.canon == part for t in text_toks):
+                if any(t.canon == part or part in (analyse(w)[0].canon for w in t.surface.split() if analyse(w))
+                       for t in text_toks):
                     return f"part:{part}"
     return None
 
@@ -226,6 +236,9 @@ def similarity(a: str, b: str) -> float:
 
 
 def _fact_token(t: Token) -> bool:
+    """A name or a number (a differing one changes what a text says)."""
+    if t.canon in FUNCTION_WORDS:
+        return False
     return t.canon.isdigit() or t.surface[:1].isupper() or t.surface[:1].isdigit()
 
 
@@ -277,6 +290,38 @@ def containment(part: str, whole: str) -> float:
     return LCSseq.similarity(tp, tw) / len(tp)
 
 
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\u201d]*\s+(?=[\"'(\u201c]*[A-Z0-9])")
+_DOTTED_WORD = re.compile(r"(?:^|\s)\(?((?:[A-Za-z]\.)*[A-Za-z]+)$")
+
+
+def _abbreviation(word: str) -> bool:
+    """``word`` (written before a period) is an abbreviation, not a sentence's last word: a single
+    letter ("J."), a dotted acronym ("U.S."), or a short form the core knows ("St.", "Mt.", "Jr.",
+    "No.", "Jan.")."""
+    from agentrag.match.vocab import MONTHS, WORD_ABBREVIATIONS
+
+    w = word.lower()
+    return (len(word) == 1 or "." in word or w in set(WORD_ABBREVIATIONS.values()) | {"no", "mrs", "ms", "vs", "etc"}
+            or (w in MONTHS and len(w) <= 4))
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``: split after ``.``, ``!`` or ``?`` followed by a capital or a
+    digit, except after an abbreviation ("St. Lysa", "U.S. Army", "J. R. R. Tolkien", "No. 5" are
+    one sentence)."""
+    out: list[str] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(text or ""):
+        before = (text or "")[start:m.start()]
+        last = _DOTTED_WORD.search(before)
+        if m.group(0).startswith(".") and not m.group(0).startswith("..") and last and _abbreviation(last.group(1)):
+            continue
+        out.append((text or "")[start:m.end()].strip())
+        start = m.end()
+    out.append((text or "")[start:].strip())
+    return [s for s in out if s]
+
+
 def content_tokens(text: str) -> list[str]:
     """Canonical tokens of ``text`` that are not function words."""
     return [t for t in tokens(text) if t not in FUNCTION_WORDS]
@@ -284,4 +329,4 @@ def content_tokens(text: str) -> list[str]:
 
 __all__ = ["NEAR_DUPLICATE", "FUNCTION_WORDS", "Token", "analyse", "tokens", "stems", "canonical", "content_tokens",
            "mentions", "find_mention", "name_parts", "equivalent", "is_no_answer", "yes_no", "similarity",
-           "near_duplicate", "containment"]
+           "near_duplicate", "containment", "sentences"]

@@ -22,6 +22,8 @@ from agentrag.agents.prompts import PLAN_USER, REACT_FORCE_ANSWER, STEP_USER
 from agentrag.cli.main import app
 from agentrag.eval.result import EvalResult
 from agentrag.export.sft import message_dict, to_sharegpt, to_trl_records
+from agentrag.llm.base import Completion
+from agentrag.llm.parsing import split_think
 from agentrag.records import Passage, QAItem, ToolCall, Trajectory
 from agentrag.testing import FakeRetriever, ScriptedLLM
 
@@ -30,7 +32,7 @@ PASSAGES = [Passage(id="p1", title="Everest", text="Everest is 8848 m high."),
             Passage(id="p3", title="Lhotse", text="Lhotse is 8516 m high.")]
 ITEM = QAItem(id="q1", question="How much higher is Everest than K2?", golden_answers=["237 m"])
 
-Reply = str | ToolCall | list[ToolCall]
+Reply = str | ToolCall | list[ToolCall] | Completion
 
 
 class Log:
@@ -61,6 +63,8 @@ def run(agent: str, replies: list[Reply] | Callable[[list[Any]], Reply], **cfg: 
 
 
 def _reply_matches(turn: dict[str, Any], reply: Reply) -> bool:
+    if isinstance(reply, Completion):  # a reasoning model's: the <think> text is not sent back
+        return _reply_matches(turn, list(reply.tool_calls) or split_think(reply.text)[0] or "")
     if isinstance(reply, str):
         return turn["content"] == reply and "tool_calls" not in turn
     calls = [reply] if isinstance(reply, ToolCall) else reply
@@ -222,3 +226,16 @@ def test_the_cli_exports_an_eval_run_as_the_agent_sent_it(tmp_path, agent):
     assert_replays(log, llm, [json.loads(line) for line in lines])
     assert_llamafactory_loads([json.loads(line) for line in (tmp_path / "out" / "sharegpt.jsonl").read_text()
                                .splitlines()])
+
+
+def test_plan_step_export_with_reasoning_and_a_system_prompt_of_the_user():
+    think = Completion(text="<think>Search Everest first.</think>", tool_calls=[
+        ToolCall(id="c1", name="RAG_search", arguments={"query": "Everest", "topk": 1})], finish_reason="tool_calls")
+    log, llm, traj = run("plan_step", ["1. search", think, ToolCall(name="Final_Answer", arguments={"answer": "237 m"})])
+    assert traj.steps[1].reasoning == "Search Everest first."
+    [plain] = check(log, llm, traj)  # the reasoning was not sent back: the plain export is what was sent
+    [kept] = to_trl_records([traj], "MY SYSTEM", reasoning=True)
+    assert kept["messages"][0] == {"role": "system", "content": "MY SYSTEM"}
+    assert kept["messages"][4]["content"] == "<think>\nSearch Everest first.\n</think>\n\n"
+    assert kept["messages"][4]["tool_calls"] == plain["messages"][4]["tool_calls"]
+    assert kept["messages"][1:4] + kept["messages"][5:] == plain["messages"][1:4] + plain["messages"][5:]

@@ -239,3 +239,24 @@ def test_plan_step_export_with_reasoning_and_a_system_prompt_of_the_user():
     assert kept["messages"][4]["content"] == "<think>\nSearch Everest first.\n</think>\n\n"
     assert kept["messages"][4]["tool_calls"] == plain["messages"][4]["tool_calls"]
     assert kept["messages"][1:4] + kept["messages"][5:] == plain["messages"][1:4] + plain["messages"][5:]
+
+
+@pytest.mark.parametrize("agent,replies,cfg", [
+    ("naive", ["Everest is higher by 237 m."], {}),
+    ("standard_rag", ["237 m"], {"top_k": 2}),
+    ("iter_retgen", ["Everest is 8848 m high.", "K2 is 8611 m high.", "237 m"], {"iterations": 3, "top_k": 1}),
+    ("ircot", ["Everest is 8848 m high. And more text.", "   ", "K2 is 8611 m high.", "So the answer is: 237 m."],
+     {"top_k": 2, "max_paragraphs": 2, "doc_chars": 60, "max_iter": 5}),
+])
+def test_baselines_export_one_chat_per_llm_call_as_sent(agent, replies, cfg):
+    log, llm, traj = run(agent, replies, **cfg)
+    assert traj.finish_reason == "answered", traj
+    records = to_trl_records([traj])
+    assert all(r["tools"] == [] and len(r["messages"]) == 3 for r in records)  # no tool the pipeline never offered
+    usable = [(sent, reply) for sent, _, reply in log.pairs if str(reply).strip()]
+    assert len(records) == len(usable)
+    for rec, (sent, reply) in zip(records, usable, strict=True):
+        assert rec["messages"][:-1] == sent
+        kept = rec["messages"][-1]
+        assert kept["role"] == "assistant" and str(reply).startswith(kept["content"]) and kept["content"]
+    assert_llamafactory_loads(to_sharegpt([traj]))

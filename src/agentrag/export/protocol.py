@@ -1,5 +1,5 @@
-"""SFT chats of the text-protocol agents (``search_r1``, ``reason_ground``, ``planner_executor``)
-in the form each agent sent them: its own prompts and turn format, no tool schema and no ``<tool_call>`` the agent never
+"""SFT chats of the text-protocol agents (``search_r1``, ``reason_ground``, ``planner_executor``;
+the baselines' are in :mod:`agentrag.export.pipelines`) in the form each agent sent them: its own prompts and turn format, no tool schema and no ``<tool_call>`` the agent never
 wrote (the generic export in :mod:`agentrag.export.sft` is for the function-calling agents).
 
 - ``search_r1``: one chat per trajectory: the agent's user prompt, then its stream cut into the
@@ -38,17 +38,27 @@ TEXT_PROTOCOL_AGENTS = ("search_r1", "reason_ground", "planner_executor")
 
 
 def protocol_chats(traj: Trajectory, system_prompt: str | None = None) -> list[list[Message]] | None:
-    """The training chats of ``traj`` when its agent speaks a text protocol (module docstring),
-    else None. ``system_prompt`` (given by the user) replaces the agent's own system message
-    (reason_ground; the planner's for planner_executor) or is put before the prompt (search_r1,
-    which has none)."""
+    """The training chats of ``traj`` when its agent speaks a text protocol (module docstring) or
+    is a baseline, else None. ``system_prompt`` (given by the user) replaces the agent's own
+    system message (reason_ground, the baselines; the planner's for planner_executor) or is put
+    before the prompt (search_r1, which has none)."""
     if traj.agent == "search_r1":
         return [search_r1_chat(traj, system_prompt)]
     if traj.agent == "reason_ground":
         return reason_ground_chats(traj, system_prompt)
     if traj.agent == "planner_executor":
         return planner_executor_chats(traj, system_prompt)
+    from agentrag.export.pipelines import PIPELINE_AGENTS, pipeline_chats
+
+    if traj.agent in PIPELINE_AGENTS:
+        return [_with_system(c, system_prompt) for c in pipeline_chats(traj)]
     return None
+
+
+def _with_system(chat: list[Message], system_prompt: str | None) -> list[Message]:
+    if system_prompt is None or not chat or chat[0].role != "system":
+        return chat
+    return [Message(role="system", content=system_prompt), *chat[1:]]
 
 
 def search_r1_segments(traj: Trajectory) -> list[tuple[Literal["assistant", "user"], str]] | None:

@@ -592,6 +592,78 @@ FAMILIES: dict[str, Family] = {f.__name__: f for f in (
     distractor_restates, leakage_forms, question_type)}
 
 
+# ---- RAGShaper (§3.1.2 distractor types, §3.2 dependent hops, Fig. 12 answer form) ----
+
+def one_document_question(item: Item, rng: random.Random) -> list[Case]:
+    """A hop's own sub-question, answered by its own document among the path's documents, is a
+    one-document question (reject); the item's multi-hop question over the same documents keeps."""
+    if len(item.hops) < 2:
+        return []
+    docs = [f"{h.doc.title}\n{h.doc.text}" for h in item.hops]
+    hop = rng.choice([h for h in item.hops if h.answer and h.answer in h.doc.text] or item.hops)
+    return [Case("one_document_question", "single_document", "reject", "a hop's sub-question", item.id, hop.question,
+                 hop.answer, evidence=docs, semantic=True),
+            Case("one_document_question", "single_document", "keep", "the multi-hop question", item.id, item.question,
+                 item.answer, evidence=docs, semantic=True)]
+
+
+def _sentences_of(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z])", text) if s.strip()]
+
+
+def distractor_types(item: Item, rng: random.Random) -> list[Case]:
+    """Distractors written to each §3.1.2 type from the item's own document (keep, declared with
+    their type in ``entities``); the same documents declared with another type (reject, the
+    verifier decides), and the source reordered or re-titled with an addition (reject, lexical)."""
+    d = item.gold[0]
+    src = f"{d.title}\n{d.text}"
+    a = next((h.answer for h in item.hops if h.doc.title == d.title and h.answer and h.answer in d.text), None)
+    sents = _sentences_of(d.text)
+    if not a or len(sents) < 2:
+        return []
+    fake = rng.choice(["Lorenzo Vasquez", "Maribel Torrance", "Helsingborg", "Orchard Press"])
+    year = rng.randint(1901, 1999)
+    typed = {
+        "doppelganger": f"{d.title} (revised {year} edition)\n" + d.text.replace(a, fake),
+        "false_shortcut": (f"It is widely assumed that {d.title} led directly to {fake}, though no record shows "
+                           "the steps in between."),
+        "fragmented_puzzle": next((s for s in sents if a not in s), sents[-1]),
+        "subjective_fallacy": f"In my view {d.title} is overrated, and I feel {fake} was behind it, whatever the records say.",
+    }
+    out = [Case("distractor_types", "distractor_type", "keep", f"a {k} document", item.id, item.question, a, text=t,
+                other=src, entities=[k], semantic=k != "doppelganger") for k, t in typed.items()]
+    kinds = list(typed)
+    k = rng.choice(kinds[1:])
+    wrong = rng.choice([x for x in kinds if x != k])
+    out.append(Case("distractor_types", "distractor_type", "reject", f"a {k} document declared {wrong}", item.id,
+                    item.question, a, text=typed[k], other=src, entities=[wrong], semantic=True))
+    out.append(Case("distractor_types", "distractor_type", "reject", "the source's sentences reordered", item.id,
+                    item.question, a, text=f"{d.title}\n" + " ".join(reversed(sents)), other=src, entities=["doppelganger"]))
+    out.append(Case("distractor_types", "distractor_type", "reject", "the source re-titled with an addition", item.id,
+                    item.question, a, text=f"Revised notes on {d.title}\n{d.text} Some details remain disputed.",
+                    other=src, entities=["doppelganger"]))
+    return out
+
+
+def answer_sentences(item: Item, rng: random.Random) -> list[Case]:
+    """Answers with an abbreviation's period are one sentence (keep); an answer of two sentences is
+    not a short answer (reject)."""
+    a = item.answer.strip().rstrip(".")
+    words = a.split()
+    if not words or len(words) > 5 or a.lower() in {"yes", "no"}:
+        return []
+    last = words[-1]
+    keep = [f"St. {last}", f"{a} Jr.", f"U.S. {last}", f"Mt. {last}", f"J. R. {last}", f"No. {rng.randint(2, 9)} {last}"]
+    other = next((h.answer for h in item.hops if h.answer and h.answer != item.answer), item.gold[-1].title)
+    bad = [f"{a}. It was {other}.", f"It was {a}. Later it became {other}!", f"{a}? Or {other}."]
+    return [Case("answer_sentences", "answer_form", "keep", f"abbreviation {k!r}", item.id, item.question, k)
+            for k in rng.sample(keep, 2)] + [
+            Case("answer_sentences", "answer_form", "reject", "two sentences", item.id, item.question, rng.choice(bad))]
+
+
+FAMILIES.update({f.__name__: f for f in (one_document_question, distractor_types, answer_sentences)})
+
+
 #: cases kept per family (the first ones, in item order): enough for a rate, small enough to run in minutes
 PER_FAMILY = 400
 

@@ -15,9 +15,15 @@
    in the same batches (longest first, ``batch_size`` 32), alternating rounds, CPU time; the
    vectors are compared too.
 
+5. ``hf:``: ``HFLLM.chat`` vs transformers' ``generate`` called directly, each in its own process
+   (loading excluded), on the same checkpoint (the embedded SmolLM2 dequantized, as ``agentrag
+   train`` makes it), prompts (the benchmark prompts as one user message, the chat template's
+   generation prompt) and greedy settings, alternating which goes first; tokens/s of generation.
+
 Usage: python benchmarks/llm.py [--max-tokens 64] [--rounds 2] [--thread-rounds 6] [--calls 50] [--latency 0.02]
        python benchmarks/llm.py --threads-only [--thread-rounds 6]
        python benchmarks/llm.py --embedder-only [--passages 64] [--rounds 3]
+       python benchmarks/llm.py --hf-only [--rounds 2] [--max-tokens 64]
 """
 
 from __future__ import annotations
@@ -52,6 +58,11 @@ def bench_embedded(max_tokens: int, rounds: int) -> None:
     print(f"ratio ours/direct tokens/s: {ours['tokens_per_s'] / direct:.3f}")
 
 
+def median(xs: list[float]) -> float:
+    s = sorted(xs)
+    return (s[(len(s) - 1) // 2] + s[len(s) // 2]) / 2
+
+
 def bench_threads(max_tokens: int, rounds: int) -> None:
     """1 vs 2 generation threads (2 prompt threads both), one model each in this process, in
     alternating rounds (which goes first alternates too), so a change in machine load hits both
@@ -77,7 +88,7 @@ def bench_threads(max_tokens: int, rounds: int) -> None:
 
     def summary(vals: dict[int, list[float]]) -> str:
         r = sorted(a / b for a, b in zip(vals[1], vals[2], strict=True))
-        return f"median {r[len(r) // 2]:.2f}, rounds {r[0]:.2f}-{r[-1]:.2f}"
+        return f"median {median(r):.2f}, rounds {r[0]:.2f}-{r[-1]:.2f}"
 
     default = LLMConfig(backend="embedded").n_threads
     print(f"threads ratio 1/2 generation threads, tokens/s (wall): {summary(wall)}")
@@ -135,6 +146,81 @@ def bench_embedder(passages: int, rounds: int) -> None:
           f"{float(np.abs(got - ref).max()):.2e}")
 
 
+HF_OURS = """
+import json, sys, time
+from agentrag.llm.bench import BENCH_PROMPTS
+from agentrag.llm.hf import HFLLM, load_checkpoint
+from agentrag.records import Message
+path, max_tokens = sys.argv[1], int(sys.argv[2])
+llm = HFLLM(path, device="cpu")
+llm.chat([Message(role="user", content="warm up")], temperature=0.0, max_tokens=4)
+tokens, texts = 0, []
+w, c = time.perf_counter(), time.process_time()
+for p in BENCH_PROMPTS:
+    out = llm.chat([Message(role="user", content=p)], temperature=0.0, max_tokens=max_tokens)[0]
+    tokens += out.usage.completion_tokens
+    texts.append(out.text)
+print(json.dumps({"tokens": tokens, "wall": time.perf_counter() - w, "cpu": time.process_time() - c, "texts": texts}))
+"""
+
+HF_RAW = """
+import json, sys, time
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from agentrag.llm.bench import BENCH_PROMPTS
+path, max_tokens = sys.argv[1], int(sys.argv[2])
+tok = AutoTokenizer.from_pretrained(path)
+model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+eos = sorted({t for t in (tok.eos_token_id, tok.convert_tokens_to_ids("<|im_end|>")) if isinstance(t, int) and t >= 0})
+def gen(text, n):
+    ids = tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True,
+                                  return_dict=True)["input_ids"]
+    x = torch.tensor([list(ids)])
+    with torch.inference_mode():
+        y = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n, do_sample=False, temperature=None,
+                           top_p=None, top_k=None, eos_token_id=eos, pad_token_id=tok.pad_token_id
+                           if tok.pad_token_id is not None else eos[0])[0, x.shape[1]:].tolist()
+    return y[:-1] if y and y[-1] in eos else y
+gen("warm up", 4)
+tokens, texts = 0, []
+w, c = time.perf_counter(), time.process_time()
+for p in BENCH_PROMPTS:
+    y = gen(p, max_tokens)
+    tokens += len(y)
+    texts.append(tok.decode(y, skip_special_tokens=True))
+print(json.dumps({"tokens": tokens, "wall": time.perf_counter() - w, "cpu": time.process_time() - c, "texts": texts}))
+"""
+
+
+def bench_hf(max_tokens: int, rounds: int) -> None:
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    from agentrag.train.model import load_tokenizer, load_trainable_model
+
+    ckpt = tempfile.mkdtemp(prefix="agentrag-hf-bench-")
+    load_trainable_model("embedded").save_pretrained(ckpt)
+    load_tokenizer("embedded").save_pretrained(ckpt)
+    runs: dict[str, list[dict]] = {"ours": [], "raw": []}
+    for r in range(rounds):
+        for which in ("ours", "raw") if r % 2 == 0 else ("raw", "ours"):
+            out = subprocess.run([sys.executable, "-c", HF_OURS if which == "ours" else HF_RAW, ckpt,
+                                  str(max_tokens)], capture_output=True, text=True, check=True)
+            runs[which].append(json.loads(out.stdout.strip().splitlines()[-1]))
+        o, w = runs["ours"][-1], runs["raw"][-1]
+        print(f"hf round {r + 1}: ours {o['tokens'] / o['wall']:6.1f} tokens/s ({o['tokens']} tokens), raw generate "
+              f"{w['tokens'] / w['wall']:6.1f} ({w['tokens']}); same texts: {o['texts'] == w['texts']}; "
+              f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    ratios = sorted((o["tokens"] / o["wall"]) / (w["tokens"] / w["wall"])
+                    for o, w in zip(runs["ours"], runs["raw"], strict=True))
+    cpu = sorted((o["tokens"] / o["cpu"]) / (w["tokens"] / w["cpu"]) for o, w in zip(runs["ours"], runs["raw"], strict=True))
+    print(f"hf ratio ours/raw generate tokens/s (wall): median {median(ratios):.2f}, rounds "
+          f"{ratios[0]:.2f}-{ratios[-1]:.2f}; per CPU second: median {median(cpu):.2f}, rounds "
+          f"{cpu[0]:.2f}-{cpu[-1]:.2f}")
+
+
 def bench_client(calls: int, latency: float) -> None:
     import openai
 
@@ -173,12 +259,16 @@ def main() -> None:
     ap.add_argument("--skip-embedded", action="store_true")
     ap.add_argument("--threads-only", action="store_true", help="only the 1 vs 2 generation threads comparison")
     ap.add_argument("--embedder-only", action="store_true", help="only the embedder vs sentence-transformers")
+    ap.add_argument("--hf-only", action="store_true", help="only hf: vs transformers generate")
     ap.add_argument("--passages", type=int, default=64, help="passages the embedder comparison embeds")
     args = ap.parse_args()
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
     if args.threads_only:
         bench_threads(args.max_tokens, args.thread_rounds)
+        return
+    if args.hf_only:
+        bench_hf(args.max_tokens, args.rounds)
         return
     if args.embedder_only:
         bench_embedder(args.passages, max(args.rounds, 3))
@@ -188,6 +278,7 @@ def main() -> None:
         bench_embedded(args.max_tokens, args.rounds)
         bench_threads(args.max_tokens, args.thread_rounds)
         bench_embedder(args.passages, max(args.rounds, 3))
+        bench_hf(args.max_tokens, args.rounds)
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 

@@ -41,6 +41,13 @@ _YES_NO_QUESTION = re.compile(r"^\s*(is|are|was|were|do|does|did|has|have|had|ca
 _WH_QUESTION = re.compile(r"^\s*(who|whom|whose|what|which|where|when|how many|how much|in which|in what|at which|"
                           r"from which|of which|to which|for which|on which|by whom)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+#: references to earlier steps a plan or thought writes ("#2", "step 2", "sub-question 3"): never
+#: a mention of an answer, so a small-number answer ("2") is not found in them
+_REFERENCE = re.compile(r"#\s?\d+\b|\b(?:step|sub-?questions?|hops?|iterations?|searche?s?|questions?|items?|"
+                        r"evidence|facts?|turns?|rounds?)\s+#?\d+\b|\[\d+(?:\s*,\s*\d+)*\]", re.IGNORECASE)
+#: spelling-variant similarity (rapidfuzz ratio of canonical words) at or above which a word of a
+#: claim counts as stated by a variant in the evidence ("director" / "directed")
+VARIANT = 75
 _SYNTHESIS_WORDING = re.compile(
     r"\b(?:gold(?:en)?|reference|expected|given|correct|provided|target|ground[- ]truth)\s+"
     r"(?:evidence|answers?|facts?|sentences?|passages?|paragraphs?|ind(?:ex|ices)|supports?)\b"
@@ -58,6 +65,44 @@ _EXPLAIN_A = re.compile(r"^\s*(because|due\s+to|since|as\s+a\s+result|in\s+order
 def visible(text: str, cut: int | None) -> str:
     """What an agent shown ``cut`` characters of ``text`` sees."""
     return text if cut is None else text[:cut]
+
+
+def without_references(text: str) -> str:
+    """``text`` without references to earlier steps ("#2", "step 2", "sub-question 3", "[1, 4]")."""
+    return _REFERENCE.sub(" ", text or "")
+
+
+def unstated(claim: str, evidence: Sequence[str], *, given: str = "") -> list[str]:
+    """The content words of ``claim`` (canonical; not function words, not in ``given``) that no
+    evidence text states, in the same form or a spelling variant ("director" for "directed")."""
+    from rapidfuzz import fuzz
+
+    asked = {t.stem for t in analyse(given)}
+    have = {t.stem for e in evidence for t in analyse(e)}
+    out = []
+    for t in analyse(without_references(claim)):
+        if t.canon in FUNCTION_WORDS or t.stem in asked or t.stem in have or t.canon in out:
+            continue
+        if t.canon.isdigit() or not any(fuzz.ratio(t.canon, h) >= VARIANT for h in have if h[:1] == t.canon[:1]):
+            out.append(t.canon)
+    return out
+
+
+def claim_support(claim: str, evidence: Sequence[str], *, question: str = "", verifier: Any = None,
+                  stage: str = "gate") -> str | None:
+    """The evidence states ``claim`` (a sentence answering ``question``): a no-answer claim, or a
+    number or name no evidence states, is rejected; content words no evidence states (perhaps a
+    paraphrase) go to the verifier (lexical only: rejected); then the verifier judges the claim as
+    a whole (role, relation)."""
+    if is_no_answer(claim):
+        return f"no_answer: {claim!r} says there is no answer"
+    invented = invented_facts(without_references(claim), evidence, question=question)
+    if invented:
+        return f"not_stated: {invented[:3]} stated by no evidence"
+    missing = unstated(claim, evidence, given=f"{question} answer")
+    if missing and verifier is None:
+        return f"not_stated: {missing[:5]} in no evidence"
+    return _verified(verifier, "supported", evidence, stage, claim=claim)
 
 
 def is_yes_no_question(question: str) -> bool:
@@ -210,7 +255,13 @@ def invented_facts(text: str, evidence: Sequence[str], *, question: str = "", an
     pool = [p for p in list(evidence) + [question, answer] if p]
     known = {t for p in pool for t in tokens(p)}
     numbers = [t for t in tokens(text) if t.isdigit() and len(t) >= 2 and t not in known]
-    return numbers + [f for f in dict.fromkeys(_facts(text)) if not any(mentions(f, p) for p in pool)]
+    def stated(name: str) -> bool:
+        if any(mentions(name, p) for p in pool):
+            return True
+        parts = re.split(r"\s+(?:and|&)\s+", name)  # "Ann Lee and Bob Ray": two names joined, or one
+        return len(parts) > 1 and all(stated(x) for x in parts)
+
+    return numbers + [f for f in dict.fromkeys(_facts(text)) if not stated(f)]
 
 
 def thought_problem(text: str, evidence: Sequence[str], *, question: str = "", answer: str = "",
@@ -220,7 +271,7 @@ def thought_problem(text: str, evidence: Sequence[str], *, question: str = "", a
     reason = synthesis_wording(text) or degenerate(text)
     if reason:
         return reason
-    invented = invented_facts(text, evidence, question=question, answer=answer)
+    invented = invented_facts(without_references(text), evidence, question=question, answer=answer)
     if invented:
         return f"invented: {invented[:3]} stated by no evidence"
     return _verified(verifier, "supported", evidence, stage, claim=text)
@@ -307,7 +358,8 @@ def distractor_problem(distractor: str, source: str, *, fact: str = "", answer: 
     return None
 
 
-__all__ = ["COPY_CONTAINMENT", "REPEATS", "DISTINCT_SHARE", "visible", "is_yes_no_question", "answer_support",
+__all__ = ["COPY_CONTAINMENT", "REPEATS", "DISTINCT_SHARE", "VARIANT", "visible", "without_references", "unstated",
+           "claim_support", "is_yes_no_question", "answer_support",
            "leakage", "repeated", "distinct_count", "one_sided", "degenerate", "synthesis_wording", "invented_facts",
            "thought_problem", "explanation_question", "explanation_answer", "question_problem", "single_document",
            "distractor_problem"]

@@ -32,6 +32,8 @@ ATTEMPTS = 3
 
 _SYSTEM = ("You check synthesized training data against evidence. Judge only from the texts given; "
            "use no outside knowledge. Reply with a JSON object {\"holds\": true|false, \"reason\": \"...\"}.")
+#: the verifier's system prompt (fakes recognise a verifier request by it)
+SYSTEM = _SYSTEM
 
 
 class Verdict(BaseModel):
@@ -100,4 +102,4 @@ def verify(llm: LLM, check: str, evidence: str | list[str], *, stage: str, sampl
     raise VerifierUnanswered(f"verifier {check}: no parseable verdict in {ATTEMPTS} samples ({last_error})")
 
 
-__all__ = ["ATTEMPTS", "Verdict", "VerifierUnanswered", "Check", "CHECKS", "verify"]
+__all__ = ["ATTEMPTS", "SYSTEM", "Verdict", "VerifierUnanswered", "Check", "CHECKS", "verify"]

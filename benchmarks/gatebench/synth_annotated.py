@@ -1,7 +1,6 @@
 """The annotated teacher's gates in the gate benchmark: each ``decide`` builds the searched hops of
 a case and runs :mod:`agentrag.synth.annotated.gates` on them (a hop's support in what the agent
-is shown, leakage in a query, repeated hops, both sides of a comparison). ``_support`` is kept for a run by hand: on the support
-families a hop answer in another number or date form is still below the bar (docs/evipath.md)."""
+is shown, leakage in a query, repeated hops, both sides of a comparison)."""
 
 from __future__ import annotations
 
@@ -22,7 +21,9 @@ def _support(c: Case, v: Any) -> bool:
     hits = [_hit(i, d) for i, d in enumerate(c.evidence + c.distractors)]
     support = [h.title for h in hits[:len(c.evidence)]]
     sh = SearchedHop(Hop(c.question, c.answer, support), "", hits)
-    return support_gate([sh], c.cut, v) is None
+    # the case cuts "title\ntext"; the agent is shown the title and the text cut
+    cut = None if c.cut is None else max(1, c.cut - len(hits[0].title) - 1)
+    return support_gate([sh], cut, v) is None
 
 
 def _leakage(c: Case, v: Any) -> bool:
@@ -39,6 +40,7 @@ def _comparison(c: Case, v: Any) -> bool:
 
 
 GATES = [
+    Gate("annotated", "support_retrieved", ("support",), _support),
     Gate("annotated", "no_leakage", ("leakage",), _leakage),
     Gate("annotated", "distinct_hops", ("repeat",), _hops),
     Gate("annotated", "answer_grounded", ("comparison",), _comparison),

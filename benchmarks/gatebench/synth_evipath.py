@@ -1,8 +1,7 @@
 """EviPath's gates in the gate benchmark: each ``decide`` builds the EviPath records of a case and
 runs :mod:`agentrag.synth.evipath.gates` on them (the final answer's support, a sub-answer
 sentence's support, leakage in the planner's texts, distinct hops, both sides of a comparison,
-planner thoughts). ``_sub_answer_support`` is kept for a run by hand: on the support families
-its number, date and computed-answer forms are still below the bar (docs/evipath.md)."""
+planner thoughts)."""
 
 from __future__ import annotations
 
@@ -67,6 +66,7 @@ def _thought(c: Case, v: Any) -> bool:
 
 GATES = [
     Gate("evipath", "final_support", ("support",), _final_support),
+    Gate("evipath", "sub_answer_support", ("support",), _sub_answer_support),
     Gate("evipath", "no_leakage", ("leakage",), _leakage),
     Gate("evipath", "hops", ("repeat",), _hops),
     Gate("evipath", "both_sides", ("comparison",), _both_sides),

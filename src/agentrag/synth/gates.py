@@ -91,13 +91,16 @@ def unstated(claim: str, evidence: Sequence[str], *, given: str = "") -> list[st
 def claim_support(claim: str, evidence: Sequence[str], *, question: str = "", verifier: Any = None,
                   stage: str = "gate") -> str | None:
     """The evidence states ``claim`` (a sentence answering ``question``): a no-answer claim, or a
-    number or name no evidence states, is rejected; content words no evidence states (perhaps a
+    name no evidence states, is rejected; a number no evidence states may be computed from stated
+    numbers (the verifier decides; lexical only: rejected); content words no evidence states (perhaps a
     paraphrase) go to the verifier (lexical only: rejected); then the verifier judges the claim as
     a whole (role, relation)."""
     if is_no_answer(claim):
         return f"no_answer: {claim!r} says there is no answer"
     invented = invented_facts(without_references(claim), evidence, question=question)
-    if invented:
+    names = [f for f in invented if not f.isdigit()]
+    computable = any(t.isdigit() for e in evidence for t in tokens(e))
+    if names or (invented and (verifier is None or not computable)):
         return f"not_stated: {invented[:3]} stated by no evidence"
     missing = unstated(claim, evidence, given=f"{question} answer")
     if missing and verifier is None:
@@ -220,8 +223,12 @@ def synthesis_wording(text: str) -> str | None:
     return f"synthesis_wording: {m.group(0)!r}" if m else None
 
 
-_NAME_RUN = re.compile(r"[A-Z](?:\.|[\w'\u2019-]*)(?:(?:\s+(?:of|the|de|del|da|di|du|von|van|der|la|le|and|&))*"
-                       r"\s+[A-Z](?:\.|[\w'\u2019-]*))*")
+_NAME_RUN = re.compile(r"[A-Z](?:(?:\.[A-Z])+\.?|\.|[\w'\u2019-]*)(?:(?:\s+(?:of|the|de|del|da|di|du|von|van|der|la|"
+                       r"le|and|&))*\s+[A-Z](?:(?:\.[A-Z])+\.?|\.|[\w'\u2019-]*))*")
+_ACRONYM = re.compile(r"(?:[A-Z]\.){2,}|[A-Z]\.[A-Z]")
+#: month names and abbreviations: part of a date, whose numbers carry the fact
+_MONTH_WORDS = frozenset("january february march april may june july august september october november december jan "
+                         "feb mar apr jun jul aug sep sept oct nov dec".split())
 #: words that start sentences of a thought without naming anything
 _DISCOURSE = frozenset("""found then next now so thus therefore hence first second third finally search searching step
 answer according based since because however also let maybe perhaps yes no ok okay sure great good the a an this
@@ -234,7 +241,7 @@ def _facts(text: str) -> list[str]:
     discourse word ("Found:", "Then", "I")."""
     facts: list[str] = []
     for m in _NAME_RUN.finditer(text or ""):
-        run = m.group(0).rstrip(".")
+        run = m.group(0) if _ACRONYM.search(m.group(0).split()[-1]) else m.group(0).rstrip(".")
         words = run.split()
         before = (text or "")[:m.start()].rstrip()
         initial = not before or before[-1] in ".!?:;\n\"'(" or before.endswith("...")
@@ -244,7 +251,7 @@ def _facts(text: str) -> list[str]:
                 words = words[1:]
         elif initial and len(words) == 1:
             continue
-        if words and not (len(words) == 1 and words[0].lower() in _DISCOURSE):
+        if words and not (len(words) == 1 and words[0].lower().rstrip(".") in _DISCOURSE | _MONTH_WORDS):
             facts.append(" ".join(words))
     return facts
 
@@ -254,6 +261,7 @@ def invented_facts(text: str, evidence: Sequence[str], *, question: str = "", an
     state (lexical; a paraphrased invention needs the verifier)."""
     pool = [p for p in list(evidence) + [question, answer] if p]
     known = {t for p in pool for t in tokens(p)}
+    known |= {t[1:] for t in known if t[:1] == "d" and t[1:].isdigit()}  # the day of a date ("d17") states 17
     numbers = [t for t in tokens(text) if t.isdigit() and len(t) >= 2 and t not in known]
     def stated(name: str) -> bool:
         if any(mentions(name, p) for p in pool):

@@ -82,6 +82,11 @@ def hop_support(sh: SearchedHop, doc_chars: int | None, verifier: Any = None) ->
         return f"did not retrieve {sh.hop.support!r}"
     if any(mentions(sh.hop.answer, f"{h.title}\n{h.text}", demonyms(sh.hop.answer)) for h in pages):
         return f"beyond_cut: {sh.hop.answer!r} is stated only after the {doc_chars} characters the agent is shown"
+    # not written out: a yes/no judgement or a number computed from the page (the verifier decides)
+    reason = answer_support(sh.hop.answer, [shown(h, doc_chars) for h in pages], question=sh.hop.query,
+                            verifier=verifier)
+    if reason is None and verifier is not None:
+        return None
     return f"{sh.hop.answer!r} is stated by no retrieved page of {sh.hop.support!r}"
 
 

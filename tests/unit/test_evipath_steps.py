@@ -221,7 +221,7 @@ def test_the_floor_never_rejects_a_selection_that_states_the_sub_answer():
 
 
 @pytest.mark.parametrize("change,gate", [
-    (dict(actions1=("Who directed Film A?", "Who directed the film A?")), "hops"),  # one question twice
+    (dict(actions1=("Who directed Film A?", "who directed the Film A?")), "hops"),  # one question twice
     (dict(thought2="Ann Lee was born in 1950, so Film A."), "thoughts"),  # a year no observation states
     (dict(thought2="Ann Lee's film is Film A. " * 4), "thoughts"),  # degenerate repetition
     (dict(ethought="Film A's director, as the reference answer says."), "thoughts"),

@@ -235,24 +235,50 @@ answer according based since because however also let maybe perhaps yes no ok ok
 that these those it its i we my our he she they there here what which who where when why how is are was were""".split())
 
 
+#: words written before a number in a title ("Rhapsody No. 1", "Symphony Op. 9"): the number is
+#: checked as a number, the name before it as a name
+_NUMBER_WORDS = frozenset("no nos vol op pt part".split())
+
+
+def _pieces(run: str) -> list[list[str]]:
+    """The words of a run of capitalised words, split where a sentence ends inside it ("World War
+    I. Now I ..."): a word ending in "." followed by a discourse word."""
+    out: list[list[str]] = [[]]
+    words = run.split()
+    for k, w in enumerate(words):
+        out[-1].append(w)
+        nxt = words[k + 1] if k + 1 < len(words) else ""
+        if w.endswith(".") and nxt and nxt.lower().strip(".,:'") in _DISCOURSE:
+            out.append([])
+    return [p for p in out if p]
+
+
 def _facts(text: str) -> list[str]:
     """Checkable facts of a text, lexically: numbers and runs of capitalised words (names); a
     sentence's first word is a name only when a capitalised word follows it and it is no
     discourse word ("Found:", "Then", "I")."""
+    text = text or ""
     facts: list[str] = []
-    for m in _NAME_RUN.finditer(text or ""):
-        run = m.group(0) if _ACRONYM.search(m.group(0).split()[-1]) else m.group(0).rstrip(".")
-        words = run.split()
-        before = (text or "")[:m.start()].rstrip()
-        initial = not before or before[-1] in ".!?:;\n\"'(" or before.endswith("...")
-        if initial and words[0].lower().strip(".,:'") in _DISCOURSE:
-            words = words[1:]
-            while words and words[0].lower() in FUNCTION_WORDS:
+    for m in _NAME_RUN.finditer(text):
+        after = text[m.end():m.end() + 3]
+        for n, piece in enumerate(_pieces(m.group(0))):
+            last = piece[-1]
+            if not _ACRONYM.search(last):
+                piece[-1] = last.rstrip(".")
+            words = [w for w in piece if w]
+            if n + 1 == len(_pieces(m.group(0))) and words and words[-1].lower() in _NUMBER_WORDS \
+                    and after.lstrip(". ")[:1].isdigit():
+                words = words[:-1]
+            before = text[:m.start()].rstrip() if n == 0 else "."
+            initial = not before or before[-1] in ".!?:;\n\"'(" or before.endswith("...")
+            if initial and words and words[0].lower().strip(".,:'") in _DISCOURSE:
                 words = words[1:]
-        elif initial and len(words) == 1:
-            continue
-        if words and not (len(words) == 1 and words[0].lower().rstrip(".") in _DISCOURSE | _MONTH_WORDS):
-            facts.append(" ".join(words))
+                while words and words[0].lower() in FUNCTION_WORDS:
+                    words = words[1:]
+            elif initial and len(words) == 1:
+                continue
+            if words and not (len(words) == 1 and words[0].lower().rstrip(".") in _DISCOURSE | _MONTH_WORDS):
+                facts.append(" ".join(words))
     return facts
 
 

@@ -88,8 +88,12 @@ def hops_problem(actions: list[str], hops: int) -> str | None:
 
 
 def compared(item: EviItem) -> list[str]:
-    """The entities a comparison compares: the gold titles (disambiguation dropped) the question
-    names, when it names two or more."""
+    """The entities a comparison compares: for a comparison (a yes/no answer, an answer the
+    question gives, or a dataset type that says so), the gold titles (disambiguation dropped) the
+    question names, when it names two or more."""
+    kind = str(item.metadata.get("type", ""))
+    if not ("comparison" in kind or is_yes_no(item.answer) or given_by_question(item.question, item.answer)):
+        return []
     titles = dict.fromkeys(_DISAMBIGUATION.sub("", f.title) for f in item.gold_facts() if f.title)
     named = [t for t in titles if t and mentions(t, item.question)]
     return named if len(named) >= 2 else []

@@ -88,8 +88,8 @@ def not_self_contained(question: str) -> str | None:
     """Why a sub-question is not self-contained, or None: a placeholder, or a pronoun with nothing
     before it to refer to. "he/she/they/his/her/their..." need a name (a capitalized word or a
     number after the first word) before them ("Where did Hank Snow live when he died?" is fine,
-    "Where was he born?" is not); "it/its/this..." need any content word ("the world ... its
-    coffee"). A capitalized pronoun inside the question is part of a title ("It'll Be Me")."""
+    "Where was he born?" is not); "it/its/this..." need any content word before them ("the world
+    ... its coffee") or a name anywhere ("When does it get cold in North Dakota?"). A capitalized pronoun inside the question is part of a title ("It'll Be Me")."""
     m = _PLACEHOLDER.search(question)
     if m:
         return f"placeholder {m.group(0)!r}"
@@ -98,8 +98,9 @@ def not_self_contained(question: str) -> str | None:
         low = tok.surface.lower()
         if low not in PRONOUNS or (k > 0 and tok.surface[:1].isupper()):
             continue
-        if low in _THING_PRONOUNS:
-            resolved = any(t.canon not in FUNCTION_WORDS for t in toks[:k])
+        if low in _THING_PRONOUNS:  # or a name anywhere: "When does it get cold in North Dakota?"
+            resolved = any(t.canon not in FUNCTION_WORDS for t in toks[:k]) or \
+                any(t.surface[:1].isupper() for t in toks[k + 1:])
         else:
             resolved = any(t.surface[:1].isupper() or t.surface[:1].isdigit() for t in toks[1:k])
         if not resolved:

@@ -110,7 +110,7 @@ __all__ = ["FUNCTION_WORDS", "ARTICLES", "NO_ANSWER_PHRASES", "NO_ANSWER_LEADS",
 #: country -> the adjectives (demonyms) a text states a nationality with ("She was French" states
 #: France as a country of citizenship); used as aliases where a relation asks for a country
 DEMONYMS: dict[str, tuple[str, ...]] = {
-    "Afghanistan": ("Afghan",), "Albania": ("Albanian",), "Algeria": ("Algerian",), "Argentina": ("Argentine", "Argentinian"),
+    "America": ("American",), "Afghanistan": ("Afghan",), "Albania": ("Albanian",), "Algeria": ("Algerian",), "Argentina": ("Argentine", "Argentinian"),
     "Armenia": ("Armenian",), "Australia": ("Australian",), "Austria": ("Austrian",), "Azerbaijan": ("Azerbaijani",),
     "Bangladesh": ("Bangladeshi",), "Belarus": ("Belarusian",), "Belgium": ("Belgian",), "Bolivia": ("Bolivian",),
     "Bosnia and Herzegovina": ("Bosnian",), "Brazil": ("Brazilian",), "Bulgaria": ("Bulgarian",), "Cameroon": ("Cameroonian",),

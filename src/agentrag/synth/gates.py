@@ -16,6 +16,7 @@ from typing import Any
 
 from agentrag.match import (
     FUNCTION_WORDS,
+    demonyms,
     analyse,
     containment,
     find_mention,
@@ -148,7 +149,7 @@ def _is_number(text: str) -> bool:
     return len(t) == 1 and t[0].replace(".", "", 1).isdigit()
 
 
-def _verified(verifier: Any, check: str, evidence: Sequence[str], stage: str, **fields: str) -> str | None:
+def _verified(verifier: Any, check: str, evidence: Sequence[str], stage: str, **fields: Any) -> str | None:
     if verifier is None:
         return None
     keep, verdict, _ = verify(verifier, check, list(evidence), stage=stage, **fields)
@@ -289,8 +290,8 @@ def invented_facts(text: str, evidence: Sequence[str], *, question: str = "", an
     known = {t for p in pool for t in tokens(p)}
     known |= {t[1:] for t in known if t[:1] == "d" and t[1:].isdigit()}  # the day of a date ("d17") states 17
     numbers = [t for t in tokens(text) if t.isdigit() and len(t) >= 2 and t not in known]
-    def stated(name: str) -> bool:
-        if any(mentions(name, p) for p in pool):
+    def stated(name: str) -> bool:  # a country is also stated by its nationality adjective ("American")
+        if any(mentions(name, p, demonyms(name)) for p in pool):
             return True
         parts = re.split(r"\s+(?:and|&)\s+", name)  # "Ann Lee and Bob Ray": two names joined, or one
         return len(parts) > 1 and all(stated(x) for x in parts)

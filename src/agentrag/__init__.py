@@ -26,6 +26,7 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.kb.serving",
     "agentrag.kb.routing",
     "agentrag.protocols",
+    "agentrag.protocol",
     "agentrag.exec",
     "agentrag.synth.driver",
     "agentrag.agents.base",
@@ -43,6 +44,10 @@ PUBLIC_MODULES: list[str] = [
 
 # name -> module it lives in. Add a line here when a PUBLIC_MODULES module grows its __all__.
 _EXPORTS: dict[str, str] = {
+    # the one protocol parser (model turns, text tool calls, control tokens)
+    "CONTROL_TOKEN_RE": "agentrag.protocol", "PROTOCOL_TAGS": "agentrag.protocol", "MALFORMED": "agentrag.protocol", "neutralize_control_tokens": "agentrag.protocol",
+    "neutralize_tags": "agentrag.protocol", "neutralize_messages": "agentrag.protocol", "Segment": "agentrag.protocol", "ParsedTurn": "agentrag.protocol",
+    "parse_turn": "agentrag.protocol", "split_think": "agentrag.protocol", "json_objects": "agentrag.protocol", "ToolCallText": "agentrag.protocol", "parse_tool_calls": "agentrag.protocol",
     # synthesizers: human-annotation teacher
     "AnnotatedRunConfig": "agentrag.synth.annotated", "run_annotated": "agentrag.synth.annotated",
     "AnnotatedSynth": "agentrag.synth.annotated",
@@ -99,6 +104,7 @@ _EXPORTS: dict[str, str] = {
     "JudgeVerdict": "agentrag.eval", "normalize_answer": "agentrag.eval", "EvalResult": "agentrag.eval",
     "EvalConfig": "agentrag.eval", "evaluate": "agentrag.eval", "score_item": "agentrag.eval",
     "summarize": "agentrag.eval", "run_eval": "agentrag.eval", "EvalBugs": "agentrag.eval",
+    "SuiteConfig": "agentrag.eval", "run_suite": "agentrag.eval",
     "Section": "agentrag.report", "write_report": "agentrag.report", "bar_chart_svg": "agentrag.report",
     "eval_sections": "agentrag.report", "write_eval_report": "agentrag.report",
     "grouped_bar_chart_svg": "agentrag.report", "write_viewer": "agentrag.report",
@@ -110,6 +116,7 @@ _EXPORTS: dict[str, str] = {
     "EndpointError": "agentrag.errors", "StorageError": "agentrag.errors", "RunLockedError": "agentrag.errors",
     "ContextLimitError": "agentrag.errors", "FailureKind": "agentrag.errors", "classify": "agentrag.errors",
     "storage_error": "agentrag.errors", "STORAGE_ERRNOS": "agentrag.errors", "EXIT_OK": "agentrag.errors",
+    "is_disk_error": "agentrag.errors", "writing": "agentrag.errors", "DISK_ERRNOS": "agentrag.errors",
     "EXIT_BUG": "agentrag.errors", "EXIT_BAD_INPUT": "agentrag.errors", "EXIT_UNFINISHED": "agentrag.errors",
     "EXIT_INTERRUPTED": "agentrag.errors",
     # records
@@ -121,10 +128,11 @@ _EXPORTS: dict[str, str] = {
     "iter_json_objects": "agentrag.records", "read_jsonl": "agentrag.records",
     "write_jsonl": "agentrag.records", "dump_record": "agentrag.records",
     # config
-    "Config": "agentrag.config", "load_config": "agentrag.config", "apply_overrides": "agentrag.config",
+    "Config": "agentrag.config", "load_config": "agentrag.config", "config_source": "agentrag.config", "apply_overrides": "agentrag.config",
     "parse_override": "agentrag.config", "dump_config": "agentrag.config",
     # runs
     "JsonlStore": "agentrag.runs", "RunDir": "agentrag.runs", "LOCK_NAME": "agentrag.runs",
+    "VOLATILE_FIELDS": "agentrag.runs", "read_records": "agentrag.runs",
     # llm protocol
     "LLM": "agentrag.llm.base", "Completion": "agentrag.llm.base",
     "resolve_llm": "agentrag.llm", "llm_usage": "agentrag.llm", "HFLLM": "agentrag.llm", "OpenAIBackend": "agentrag.llm", "EmbeddedLLM": "agentrag.llm",
@@ -155,6 +163,10 @@ _EXPORTS: dict[str, str] = {
     "plan_step_tools": "agentrag.agents", "AGENTS": "agentrag.agents", "build_agent": "agentrag.agents",
     "agent_config": "agentrag.agents", "run_many": "agentrag.agents", "RetrievalTool": "agentrag.agents",
     "format_documents": "agentrag.agents", "search_tool_schema": "agentrag.agents",
+    # the papers' non-agentic baselines
+    "NaiveConfig": "agentrag.agents", "StandardRagConfig": "agentrag.agents", "IrcotConfig": "agentrag.agents",
+    "IterRetGenConfig": "agentrag.agents", "NaiveAgent": "agentrag.agents", "StandardRagAgent": "agentrag.agents",
+    "IrcotAgent": "agentrag.agents", "IterRetGenAgent": "agentrag.agents", "BASELINES": "agentrag.agents",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from agentrag.errors import UserError
+from agentrag.errors import UserError, writing
 from agentrag.report.viewer.common import MAX_MB, TEXT_CHARS, Limits, Payload
 from agentrag.report.viewer.detect import detect_run_kind
 
@@ -21,6 +21,9 @@ def _loader(kind: str) -> Callable[[Path, Limits], Payload]:
     if kind == "eval":
         from agentrag.report.viewer.eval_view import eval_payload
         return eval_payload
+    if kind == "suite":
+        from agentrag.report.viewer.suite_view import suite_payload
+        return suite_payload
     if kind == "ragshaper":
         from agentrag.report.viewer.ragshaper_view import ragshaper_payload
         return ragshaper_payload
@@ -39,7 +42,7 @@ def _run_parts(payload: Payload, kind: str, run_dir: Path) -> None:
     from agentrag.report.viewer.common import read_config, read_json
     from agentrag.report.viewer.header import run_header, synth_summary
 
-    config, metrics = read_config(run_dir), read_json(run_dir, "metrics.json")
+    config, metrics = read_config(run_dir), read_json(run_dir, "suite.json" if kind == "suite" else "metrics.json")
     per_record = [d["usage"] for d in payload.details if isinstance(d.get("usage"), list)]
     payload.header = run_header(kind, config, metrics, per_record)
     payload.summary += synth_summary(kind, metrics, {str(t.get("title")) for t in payload.summary})
@@ -96,8 +99,9 @@ def write_viewer(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
     page = render_page(build_payload(run_dir, text_chars=text_chars), doc_chars=doc_chars, max_mb=max_mb)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, target)
+    with writing(target, tmp):
+        tmp.write_text(page, encoding="utf-8")
+        os.replace(tmp, target)
     return target
 
 

@@ -21,6 +21,7 @@ from agentrag.match import FUNCTION_WORDS, analyse, mentions, name_parts, tokens
 from agentrag.synth.gates import (
     answer_support,
     claim_support,
+    is_number,
     leakage,
     synthesis_wording,
     thought_problem,
@@ -62,15 +63,10 @@ def final_answer_unsupported(answer: str, observations: Sequence[str], question:
     when there are numbers to compute from)."""
     shown = [*observations, question]
     reason = answer_support(answer, shown, question=question, aliases=aliases, verifier=verifier, stage=stage)
-    if reason and reason.startswith("not_stated") and verifier is None and _number(answer) \
+    if reason and reason.startswith("not_stated") and verifier is None and is_number(answer) \
             and any(t.isdigit() for o in observations for t in tokens(o)):
         return None
     return reason
-
-
-def _number(text: str) -> bool:
-    t = tokens(text)
-    return len(t) == 1 and t[0].replace(".", "", 1).isdigit()
 
 
 def leaks(answers: Sequence[str], question: str, text: str, seen: str) -> str | None:

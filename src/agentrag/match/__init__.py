@@ -336,10 +336,5 @@ def content_tokens(text: str) -> list[str]:
 
 
 __all__ = ["NEAR_DUPLICATE", "FUNCTION_WORDS", "Token", "analyse", "tokens", "stems", "canonical", "content_tokens",
-<<<<<<< HEAD
            "mentions", "find_mention", "name_parts", "demonyms", "equivalent", "is_no_answer", "yes_no", "similarity",
-           "near_duplicate", "containment"]
-=======
-           "mentions", "find_mention", "name_parts", "equivalent", "is_no_answer", "yes_no", "similarity",
            "near_duplicate", "containment", "sentences"]
->>>>>>> main

@@ -291,12 +291,12 @@ def containment(part: str, whole: str) -> float:
     return LCSseq.similarity(tp, tw) / len(tp)
 
 
-<<<<<<< HEAD
 def demonyms(name: str) -> list[str]:
     """The nationality adjectives of a country ``name`` in any written form ("USA" -> "American"),
     for use as aliases where a relation asks for a country; [] for anything else."""
     return [d for country, forms in DEMONYMS.items() if equivalent(name, country) for d in forms]
-=======
+
+
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\u201d]*\s+(?=[\"'(\u201c]*[A-Z0-9])")
 _DOTTED_WORD = re.compile(r"(?:^|\s)\(?((?:[A-Za-z]\.)*[A-Za-z]+)$")
 
@@ -327,7 +327,6 @@ def sentences(text: str) -> list[str]:
         start = m.end()
     out.append((text or "")[start:].strip())
     return [s for s in out if s]
->>>>>>> main
 
 
 def content_tokens(text: str) -> list[str]:

@@ -3,15 +3,12 @@ initialised Llama with SmolLM2's tokenizer built here (no download, no training)
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from agentrag.errors import UserError
-from agentrag.llm.gguf_chat import render_prompt
-from agentrag.llm.resolve import check_llm_ref, llm_config_from_ref
 from agentrag.records import Message, ToolCall
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -91,6 +88,14 @@ def test_written_gguf_computes_the_checkpoints_logits(ckpt: Path, tmp_path: Path
     assert list(np.argsort(-hf)[:5]) == list(np.argsort(-gg)[:5])
 
 
+def _reference_tokenizer_tokens() -> list[str]:
+    import gguf
+
+    from agentrag.paths import embedded_gguf
+
+    return list(gguf.GGUFReader(str(embedded_gguf())).fields["tokenizer.ggml.tokens"].contents())
+
+
 def test_write_refuses_an_existing_file_and_a_foreign_tokenizer(ckpt: Path, tmp_path: Path) -> None:
     from agentrag.train.gguf import write_gguf
 
@@ -103,47 +108,22 @@ def test_write_refuses_an_existing_file_and_a_foreign_tokenizer(ckpt: Path, tmp_
         write_gguf(ckpt, tmp_path / "x.gguf", "q4")
     with pytest.raises(UserError, match="no config.json"):
         write_gguf(tmp_path, tmp_path / "y.gguf")
-    other = tmp_path / "other"
-    import shutil
+    from agentrag.paths import embedded_gguf
+    from agentrag.train.gguf import _reference_tokenizer
 
-    shutil.copytree(ckpt, other)
-    vocab = json.loads((other / "tokenizer.json").read_text())
-    first = next(k for k, v in vocab["model"]["vocab"].items() if v == 100)
-    vocab["model"]["vocab"]["zzzq"] = vocab["model"]["vocab"].pop(first)
-    (other / "tokenizer.json").write_text(json.dumps(vocab))
+    tokens = _reference_tokenizer_tokens()
+    assert _reference_tokenizer(embedded_gguf(), tokens)["tokenizer.ggml.pre"] == "smollm"
     with pytest.raises(UserError, match="tokenizer"):
-        write_gguf(other, tmp_path / "z.gguf")
+        _reference_tokenizer(embedded_gguf(), tokens[:100] + ["zzzq"] + tokens[101:])
     assert not list(tmp_path.glob("*.gguf.tmp*"))
 
 
-def test_prompt_is_the_hf_backends_rendering(ckpt: Path) -> None:
-    from transformers import AutoTokenizer
-
-    from agentrag.llm.hf import render_messages
-    from agentrag.train.gguf import strip_generation_markers
-
-    tok = AutoTokenizer.from_pretrained(str(ckpt))
-    rendered = render_messages(CONVERSATION, None)
-    want = tok.apply_chat_template(rendered, tools=TOOLS, add_generation_prompt=True, tokenize=False)
-    got = render_prompt(strip_generation_markers(tok.chat_template), rendered, TOOLS)
-    assert got == want and "Amélie" in got and "<docs> & more" in got  # tojson escapes no HTML
-    no_tools = tok.apply_chat_template(rendered[:2], add_generation_prompt=True, tokenize=False)
-    assert render_prompt(strip_generation_markers(tok.chat_template), rendered[:2], None) == no_tools
-
-
-def test_embedded_ref_and_backend_on_the_written_gguf(ckpt: Path, tmp_path: Path) -> None:
+def test_embedded_backend_on_the_written_gguf(ckpt: Path, tmp_path: Path) -> None:
     from agentrag.llm import resolve_llm
     from agentrag.llm.hf import HFLLM
     from agentrag.train.gguf import write_gguf
 
     path = write_gguf(ckpt, tmp_path / "m.f16.gguf", "f16")
-    cfg = llm_config_from_ref(f"embedded:{path}", temperature=0.0)
-    assert cfg.backend == "embedded" and cfg.model_path == str(path)
-    assert check_llm_ref(f"embedded:{path}").model_path == str(path)
-    with pytest.raises(UserError, match="not a GGUF file"):
-        check_llm_ref(f"embedded:{tmp_path / 'missing.gguf'}")
-    with pytest.raises(UserError, match="missing GGUF"):
-        llm_config_from_ref("embedded:")
     llm = resolve_llm(f"embedded:{path}", n_ctx=512)
     assert llm.prompt_format == "chat_template_tools"  # type: ignore[attr-defined]
     msgs = CONVERSATION[:2]

@@ -27,7 +27,13 @@ from agentrag._extras import require
 from agentrag.errors import ContextLimitError, LLMError, ParseError, UserError
 from agentrag.llm.base import Completion
 from agentrag.llm.config import LLMConfig, UsageMeter
-from agentrag.llm.gguf_chat import PROMPT_FORMAT, PROMPT_FORMAT_KEY, render_prompt, tool_call_grammar
+from agentrag.llm.gguf_chat import (
+    PROMPT_FORMAT,
+    PROMPT_FORMAT_KEY,
+    render_prompt,
+    tool_call_grammar,
+    well_formed_reply,
+)
 from agentrag.llm.hf import render_messages
 from agentrag.llm.parsing import parse_json_output, parse_text_tool_calls, schema_of
 from agentrag.paths import embedded_gguf
@@ -281,7 +287,12 @@ class EmbeddedLLM:
             start = time.perf_counter()
             with lock:
                 try:
-                    resp = llama.create_completion(prompt=ids, **kwargs)
+                    if tools:  # free decoding first, the grammar only when the reply is not well formed
+                        resp = llama.create_completion(prompt=ids, **{**kwargs, "grammar": None})
+                        if not well_formed_reply((resp["choices"][0].get("text") or "").strip(), tools):
+                            resp = llama.create_completion(prompt=ids, **kwargs)
+                    else:
+                        resp = llama.create_completion(prompt=ids, **kwargs)
                 except (ValueError, RuntimeError) as exc:
                     raise self._error(exc, kwargs["max_tokens"]) from exc
             latency = time.perf_counter() - start

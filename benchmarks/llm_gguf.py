@@ -7,7 +7,7 @@ question is read). Prints the agreement rate (a prompt agrees when text and tool
 the mean shared-prefix length of the two outputs in characters, tokens/s of each backend and
 their ratio (gguf / hf), and the load average before and after.
 
-Usage: python benchmarks/gguf.py --checkpoint RUN/checkpoint [--gguf RUN/checkpoint.q8_0.gguf]
+Usage: python benchmarks/llm_gguf.py --checkpoint RUN/checkpoint [--gguf RUN/checkpoint.q8_0.gguf]
        [--quant q8_0] [--questions 6] [--max-tokens 48]
 Without --gguf the GGUF is written into a temporary directory with --quant. Without --checkpoint the
 untrained embedded model is saved as a checkpoint first (same architecture and size).

@@ -3,6 +3,7 @@ initialised Llama with SmolLM2's tokenizer built here (no download, no training)
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -139,3 +140,43 @@ def test_embedded_backend_on_the_written_gguf(ckpt: Path, tmp_path: Path) -> Non
     assert "<tool_call>" not in (t.text or "")
     for c in t.tool_calls:
         assert c.name == "dense_search" and isinstance(c.arguments.get("query"), str)
+
+
+def test_sft_checkpoint_as_gguf_agrees_with_hf(tmp_path: Path) -> None:
+    """One SFT step on the shared SmolLM2 with --gguf f16; the GGUF's greedy replies equal hf:'s."""
+    from typer.testing import CliRunner
+
+    from agentrag.cli.main import app
+    from agentrag.llm import resolve_llm
+    from agentrag.records import Step, Trajectory, write_jsonl
+
+    trajs = [Trajectory(id=f"t{i}", question=f"Which city hosts landmark number {i}?", answer="Paris", steps=[
+        Step(thought="I should search.", action=ToolCall(id="c0", name="dense_search",
+                                                         arguments={"query": f"landmark {i} location"}),
+             observation=f"Doc 1 (Title: Landmark {i}) Landmark {i} stands in Paris, France."),
+        Step(thought="It is in Paris. <answer>Paris</answer>")]) for i in range(2)]
+    write_jsonl(tmp_path / "trajs.jsonl", trajs)
+    (tmp_path / "tools.json").write_text(json.dumps(TOOLS))
+    runner = CliRunner()
+    res = runner.invoke(app, ["export", "sft", "--trajectories", str(tmp_path / "trajs.jsonl"), "--out",
+                              str(tmp_path / "export"), "--tools", str(tmp_path / "tools.json")])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["train", "sft", "--data", str(tmp_path / "export" / "trl_sft.jsonl"), "--out",
+                              str(tmp_path / "run"), "--max-steps", "1", "--gguf", "f16",
+                              "--set", "max_length=256", "--set", "learning_rate=1e-4", "--set", "batch_size=1"])
+    assert res.exit_code == 0, res.output
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    path = tmp_path / "run" / "checkpoint.f16.gguf"
+    assert metrics["gguf"] == str(path) and metrics["gguf_quant"] == "f16" and path.is_file()
+    hf, gg = resolve_llm(f"hf:{tmp_path / 'run' / 'checkpoint'}"), resolve_llm(f"embedded:{path}", n_ctx=1024)
+    prompts = [CONVERSATION[:2], CONVERSATION,
+               [Message(role="user", content="List three facts about the planet Mars.")],
+               [Message(role="user", content="Describe how a bicycle works in a few sentences.")]]
+    agree = 0
+    for msgs in prompts:
+        a = hf.chat(msgs, tools=TOOLS, temperature=0.0, max_tokens=16)[0]
+        b = gg.chat(msgs, tools=TOOLS, temperature=0.0, max_tokens=16)[0]
+        assert a.usage.prompt_tokens == b.usage.prompt_tokens  # the same prompt tokens
+        agree += (a.text, [(c.name, c.arguments) for c in a.tool_calls]) == (
+            b.text, [(c.name, c.arguments) for c in b.tool_calls])
+    assert agree >= 3, f"{agree} of {len(prompts)} greedy replies agree"

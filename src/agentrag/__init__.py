@@ -23,6 +23,7 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.kb.store",
     "agentrag.kb.multi",
     "agentrag.kb.build",
+    "agentrag.progress",
     "agentrag.kb.serving",
     "agentrag.kb.routing",
     "agentrag.protocols",
@@ -63,6 +64,10 @@ _EXPORTS: dict[str, str] = {
     "run_sections": "agentrag.synth.driver",
     # knowledge-base build and serving
     "collect_gold": "agentrag.kb.build", "kb_config": "agentrag.kb.build", "PROGRESS_ENV": "agentrag.kb.build",
+    "inputs_key": "agentrag.kb.build", "built_from": "agentrag.kb.build",
+    # progress: the heartbeat of long calls (their progress= argument)
+    "Heartbeat": "agentrag.progress", "ProgressArg": "agentrag.progress", "progress_for": "agentrag.progress",
+    "HEARTBEAT_S": "agentrag.progress", "RATE_WINDOW_S": "agentrag.progress",
     "trajectory_navigation": "agentrag.kb.serving", "open_kb": "agentrag.kb.serving",
     "NAVIGATION_METHOD": "agentrag.kb.serving", "ErrorWatch": "agentrag.kb.routing",
     # synthesizers: RAGShaper
@@ -104,6 +109,7 @@ _EXPORTS: dict[str, str] = {
     "JudgeVerdict": "agentrag.eval", "normalize_answer": "agentrag.eval", "EvalResult": "agentrag.eval",
     "EvalConfig": "agentrag.eval", "evaluate": "agentrag.eval", "score_item": "agentrag.eval",
     "summarize": "agentrag.eval", "run_eval": "agentrag.eval", "EvalBugs": "agentrag.eval",
+    "SuiteConfig": "agentrag.eval", "run_suite": "agentrag.eval",
     "Section": "agentrag.report", "write_report": "agentrag.report", "bar_chart_svg": "agentrag.report",
     "eval_sections": "agentrag.report", "write_eval_report": "agentrag.report",
     "grouped_bar_chart_svg": "agentrag.report", "write_viewer": "agentrag.report",
@@ -162,6 +168,10 @@ _EXPORTS: dict[str, str] = {
     "plan_step_tools": "agentrag.agents", "AGENTS": "agentrag.agents", "build_agent": "agentrag.agents",
     "agent_config": "agentrag.agents", "run_many": "agentrag.agents", "RetrievalTool": "agentrag.agents",
     "format_documents": "agentrag.agents", "search_tool_schema": "agentrag.agents",
+    # the papers' non-agentic baselines
+    "NaiveConfig": "agentrag.agents", "StandardRagConfig": "agentrag.agents", "IrcotConfig": "agentrag.agents",
+    "IterRetGenConfig": "agentrag.agents", "NaiveAgent": "agentrag.agents", "StandardRagAgent": "agentrag.agents",
+    "IrcotAgent": "agentrag.agents", "IterRetGenAgent": "agentrag.agents", "BASELINES": "agentrag.agents",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -9,6 +9,7 @@ from agentrag.errors import UserError
 
 #: run kind -> files that mark it (all must exist), in the order they are tried
 SIGNATURES: dict[str, tuple[str, ...]] = {
+    "suite": ("suite.json",),
     "eval": ("results.jsonl",),
     "ragshaper": ("seeds.jsonl", "trees.jsonl"),
     "reasonrag": ("questions.jsonl", "events.jsonl"),
@@ -25,7 +26,7 @@ def detect_run_kind(run_dir: str | os.PathLike[str]) -> str:
     if not d.exists():
         raise UserError(f"run directory {str(d)!r} does not exist")
     if not d.is_dir():
-        raise UserError(f"{str(d)!r} is not a directory: pass a run directory (the --out of eval or synth)")
+        raise UserError(f"{str(d)!r} is not a directory: pass a run directory (the --out of eval, eval --suite or synth)")
     for kind, files in SIGNATURES.items():
         if all((d / f).is_file() for f in files):
             return kind

@@ -14,6 +14,7 @@ from agentrag.render import fmt_cell
 KEY_CONFIG: dict[str, tuple[str, ...]] = {
     "eval": ("agent", "agent_config.max_steps", "agent_config.top_k", "agent_config.max_tokens", "limit",
              "concurrency", "correct_by"),
+    "suite": ("reference", "limit", "concurrency", "correct_by", "resamples"),
     "ragshaper": ("preset", "seeds", "curator.max_depth", "paths_per_tree", "f1_threshold", "distractors.enabled"),
     "evipath": ("mode", "split", "limit", "planner.max_iterations", "gates.eq6_floor"),
     "reasonrag": ("value.kind", "mcts.iterations", "mcts.max_children", "mcts.max_iter", "value.rollouts",
@@ -35,8 +36,8 @@ def flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _short(v: Any) -> str:
-    if isinstance(v, list):
-        return ", ".join(str(x) for x in v)
+    if isinstance(v, list):  # a suite's datasets are {name, path, fmt} entries: their names
+        return ", ".join(str(x.get("name") or x.get("path")) if isinstance(x, Mapping) else str(x) for x in v)
     return fmt_cell(v)
 
 
@@ -81,7 +82,7 @@ def run_header(kind: str, config: Mapping[str, Any], metrics: Mapping[str, Any],
 def synth_summary(kind: str, metrics: Mapping[str, Any], have: set[str]) -> list[dict[str, Any]]:
     """The synthesizer's report sections (its statistics, LLM usage, unfinished items) as summary
     entries (title, text, headers, rows, svg), skipping titles the page already has."""
-    if not metrics or kind == "eval":
+    if not metrics or kind in ("eval", "suite"):
         return []
     from agentrag.synth.driver import run_sections
 

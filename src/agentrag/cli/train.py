@@ -25,7 +25,7 @@ OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output directory (che
 GgufOpt = Annotated[
     str | None,
     typer.Option("--gguf", help="Also write the checkpoint as GGUF for llama.cpp, OUT/checkpoint.<QUANT>.gguf "
-                 "(q8_0 or f16); run it with --llm embedded:PATH. Config key: export_gguf."),
+                 "(q8_0 or f16); run it with --llm embedded:PATH. Config key: export_gguf. Default: none."),
 ]
 StepsOpt = Annotated[int | None, typer.Option("--max-steps", help="Optimizer steps (default: one epoch).")]
 

@@ -9,7 +9,7 @@ their ratio (gguf / hf), and the load average before and after.
 
 Usage: python benchmarks/llm_gguf.py --checkpoint RUN/checkpoint [--gguf RUN/checkpoint.q8_0.gguf]
        [--quant q8_0] [--questions 6] [--max-tokens 48]
-Without --gguf the GGUF is written into a temporary directory with --quant. Without --checkpoint the
+Without --gguf the GGUF is written into a temporary directory with --quant (removed at the end). Without --checkpoint the
 untrained embedded model is saved as a checkpoint first (same architecture and size).
 """
 
@@ -94,12 +94,16 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=6, help="per training file (2 prompts each)")
     ap.add_argument("--max-tokens", type=int, default=48)
     args = ap.parse_args()
+    load_start = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="agentrag-gguf-") as tmp_dir:
+        bench(args, Path(tmp_dir), load_start)
+
+
+def bench(args: argparse.Namespace, tmp: Path, load_start: tuple[float, float, float]) -> None:
     from agentrag.llm.embedded import EmbeddedLLM
     from agentrag.llm.hf import HFLLM
     from agentrag.train.gguf import gguf_info, write_gguf
 
-    load_start = os.getloadavg()
-    tmp = Path(tempfile.mkdtemp(prefix="agentrag-gguf-"))
     ckpt = args.checkpoint or base_checkpoint(tmp / "checkpoint")
     gguf = args.gguf or write_gguf(ckpt, tmp / f"checkpoint.{args.quant}.gguf", args.quant)
     info = gguf_info(gguf)

@@ -11,7 +11,8 @@ from agentrag.llm.base import LLM
 from agentrag.llm.cache import CachedLLM
 from agentrag.llm.config import LLMConfig
 
-REF_HELP = ("'embedded', 'openai:MODEL', 'openai:MODEL@http://host:port/v1', 'hf:PATH' (a local "
+REF_HELP = ("'embedded', 'embedded:PATH.gguf' (any GGUF file on llama.cpp, e.g. the one `agentrag train --gguf` "
+            "writes), 'openai:MODEL', 'openai:MODEL@http://host:port/v1', 'hf:PATH' (a local "
             "transformers checkpoint, e.g. the one `agentrag train sft` writes), or a YAML file with backend settings")
 
 
@@ -21,6 +22,11 @@ def llm_config_from_ref(ref: str, **overrides: Any) -> LLMConfig:
     base: dict[str, Any]
     if ref == "embedded":
         base = {"backend": "embedded"}
+    elif ref.startswith("embedded:"):
+        path = ref[len("embedded:"):]
+        if not path:
+            raise UserError(f"--llm {ref!r}: missing GGUF file; expected {REF_HELP}")
+        base = {"backend": "embedded", "model_path": path}
     elif ref.startswith("openai:"):
         spec = ref[len("openai:"):]
         model, sep, url = spec.rpartition("@") if "@http" in spec else (spec, "", "")
@@ -76,7 +82,7 @@ def build_llm(config: LLMConfig) -> LLM:
 
 
 def resolve_llm(ref: str = "embedded", *, cache: str | Path | None = None, **overrides: Any) -> LLM:
-    """The LLM named by ``ref``: ``embedded`` | ``openai:MODEL`` | ``openai:MODEL@URL`` | ``hf:PATH`` | YAML path.
+    """The LLM named by ``ref``: ``embedded`` | ``embedded:PATH.gguf`` | ``openai:MODEL`` | ``openai:MODEL@URL`` | ``hf:PATH`` | YAML path.
 
     ``overrides`` are :class:`LLMConfig` keys (e.g. ``temperature=0.7``, ``timeout=30``).
     With ``cache`` (a sqlite path) responses are cached, unless the config sets ``cache: false``.

@@ -77,7 +77,7 @@ _EXPORTS: dict[str, str] = {
     # synthesizers: EviPath
     "EviPathConfig": "agentrag.synth.evipath", "EviPathRunConfig": "agentrag.synth.evipath",
     "EviPathComponents": "agentrag.synth.evipath", "EviPathSynth": "agentrag.synth.evipath",
-    "EviPathStages": "agentrag.synth.evipath", "EviPathBuilder": "agentrag.synth.evipath",
+    "EviPathStages": "agentrag.synth.evipath", "EviPathRecipe": "agentrag.synth.evipath",
     "read_items": "agentrag.synth.evipath", "run_evipath": "agentrag.synth.evipath",
     # synthesizers: ReasonRAG
     "ReasonRagConfig": "agentrag.synth.reasonrag", "ReasonRagSynth": "agentrag.synth.reasonrag",

@@ -176,8 +176,8 @@ def _evipath(out: Path, data: Path) -> Callable[[], dict[str, Any]]:
                                planner=CleanGoldLLM(recs), embedder=ContentWordEmbedder())
 
 
-ENTRY = {"ragshaper": ("agentrag.synth.ragshaper.pipeline", "RagShaperPipeline", "run", _ragshaper),
-         "tracer": ("agentrag.synth.tracer.pipeline", "TracerStages", "run", _tracer),
+ENTRY = {"ragshaper": ("agentrag.synth.ragshaper.pipeline", "RagShaperPipeline", "pipeline", _ragshaper),
+         "tracer": ("agentrag.synth.tracer.pipeline", "TracerStages", "pipeline", _tracer),
          "evipath": ("agentrag.synth.evipath.run", "EviPathSynth", "pipeline", _evipath)}
 
 

@@ -37,7 +37,15 @@ from agentrag.synth.annotated.teacher import (
     summary,
 )
 from agentrag.synth.common import Progress
-from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
+from agentrag.synth.driver import (
+    PendingStage,
+    Pipeline,
+    Stage,
+    Synthesizer,
+    SynthOutput,
+    SynthRun,
+    run_synthesizer,
+)
 
 GIVEN = ("retriever",)
 PATHS = "paths.jsonl"
@@ -132,8 +140,8 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
     def llm_roles(self, comps: AnnotatedComponents) -> dict[str, Any]:
         return {}
 
-    def execute(self, ctx: SynthRun, cfg: AnnotatedRunConfig, comps: AnnotatedComponents,
-                inputs: AnnotatedInputs) -> SynthOutput:
+    def pipeline(self, ctx: SynthRun, cfg: AnnotatedRunConfig, comps: AnnotatedComponents,
+                 inputs: AnnotatedInputs) -> Pipeline:
         from agentrag.agents.navigation import PlainNavigation
 
         store = ctx.run.stage("paths", PathRecord)
@@ -153,10 +161,9 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
             return PathRecord(id=item.id, source=source, kept=reason is None, reason=reason, trajectory=traj,
                               detail=summary(searched))
 
-        pending = [i for i in inputs.items if i.id not in store]
-        ctx.stage("search", work, pending, lambda _i, rec: store.append(rec))
-        records = store.read()
-        return self._output(cfg, ctx, records, len(inputs.items))
+        search = PendingStage("search", work, lambda: [i for i in inputs.items if i.id not in store],
+                              lambda _i, rec: store.append(rec))
+        return Pipeline(steps=[search], report=lambda: self._output(cfg, ctx, store.read(), len(inputs.items)))
 
     def _output(self, cfg: AnnotatedRunConfig, ctx: SynthRun, records: list[PathRecord], n_items: int) -> SynthOutput:
         from agentrag.agents.tools import search_tool_schema

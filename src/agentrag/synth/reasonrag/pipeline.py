@@ -40,7 +40,7 @@ from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import PreferencePair, QAItem, Trajectory
 from agentrag.runs import JsonlStore, RunDir
-from agentrag.synth.driver import SynthRun
+from agentrag.synth.driver import PendingStage, SynthRun
 from agentrag.synth.lazy import Selected
 from agentrag.synth.reasonrag.config import ReasonRagConfig
 from agentrag.synth.reasonrag.mcts import QuestionSearch, SearchBatch
@@ -191,15 +191,14 @@ def _greedy_task(cfg: ReasonRagConfig, comps: ReasonRagComponents) -> Components
     return ComponentsTask(partial(_greedy_one, cfg), comps, comps.rebuild, what="ReasonRAG components")
 
 
-def run_greedy(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, files: RunFiles,
-               items: list[QAItem]) -> None:
+def greedy_catch_up(cfg: ReasonRagConfig, comps: ReasonRagComponents, files: RunFiles,
+                    items: list[QAItem]) -> PendingStage[QAItem, Trajectory]:
     """The greedy reason_ground agent per searched question without one (for the report): those
     searched in an earlier run; this run's ran as soon as their search ended (:func:`search`; one
     it left unfinished waits for a rerun)."""
-    if not cfg.greedy_baseline:
-        return
-    todo = [q for q in items if q.id in files.trees and q.id not in files.greedy and not ctx.failed("greedy", q.id)]
-    ctx.stage("greedy", _greedy_task(cfg, comps), todo, on_result=lambda _item, traj: files.greedy.append(traj))
+    return PendingStage("greedy", _greedy_task(cfg, comps),
+                        lambda: [q for q in items if q.id in files.trees and q.id not in files.greedy],
+                        lambda _item, traj: files.greedy.append(traj))
 
 
 #: the file holding the settings the stored pairs were built with
@@ -261,5 +260,5 @@ def export(cfg: ReasonRagConfig, files: RunFiles, pairs: Iterable[PreferencePair
     return write_dpo_export(files.run.path / "dpo", pairs)
 
 
-__all__ = ["ReasonRagComponents", "RunFiles", "search", "search_window", "MIN_WINDOW", "run_greedy", "build_pairs", "export", "Selected", "pair_settings",
+__all__ = ["ReasonRagComponents", "RunFiles", "search", "search_window", "MIN_WINDOW", "greedy_catch_up", "build_pairs", "export", "Selected", "pair_settings",
            "refresh_pairs", "PAIR_SETTINGS"]

@@ -267,7 +267,7 @@ class RunDir:
                 (self.path / "config.prev.yaml").write_text(old, encoding="utf-8")
         _atomic_write(target, text)
 
-    def stage(self, name: str, model: type[R], key: Callable[[R], str] | None = None) -> JsonlStore[R]:
+    def stage_file(self, name: str, model: type[R], key: Callable[[R], str] | None = None) -> JsonlStore[R]:
         """The append-only JSONL file ``<name>.jsonl`` of this run."""
         return JsonlStore(self.path / f"{name}.jsonl", model, key)
 

@@ -72,13 +72,13 @@ class OldEviPathStages:
     def __init__(self, ctx: SynthRun, cfg: EviPathConfig, comps: EviPathComponents) -> None:
         self.ctx, self.cfg, self.c = ctx, cfg, comps
         run = ctx.run
-        self.items = run.stage("items", EviItem)
-        self.plans = run.stage("plans", PlanRecord)
-        self.iterations = run.stage("iterations", IterationRecord)
-        self.sub_answers = run.stage("sub_answers", SubAnswerRecord)
-        self.selections = run.stage("selections", SelectionRecord)
-        self.gates = run.stage("gates", GateRecord)
-        self.conversations = run.stage("conversations", ConversationRecord)
+        self.items = run.stage_file("items", EviItem)
+        self.plans = run.stage_file("plans", PlanRecord)
+        self.iterations = run.stage_file("iterations", IterationRecord)
+        self.sub_answers = run.stage_file("sub_answers", SubAnswerRecord)
+        self.selections = run.stage_file("selections", SelectionRecord)
+        self.gates = run.stage_file("gates", GateRecord)
+        self.conversations = run.stage_file("conversations", ConversationRecord)
 
     def add_items(self, items: list[EviItem]) -> None:
         for it in items:

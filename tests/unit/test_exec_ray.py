@@ -210,7 +210,7 @@ def test_components_builder_pickles_and_rebuilds_from_the_config(bm25_kb, tmp_pa
 def test_worker_cache_is_the_runs_unless_a_node_local_dir_is_set(tmp_path, monkeypatch):
     import socket
 
-    from agentrag.eval.worker import worker_cache_path
+    from agentrag.llm.cache import worker_cache_path
 
     run_cache = tmp_path / "run1" / "llm_cache.sqlite"
     monkeypatch.delenv("AGENTRAG_WORKER_CACHE_DIR", raising=False)

@@ -259,7 +259,7 @@ class Echo(Synthesizer[EchoConfig, list, Any]):
         return 1
 
     def pipeline(self, ctx: SynthRun, cfg: EchoConfig, comps: Any, inputs: list) -> Pipeline:
-        store = ctx.run.stage("answers", QAItem)
+        store = ctx.run.stage_file("answers", QAItem)
 
         def one(item: QAItem) -> QAItem:
             if item.id == "down":

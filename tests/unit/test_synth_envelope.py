@@ -88,3 +88,9 @@ def test_a_fifth_synthesizer_is_its_module_plus_one_registry_line(tmp_path: Path
     m3 = run_synthesizer(toy, cfg, out, calls=calls)
     assert built == [] and calls.seen == [] and m3["funnel"] == m2["funnel"] and m3["total_length"] == 6
     assert "toy_synth" in sys.modules
+
+    from agentrag.report.viewer.detect import detect_run_kind
+    from agentrag.report.viewer.header import key_config, run_header
+
+    assert detect_run_kind(out) == "toy" and key_config("toy") == ("words",)  # the viewer reads its facts
+    assert ["config", "words=ab, cde, f"] in run_header("toy", {"words": ["ab", "cde", "f"]}, m3)

@@ -54,6 +54,8 @@ class ToySynth(Synthesizer[ToyConfig, list[Word], Calls]):
     given = ("calls",)
     stages = (Stage("upper", "words", "upper.jsonl", about="the word in capitals"),
               Stage("count", "upper.jsonl", "count.jsonl", about="its length"))
+    run_files = ("upper.jsonl", "count.jsonl")  # how the run viewer tells a toy run directory
+    key_config = ("words",)
 
     def check_inputs(self, cfg: ToyConfig, out: str | os.PathLike[str], given: Mapping[str, Any]) -> list[Word]:
         return [Word(id=w, text=w) for w in cfg.words]
@@ -71,7 +73,7 @@ class ToySynth(Synthesizer[ToyConfig, list[Word], Calls]):
         return config_key(cfg)
 
     def pipeline(self, ctx: SynthRun, cfg: ToyConfig, comps: Calls, inputs: list[Word]) -> Pipeline:
-        upper, count = ctx.run.stage("upper", Word), ctx.run.stage("count", Word)
+        upper, count = ctx.run.stage_file("upper", Word), ctx.run.stage_file("count", Word)
 
         def write_upper(_word: Word, rec: Word) -> list[tuple[str, Any]]:
             upper.append(rec)

@@ -19,7 +19,6 @@ from agentrag.cli.common import (
     executor_from_options,
     exit_if_unfinished,
     need_out,
-    preflight,
     resolve_config,
     styled,
     user_errors,
@@ -77,6 +76,7 @@ def eval_command(
     agent_config max_steps 4, top_k 3 and max_top_k 3 are the defaults unless set.
     """
     with user_errors():
+        from agentrag.eval.defaults import resolved_eval_config
         from agentrag.eval.run import EvalBugs, run_eval
         from agentrag.eval.runner import EvalConfig
 
@@ -92,7 +92,7 @@ def eval_command(
         with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, \
                 progress_output() as bar:
             try:
-                metrics = run_eval(cfg, out, executor=ex, progress=bar, preflight=preflight)
+                metrics = run_eval(cfg, out, executor=ex, progress=bar, preflight=True)
             except EvalBugs as exc:
                 if exc.metrics is not None:
                     _print_metrics(exc.metrics)
@@ -105,31 +105,6 @@ def eval_command(
             console.print(styled((f"{metrics['unfinished']} items unfinished ({kinds}); they are not scored. "
                                   "Rerun the same command to finish them.", "yellow")))
     exit_if_unfinished(metrics.get("unfinished", 0))
-
-
-def resolved_eval_config(cfg: Any) -> Any:
-    """``cfg`` with its agent's settings resolved: ``agent_config`` holds every key of the agent's
-    config class (its defaults included), as ``--print-config`` and ``config.yaml`` show it."""
-    from agentrag.agents import agent_config
-
-    given = dict(cfg.agent_config)
-    fields = type(agent_config(cfg.agent)).model_fields
-    if is_embedded(cfg.llm):  # CPU budgets for the keys the user left unset (docs/quickstart.md)
-        for key, value in EMBEDDED_AGENT_BUDGET.items():
-            if key in fields and key not in given:
-                given[key] = value
-    full = agent_config(cfg.agent, **given).model_dump(mode="json")
-    return cfg.model_copy(update={"agent_config": full})
-
-
-#: agent settings the embedded model (SmolLM2-135M on llama.cpp, 2 CPU cores) gets unless set: fewer
-#: turns and shorter prompts keep an eval question at about a minute instead of several
-EMBEDDED_AGENT_BUDGET: dict[str, Any] = {"max_steps": 4, "top_k": 3, "max_top_k": 3}
-
-
-def is_embedded(llm: Any) -> bool:
-    """Whether an ``--llm`` value names the embedded model (the reference ``embedded``)."""
-    return isinstance(llm, str) and llm.strip() == "embedded"
 
 
 def _print_metrics(m: dict[str, Any]) -> None:

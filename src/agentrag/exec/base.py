@@ -14,6 +14,9 @@ from agentrag.errors import UserError
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+#: ``progress(stage, done, total)``: how a run reports per-item work done (a CLI bar, a log line)
+Progress = Callable[[str, int, int], None]
 R = TypeVar("R")
 
 _in_flight = 0

@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from agentrag.exec.base import Executor
+from agentrag.exec.base import Executor, Progress
 from agentrag.exec.policy import StageResult, item_key, settle_failure
 
 #: a task of a flow: (stage name, the item of that stage)
@@ -93,7 +93,7 @@ def _key(task: Task) -> str:
 
 
 def run_flow(executor: Executor, fns: Mapping[str, Callable[[Any], Any]], writers: Mapping[str, Writer],
-             first: Iterable[Task], *, progress: Callable[[str, int, int], None] | None = None,
+             first: Iterable[Task], *, progress: Progress | None = None,
              hold: int | None = None) -> dict[str, StageResult]:
     """Run the tasks ``first`` and every follow-up their writers return (module docstring) under
     the failure policy; returns one :class:`StageResult` per stage of ``fns``. ``hold``: how many

@@ -176,4 +176,19 @@ class CachedLLM:
         return self._finish(key, have, fresh, n)
 
 
-__all__ = ["CachedLLM", "ResponseCache", "request_key"]
+def worker_cache_path(run_cache: str | Path | None) -> str | None:
+    """The cache a worker process opens: the run's, or ``$AGENTRAG_WORKER_CACHE_DIR/<run>-<host>.sqlite``
+    (a node-local copy when the run directory is not on a filesystem every node sees)."""
+    import os
+    import socket
+
+    if run_cache is None:
+        return None
+    local = os.environ.get("AGENTRAG_WORKER_CACHE_DIR")
+    if not local:
+        return str(run_cache)
+    run = Path(run_cache).parent.name or "run"
+    return str(Path(local) / f"{run}-{socket.gethostname()}.sqlite")
+
+
+__all__ = ["CachedLLM", "ResponseCache", "request_key", "worker_cache_path"]

@@ -37,12 +37,11 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentrag.errors import UserError
-from agentrag.exec import Executor, ItemBugs, StageResult, ThreadExecutor, run_flow, run_stage
+from agentrag.exec import Executor, ItemBugs, Progress, StageResult, ThreadExecutor, run_flow, run_stage
 from agentrag.exec.flow import Task, Writer
 from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
 from agentrag.llm.usage import llm_usage
 from agentrag.runs import FINISHED, RunDir
-from agentrag.synth.common import Progress
 from agentrag.threads import passive_openmp
 
 log = logging.getLogger(__name__)
@@ -148,7 +147,7 @@ class PendingStage(Generic[T, R]):
 
 #: one step of a pipeline: a plain function (a flow, a step without per-item work) or a stage over
 #: its pending items
-Step = Callable[[], object] | PendingStage[Any, Any]
+PipelineStep = Callable[[], object] | PendingStage[Any, Any]
 
 
 @dataclass
@@ -159,7 +158,7 @@ class Pipeline:
     asked after the steps: what else it depends on, e.g. the item ids), so a no-op rerun reads no
     record and writes no export."""
 
-    steps: Sequence[Step]
+    steps: Sequence[PipelineStep]
     report: Callable[[], SynthOutput]
     report_key: Callable[[], str] | None = None
 
@@ -264,6 +263,12 @@ class Synthesizer(Generic[Cfg, Inputs, Comps]):
     #: the components recipe (a :class:`~agentrag.synth.worker.ComponentsRecipe` class with a
     #: ``from_config(cfg, run_dir)``), or None for components without live clients
     recipe: ClassVar[type[Any] | None] = None
+    #: what the run viewer (``agentrag view``) reads of this synthesizer: the files that mark its
+    #: run directory (all must exist; none: not viewable), the config keys its header names, and
+    #: ``"module:function"`` of the page-data loader (``function(run_dir, limits) -> Payload``)
+    run_files: ClassVar[tuple[str, ...]] = ()
+    key_config: ClassVar[tuple[str, ...]] = ()
+    viewer: ClassVar[str] = ""
 
     def check_inputs(self, cfg: Cfg, out: str | os.PathLike[str], given: Mapping[str, Any]) -> Inputs:
         """Check everything the run needs before anything is written; return the inputs."""
@@ -352,20 +357,36 @@ def run_sections(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def preflight_config(cfg: Any) -> None:
+    """One cheap request to every LLM endpoint (:func:`agentrag.llm.preflight.preflight_llm`) and
+    to the retrieval server (:func:`agentrag.kb.reference.check_retriever`) a synthesizer's config
+    names: a dead endpoint or a refused key is one UserError line, in seconds."""
+    from agentrag.kb.reference import check_retriever, is_kb_url, resolve_retriever
+    from agentrag.llm.preflight import preflight_llm
+    from agentrag.llm.reference import config_llm_refs
+
+    for _key, ref in config_llm_refs(cfg):
+        preflight_llm(ref)
+    kb = getattr(cfg, "kb", None)
+    if is_kb_url(kb):
+        check_retriever(resolve_retriever(kb))
+
+
 def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.PathLike[str], *,
                     progress: Progress | None = None, executor: Executor | None = None,
-                    preflight: Callable[[Any], object] | None = None, **given: Any) -> dict[str, Any]:
+                    preflight: bool = False, **given: Any) -> dict[str, Any]:
     """Run ``synth`` into the run directory ``out`` (rerun = resume); returns ``metrics.json``'s
-    object. ``preflight(cfg)`` (the CLI's endpoint check) runs after the input checks and before
-    anything is written. Raises :class:`SynthBugs` (after writing metrics and report) when items
+    object. With ``preflight`` (the CLI's default) every LLM endpoint and retrieval server the
+    config names gets one cheap request after the input checks and before anything is written
+    (:func:`preflight_config`). Raises :class:`SynthBugs` (after writing metrics and report) when items
     hit a bug."""
     unknown = sorted(set(given) - set(synth.given))
     if unknown:
         raise UserError(f"run_{synth.name}: unknown argument(s) {', '.join(unknown)}; the objects it takes: "
                         f"{', '.join(synth.given)}")
     inputs = synth.check_inputs(cfg, out, given)
-    if preflight is not None:  # endpoints answer (the CLI's check), after the local inputs, before writing
-        preflight(cfg)
+    if preflight:  # endpoints answer, after the local inputs, before writing
+        preflight_config(cfg)
     passive_openmp()
     with RunDir(out) as run:
         run.write_config(cfg)
@@ -386,4 +407,4 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
 
 
 __all__ = ["Stage", "FunnelRow", "SynthMetrics", "SynthOutput", "SynthRun", "SynthBugs", "Synthesizer",
-           "Pipeline", "PendingStage", "Step", "run_pipeline", "run_or_reuse", "ids_key", "run_synthesizer", "funnel_rows", "finish_run", "run_sections"]
+           "Pipeline", "PendingStage", "PipelineStep", "run_pipeline", "run_or_reuse", "ids_key", "run_synthesizer", "preflight_config", "funnel_rows", "finish_run", "run_sections"]

@@ -12,8 +12,8 @@ from agentrag.errors import UserError
 
 SYNTHESIZERS: dict[str, str] = {
     "ragshaper": "agentrag.synth.ragshaper.run:RagShaperSynth",
-    "evipath": "agentrag.synth.evipath.run:EviPathSynth",
     "reasonrag": "agentrag.synth.reasonrag.run:ReasonRagSynth",
+    "evipath": "agentrag.synth.evipath.run:EviPathSynth",
     "tracer": "agentrag.synth.tracer.run:TracerSynth",
     "annotated": "agentrag.synth.annotated.run:AnnotatedSynth",
 }

@@ -7,7 +7,7 @@ whose call builds the same components again. :class:`ComponentsTask` is the per-
 the driver's process it uses the driver's components; unpickled in a worker process it builds
 them with the recipe on its first item, once per process for all stages of a run
 (:func:`build_once`). :func:`resolve_role_llms` resolves LLM references the way every recipe
-does: one client per distinct reference, on the run's LLM cache (see :mod:`agentrag.eval.worker`).
+does: one client per distinct reference, on the run's LLM cache (:func:`agentrag.llm.cache.worker_cache_path`).
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def build_once(recipe: Callable[[], C]) -> C:
 def resolve_role_llms(refs: dict[str, str], run_dir: str | Path | None) -> dict[str, Any]:
     """``{role: LLM}`` for ``{role: reference}``: one client per distinct reference, all on the
     run's LLM cache (or the node-local one of ``AGENTRAG_WORKER_CACHE_DIR``)."""
-    from agentrag.eval.worker import worker_cache_path
     from agentrag.llm import resolve_llm
+    from agentrag.llm.cache import worker_cache_path
 
     cache = worker_cache_path(Path(run_dir) / "llm_cache.sqlite") if run_dir is not None else None
     by_ref = {ref: resolve_llm(ref, cache=cache) for ref in dict.fromkeys(refs.values())}

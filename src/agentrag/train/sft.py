@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agentrag._extras import require
 from agentrag.errors import RunError, UserError
+from agentrag.exec import Progress
 from agentrag.export.masking import assistant_mask, training_chat_template
 from agentrag.export.sft import read_trl_records
 from agentrag.paths import check_out_dir
@@ -59,7 +59,6 @@ def trainer_args(cls: Any, out: Path, cfg: TrainConfig, **extra: Any) -> Any:
 
 
 #: the progress callback of long commands: (stage, done, total)
-Progress = Callable[[str, int, int], None]
 
 
 def progress_callbacks(progress: Progress | None) -> list[Any]:

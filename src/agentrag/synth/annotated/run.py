@@ -20,6 +20,8 @@ from typing import Any
 from pydantic import Field
 
 from agentrag.errors import UserError
+from agentrag.exec import Progress
+from agentrag.kb.reference import is_kb_url
 from agentrag.paths import check_out_dir
 from agentrag.records import QAItem, Record, Trajectory, iter_json_objects
 from agentrag.runs import RunDir
@@ -36,7 +38,6 @@ from agentrag.synth.annotated.teacher import (
     search_path,
     summary,
 )
-from agentrag.synth.common import Progress
 from agentrag.synth.driver import (
     PendingStage,
     Pipeline,
@@ -123,7 +124,7 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
             raise UserError("no dataset: pass --dataset FILE (raw MuSiQue or 2WikiMultihopQA training file)")
         if not (cfg.kb or given.get("retriever")):
             raise UserError("every hop is searched in a KB: pass --kb DIR (built from the training contexts)")
-        if cfg.kb and not cfg.kb.startswith(("http://", "https://")) and not Path(cfg.kb).is_dir():
+        if cfg.kb and not is_kb_url(cfg.kb) and not Path(cfg.kb).is_dir():
             raise UserError(f"--kb {cfg.kb!r} is not a KB directory; build one with `agentrag kb build`")
         check_out_dir(out)
         return read_annotated(cfg.datasets, cfg.limit)
@@ -144,7 +145,7 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
                  inputs: AnnotatedInputs) -> Pipeline:
         from agentrag.agents.navigation import PlainNavigation
 
-        store = ctx.run.stage("paths", PathRecord)
+        store = ctx.run.stage_file("paths", PathRecord)
         policy = PlainNavigation(comps.retriever)
 
         def work(item: QAItem) -> PathRecord:

@@ -22,7 +22,7 @@ from typing import Any
 from agentrag.eval.metrics import f1
 from agentrag.kb.base import Embedder, Retriever
 from agentrag.llm.base import LLM
-from agentrag.synth.driver import PendingStage, Pipeline, Step, SynthOutput, SynthRun, ids_key
+from agentrag.synth.driver import PendingStage, Pipeline, PipelineStep, SynthOutput, SynthRun, ids_key
 from agentrag.synth.evipath.answering import synthesize_selection
 from agentrag.synth.evipath.config import EviPathConfig
 from agentrag.synth.evipath.conversations import executor_messages, planner_messages
@@ -96,13 +96,13 @@ class EviPathStages:
     def __init__(self, ctx: SynthRun, cfg: EviPathConfig, comps: EviPathComponents) -> None:
         self.ctx, self.cfg, self.c = ctx, cfg, comps
         run = ctx.run
-        self.items = run.stage("items", EviItem)
-        self.plans = run.stage("plans", PlanRecord)
-        self.iterations = run.stage("iterations", IterationRecord)
-        self.sub_answers = run.stage("sub_answers", SubAnswerRecord)
-        self.selections = run.stage("selections", SelectionRecord)
-        self.gates = run.stage("gates", GateRecord)
-        self.conversations = run.stage("conversations", ConversationRecord)
+        self.items = run.stage_file("items", EviItem)
+        self.plans = run.stage_file("plans", PlanRecord)
+        self.iterations = run.stage_file("iterations", IterationRecord)
+        self.sub_answers = run.stage_file("sub_answers", SubAnswerRecord)
+        self.selections = run.stage_file("selections", SelectionRecord)
+        self.gates = run.stage_file("gates", GateRecord)
+        self.conversations = run.stage_file("conversations", ConversationRecord)
         self._items: StageIndex[EviItem] | None = None
 
     def add_items(self, items: Iterable[EviItem]) -> set[str]:
@@ -239,7 +239,7 @@ class EviPathStages:
             wanted.update(self.add_items(items))
             self.synthesize_paths(wanted)
 
-        steps: list[Step] = [paths]
+        steps: list[PipelineStep] = [paths]
         if self.cfg.mode != "deductive":
             steps.append(self.selections_catch_up())
         steps.append(self.gate_and_convert)

@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentrag.errors import UserError
-from agentrag.exec import Executor
+from agentrag.exec import Executor, Progress
 from agentrag.kb.base import Embedder
 from agentrag.paths import check_out_dir
 from agentrag.runs import RunDir, config_key, records_key
-from agentrag.synth.common import Progress
 from agentrag.synth.driver import (
     Pipeline,
     Stage,
@@ -121,6 +120,9 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
     name = "evipath"
     given = GIVEN
     recipe = EviPathRecipe
+    run_files = ("items.jsonl", "plans.jsonl")
+    key_config = ("mode", "split", "limit", "planner.max_iterations", "gates.eq6_floor")
+    viewer = "agentrag.report.viewer.evipath_view:evipath_payload"
     stages = (
         Stage("items", "raw HotpotQA / 2Wiki / MuSiQue files", "items.jsonl", ("gold_evidence",), "d_train"),
         Stage("plans", "items.jsonl", "plans.jsonl", ("parse",), "Eq. 3"),

@@ -60,14 +60,14 @@ class RagShaperPipeline:
     def __init__(self, ctx: SynthRun, cfg: RagShaperConfig, comps: RagShaperComponents, seed_source: str = ""):
         self.ctx, self.cfg, self.c, self.seed_source = ctx, cfg, comps, seed_source
         run = ctx.run
-        self.seeds = run.stage("seeds", SeedRecord)
-        self.trees = run.stage("trees", InfoTree)
-        self.distractors = run.stage("distractors", DistractorDoc)
-        self.paths = run.stage("paths", PathRecord)
-        self.qas = run.stage("qa", QARecord)
-        self.trajs = run.stage("trajectories", Trajectory)
-        self.filters = run.stage("filter", FilterRecord)
-        self.tags = run.stage("tags", TagRecord)
+        self.seeds = run.stage_file("seeds", SeedRecord)
+        self.trees = run.stage_file("trees", InfoTree)
+        self.distractors = run.stage_file("distractors", DistractorDoc)
+        self.paths = run.stage_file("paths", PathRecord)
+        self.qas = run.stage_file("qa", QARecord)
+        self.trajs = run.stage_file("trajectories", Trajectory)
+        self.filters = run.stage_file("filter", FilterRecord)
+        self.tags = run.stage_file("tags", TagRecord)
 
     # --- stages -------------------------------------------------------------------------------
     # explore -> select -> qa and elicit -> filter -> tag run as flows (SynthRun.flow): an item's

@@ -16,9 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agentrag.errors import UserError
-from agentrag.exec import Executor
+from agentrag.exec import Executor, Progress
 from agentrag.runs import RunDir, check_out_dir, config_key
-from agentrag.synth.common import Progress
 from agentrag.synth.driver import (
     Pipeline,
     Stage,
@@ -103,6 +102,9 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
     name = "ragshaper"
     given = GIVEN
     recipe = RagShaperRecipe
+    run_files = ("seeds.jsonl", "trees.jsonl")
+    key_config = ("preset", "seeds", "curator.max_depth", "paths_per_tree", "f1_threshold", "distractors.enabled")
+    viewer = "agentrag.report.viewer.ragshaper_view:ragshaper_payload"
     stages = (
         Stage("explore", "seeds", "trees", ("curator action parses",), "InfoCurator trees (Eq. 2-4)"),
         Stage("distractors", "distractor tool calls", "K~ documents", ("not empty", "not a copy of the fact"),

@@ -67,11 +67,11 @@ class RunFiles:
 
     def __init__(self, run: RunDir) -> None:
         self.run = run
-        self.questions: JsonlStore[QAItem] = run.stage("questions", QAItem)
-        self.events: JsonlStore[IterationEvent] = run.stage("events", IterationEvent)
-        self.trees: JsonlStore[SearchTree] = run.stage("trees", SearchTree)
-        self.greedy: JsonlStore[Trajectory] = run.stage("greedy", Trajectory)
-        self.pairs: JsonlStore[PreferencePair] = run.stage("pairs", PreferencePair)
+        self.questions: JsonlStore[QAItem] = run.stage_file("questions", QAItem)
+        self.events: JsonlStore[IterationEvent] = run.stage_file("events", IterationEvent)
+        self.trees: JsonlStore[SearchTree] = run.stage_file("trees", SearchTree)
+        self.greedy: JsonlStore[Trajectory] = run.stage_file("greedy", Trajectory)
+        self.pairs: JsonlStore[PreferencePair] = run.stage_file("pairs", PreferencePair)
 
 
 def _iterate(cfg: ReasonRagConfig, batch: int, c: ReasonRagComponents,
@@ -223,7 +223,7 @@ def refresh_pairs(cfg: ReasonRagConfig, files: RunFiles) -> bool:
     if stale:
         log.info("pair settings changed (%s -> %s): rebuilding pairs.jsonl from the stored trees", have, want)
         files.pairs.path.unlink(missing_ok=True)
-        files.pairs = files.run.stage("pairs", PreferencePair)
+        files.pairs = files.run.stage_file("pairs", PreferencePair)
     if have != want:
         files.run.write_json(PAIR_SETTINGS, want)
     return stale

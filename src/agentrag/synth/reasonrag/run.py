@@ -14,20 +14,19 @@ of ``--dataset``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentrag.errors import UserError
-from agentrag.exec import Executor
+from agentrag.exec import Executor, Progress
 from agentrag.records import QAItem, Trajectory
 from agentrag.runs import RunDir, check_out_dir, config_key, records_key
-from agentrag.synth.common import Progress
 from agentrag.synth.driver import (
     Pipeline,
+    PipelineStep,
     Stage,
-    Step,
     Synthesizer,
     SynthOutput,
     SynthRun,
@@ -136,15 +135,6 @@ class ReasonRagRecipe:
                                    judge=built.get("judge"), rebuild=self)
 
 
-def mcts_flags(trees: Iterable[SearchTree], error_expansion: int) -> dict[str, int]:
-    """What the search spent without a value, counted in the mcts funnel row (samples, not
-    questions): ``error_expansion`` (an expansion whose call failed as data: context window, empty
-    output; the events of the finished trees with outcome ``error``, counted by the caller while
-    it streams the events) and ``flagged_rollout`` (a SPRE rollout cut short by such a call; no
-    value). ``trees`` is read once."""
-    return flags(error_expansion, sum(flagged_rollouts(t) for t in trees))
-
-
 def flagged_rollouts(tree: SearchTree) -> int:
     """The SPRE rollouts of ``tree`` cut short by a failed call (no value)."""
     return sum(1 for n in tree.nodes for e in n.estimates if e.flag)
@@ -161,6 +151,10 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
     name = "reasonrag"
     given = GIVEN
     recipe = ReasonRagRecipe
+    run_files = ("questions.jsonl", "events.jsonl")
+    key_config = ("value.kind", "mcts.iterations", "mcts.max_children", "mcts.max_iter", "value.rollouts",
+                  "pairs.min_gap", "limit")
+    viewer = "agentrag.report.viewer.reasonrag_view:reasonrag_payload"
     stages = (
         Stage("questions", "dataset", "questions.jsonl", about="QA items with gold answers"),
         Stage("mcts", "questions.jsonl", "events.jsonl, trees.jsonl", gates=("error_expansion", "flagged_rollout"),
@@ -212,7 +206,7 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
         def pair_step() -> None:
             built["candidates"], built["rejected"] = build_pairs(cfg, files, searched())
 
-        steps: list[Step] = [lambda: search(ctx, cfg, comps, files, inputs)]
+        steps: list[PipelineStep] = [lambda: search(ctx, cfg, comps, files, inputs)]
         if cfg.greedy_baseline:
             steps.append(greedy_catch_up(cfg, comps, files, inputs))
         steps.append(pair_step)
@@ -273,4 +267,4 @@ def run_reasonrag(cfg: ReasonRagRunConfig, out: str | os.PathLike[str], *, progr
 
 
 __all__ = ["run_reasonrag", "check_inputs", "check_questions", "load_questions", "ReasonRagRecipe",
-           "ReasonRagSynth", "GIVEN", "mcts_flags"]
+           "ReasonRagSynth", "GIVEN"]

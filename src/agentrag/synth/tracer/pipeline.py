@@ -25,7 +25,7 @@ from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Passage
 from agentrag.runs import JsonlStore
-from agentrag.synth.driver import PendingStage, Pipeline, Step, SynthOutput, SynthRun, ids_key
+from agentrag.synth.driver import PendingStage, Pipeline, PipelineStep, SynthOutput, SynthRun, ids_key
 from agentrag.synth.tracer import sampling
 from agentrag.synth.tracer.atomic import atomic_qa
 from agentrag.synth.tracer.chains import iter_chains, seed_hop
@@ -69,9 +69,9 @@ class TracerStages:
     def __init__(self, ctx: SynthRun, cfg: TracerConfig, comps: TracerComponents):
         self.ctx, self.cfg, self.c = ctx, cfg, comps
         run = ctx.run
-        self.docs = run.stage("docs", DocRecord)
-        self.atomic = run.stage("atomic", AtomicRecord)
-        self.hops = {level: run.stage(f"hop{level}", HopRecord) for level in range(2, cfg.max_hops + 1)}
+        self.docs = run.stage_file("docs", DocRecord)
+        self.atomic = run.stage_file("atomic", AtomicRecord)
+        self.hops = {level: run.stage_file(f"hop{level}", HopRecord) for level in range(2, cfg.max_hops + 1)}
         self.sampling_stats: dict[str, int] = {}
         self.selected: list[DocRecord] = []  # the documents :meth:`sample` selected
 
@@ -146,7 +146,7 @@ class TracerStages:
             self.selected = self.sample()
             self.atomic_stage(self.selected)
 
-        steps: list[Step] = [sample_and_extend, *(self.extend_catch_up(level) for level in self.hops)]
+        steps: list[PipelineStep] = [sample_and_extend, *(self.extend_catch_up(level) for level in self.hops)]
         return Pipeline(steps=steps, report=self.report, report_key=self.report_key)
 
     def report_key(self) -> str:

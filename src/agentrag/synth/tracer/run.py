@@ -13,12 +13,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agentrag.errors import UserError
-from agentrag.exec import Executor
+from agentrag.exec import Executor, Progress
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Passage
 from agentrag.runs import RunDir, config_key, records_key
-from agentrag.synth.common import Progress
 from agentrag.synth.driver import (
     Pipeline,
     Stage,
@@ -102,6 +101,9 @@ class TracerSynth(Synthesizer[TracerRunConfig, TracerInputs, TracerComponents]):
     name = "tracer"
     given = GIVEN
     recipe = TracerRecipe
+    run_files = ("docs.jsonl", "atomic.jsonl")
+    key_config = ("preset", "docs", "max_hops", "compose.max_tries")
+    viewer = "agentrag.report.viewer.tracer_view:tracer_payload"
     stages = (
         Stage("sample", "KB passages (seeded shuffle, excluded titles and short passages removed)", "docs.jsonl",
               ("annotate: entity type + domain",), "LLM type/domain annotation of the candidates"),
@@ -141,7 +143,8 @@ class TracerSynth(Synthesizer[TracerRunConfig, TracerInputs, TracerComponents]):
                    given: Mapping[str, Any]) -> TracerComponents:
         refs = {k: v for k, v in given.items() if k in ("llm", "judge") and isinstance(v, str)}
         objs = {k: v for k, v in given.items() if k in ("llm", "judge") and not isinstance(v, str)}
-        recipe = replace(TracerRecipe.from_config(cfg, run.path, inputs.excluded), **refs)
+        recipe = TracerRecipe.from_config(cfg, run.path, inputs.excluded)
+        recipe = replace(recipe, llm=refs.get("llm", recipe.llm), judge=refs.get("judge", recipe.judge))
         if "judge" not in given and cfg.judge is None and "llm" in objs:
             objs["judge"] = objs["llm"]  # the judge defaults to the generator
         comps = recipe(kb=inputs.kb, llms=objs)

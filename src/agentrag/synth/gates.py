@@ -1,0 +1,313 @@
+"""Gate checks shared by every synthesizer: lexical first (:mod:`agentrag.match`), the verifier
+second (:mod:`agentrag.synth.verifier`).
+
+Each check returns ``None`` (passed) or a reason ``"<check>: detail"``; a synthesizer's gate
+module composes them for its own items. A check given ``verifier=None`` decides from strings only
+(what the gate benchmark reports as "lexical only"); given a verifier LLM it asks it the questions
+of meaning after the lexical checks passed. A verifier that gives no verdict raises
+:class:`~agentrag.synth.verifier.VerifierUnanswered` (the item stays unfinished).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from agentrag.match import (
+    FUNCTION_WORDS,
+    analyse,
+    containment,
+    find_mention,
+    is_no_answer,
+    mentions,
+    near_duplicate,
+    similarity,
+    tokens,
+    yes_no,
+)
+from agentrag.synth.verifier import verify
+
+#: share of a document's canonical tokens found, in order, in a distractor at or above which the
+#: distractor, keeping every name and number of the document, is the document again with additions
+COPY_CONTAINMENT = 0.98
+#: a sentence repeated this many times makes a text degenerate
+REPEATS = 3
+#: below this share of distinct tokens (in a text of 40+ tokens) a text is degenerate
+DISTINCT_SHARE = 0.3
+
+_YES_NO_QUESTION = re.compile(r"^\s*(is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|shall|"
+                              r"may|might|must)\b", re.IGNORECASE)
+_WH_QUESTION = re.compile(r"^\s*(who|whom|whose|what|which|where|when|how many|how much|in which|in what|at which|"
+                          r"from which|of which|to which|for which|on which|by whom)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_SYNTHESIS_WORDING = re.compile(
+    r"\b(?:gold(?:en)?|reference|expected|given|correct|provided|target|ground[- ]truth)\s+"
+    r"(?:evidence|answers?|facts?|sentences?|passages?|paragraphs?|ind(?:ex|ices)|supports?)\b"
+    r"|\b(?:you|i|we)\s+(?:already\s+)?know\s+the\s+(?:correct\s+|final\s+|right\s+)?answer\b"
+    r"|\banswer\s+(?:is|was)\s+given\b|\bsupporting\s+facts?\s+(?:provided|given)\b", re.IGNORECASE)
+_EXPLAIN_Q = re.compile(r"^\s*(why\b|explain\b|describe\b|how\s+come\b|how\s+(?:did|does|do|was|were|is|are|can|could)\b)"
+                        r"|\b(what|which)\s+(?:is|was|are|were)\s+(?:the\s+)?(?:main\s+|primary\s+)?"
+                        r"(?:reasons?|causes?|explanations?|rationale|motivations?)\b"
+                        r"|\bwhat\s+(?:caused|led\s+to|made|motivated|prompted|drove)\b|\bfor\s+what\s+reason\b"
+                        r"|\bin\s+what\s+way\b", re.IGNORECASE)
+_EXPLAIN_A = re.compile(r"^\s*(because|due\s+to|since|as\s+a\s+result|in\s+order\s+to|so\s+that|owing\s+to|"
+                        r"it\s+(?:is|was)\s+because)\b", re.IGNORECASE)
+
+
+def visible(text: str, cut: int | None) -> str:
+    """What an agent shown ``cut`` characters of ``text`` sees."""
+    return text if cut is None else text[:cut]
+
+
+def is_yes_no_question(question: str) -> bool:
+    """A question answered by yes or no ("Is ...", "Did ...", "Are both ...")."""
+    return bool(_YES_NO_QUESTION.match(question or ""))
+
+
+def answer_support(answer: str, evidence: Sequence[str], *, question: str = "", aliases: Iterable[str] = (),
+                   cut: int | None = None, distractors: Sequence[str] = (), verifier: Any = None,
+                   stage: str = "gate") -> str | None:
+    """The evidence states ``answer`` for ``question``: not a no-answer; a yes/no answer only to a
+    yes/no question (a judgement over the evidence, verified when a verifier is given); otherwise
+    some evidence text (cut at ``cut`` characters, what the agent saw) mentions the answer or an
+    alias in some written form, and the verifier agrees that it answers the question in that
+    role. A number the evidence does not spell may be computed from it (the verifier decides;
+    without one it is rejected)."""
+    aliases = list(aliases)
+    if is_no_answer(answer):
+        return f"no_answer: {answer!r} says there is no answer"
+    shown = [visible(e, cut) for e in evidence]
+    yn = yes_no(answer)
+    if yn is not None and question and not is_yes_no_question(question) and _WH_QUESTION.match(question):
+        return f"yes_no: {answer!r} answers a question that asks for a value, not yes or no"
+    if yn is not None:
+        return _verified(verifier, "supported", shown, stage, claim=f"The answer to {question!r} is {yn}.")
+    if not any(mentions(answer, e, aliases) for e in shown):
+        if any(mentions(answer, e, aliases) for e in evidence):
+            return f"beyond_cut: {answer!r} is stated only after the {cut} characters the agent was shown"
+        if any(mentions(answer, d, aliases) for d in distractors):
+            return f"distractor: {answer!r} is stated only by a distractor document"
+        if _is_number(answer) and any(t.isdigit() for e in shown for t in tokens(e)) and verifier is not None:
+            return _verified(verifier, "supported", shown, stage,
+                             claim=f"The answer to {question!r} is {answer}, computed from numbers the evidence states.")
+        return f"not_stated: {answer!r} is stated by no evidence text"
+    return _verified(verifier, "role", shown, stage, answer=answer, question=question)
+
+
+def _is_number(text: str) -> bool:
+    t = tokens(text)
+    return len(t) == 1 and t[0].replace(".", "", 1).isdigit()
+
+
+def _verified(verifier: Any, check: str, evidence: Sequence[str], stage: str, **fields: str) -> str | None:
+    if verifier is None:
+        return None
+    keep, verdict, _ = verify(verifier, check, list(evidence), stage=stage, **fields)
+    return None if keep else f"verifier: {check}: {verdict.reason or 'rejected'}"
+
+
+def leakage(answer: str, text: str, *, question: str = "", aliases: Iterable[str] = (), seen: str = "") -> str | None:
+    """``text`` (a query or sub-question) names the final ``answer`` — in any written form, or a
+    distinctive part of a multi-word name — before the documents ``seen`` so far showed it. Yes/no
+    answers and answers the question itself names (comparisons) cannot leak."""
+    aliases = list(aliases)
+    if yes_no(answer) is not None or is_no_answer(answer) or mentions(answer, question, aliases):
+        return None
+    found = find_mention(answer, text, aliases, partial=True)
+    if found is None:
+        return None
+    part = found[5:] if found.startswith("part:") else None
+    if part is not None and part in tokens(question):
+        return None
+    if seen and mentions(answer, seen, aliases, partial=part is not None):
+        return None
+    return f"leakage: {text!r} names the answer {answer!r} ({found}) before any document showed it"
+
+
+def repeated(queries: Sequence[str]) -> str | None:
+    """Two of ``queries`` (searches or sub-questions) are one text asked twice (near-duplicates)."""
+    qs = [q for q in queries if q and q.strip()]
+    for i in range(len(qs)):
+        for j in range(i):
+            if near_duplicate(qs[i], qs[j]):
+                return f"repeated: {qs[i]!r} repeats {qs[j]!r}"
+    return None
+
+
+def distinct_count(queries: Sequence[str]) -> int:
+    """How many of ``queries`` are distinct (near-duplicates counted once)."""
+    kept: list[str] = []
+    for q in queries:
+        if q and q.strip() and not any(near_duplicate(q, k) for k in kept):
+            kept.append(q)
+    return len(kept)
+
+
+def one_sided(entities: Sequence[str], queries: Sequence[str]) -> str | None:
+    """A comparison that did not search every compared entity (in any written form)."""
+    for e in entities:
+        if not any(mentions(e, q) for q in queries):
+            return f"one_sided: {e!r} was never searched"
+    return None
+
+
+def degenerate(text: str) -> str | None:
+    """Degenerate text: one sentence repeated :data:`REPEATS` or more times, or a long text of few
+    distinct words."""
+    seen: dict[str, int] = {}
+    for s in _SENTENCE.split(text or ""):
+        key = " ".join(tokens(s))
+        if len(key) > 8:
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] >= REPEATS:
+                return f"degenerate: a sentence repeated {seen[key]} times"
+    toks = tokens(text or "")
+    if len(toks) >= 40 and len(set(toks)) / len(toks) < DISTINCT_SHARE:
+        return f"degenerate: {len(set(toks))} distinct words in {len(toks)}"
+    return None
+
+
+def synthesis_wording(text: str) -> str | None:
+    """Wording that only makes sense while synthesizing ("the reference answer", "gold evidence",
+    "I already know the answer"): an agent at inference has none of them."""
+    m = _SYNTHESIS_WORDING.search(text or "")
+    return f"synthesis_wording: {m.group(0)!r}" if m else None
+
+
+_NAME_RUN = re.compile(r"[A-Z](?:\.|[\w'\u2019-]*)(?:(?:\s+(?:of|the|de|del|da|di|du|von|van|der|la|le|and|&))*"
+                       r"\s+[A-Z](?:\.|[\w'\u2019-]*))*")
+#: words that start sentences of a thought without naming anything
+_DISCOURSE = frozenset("""found then next now so thus therefore hence first second third finally search searching step
+answer according based since because however also let maybe perhaps yes no ok okay sure great good the a an this
+that these those it its i we my our he she they there here what which who where when why how is are was were""".split())
+
+
+def _facts(text: str) -> list[str]:
+    """Checkable facts of a text, lexically: numbers and runs of capitalised words (names); a
+    sentence's first word is a name only when a capitalised word follows it and it is no
+    discourse word ("Found:", "Then", "I")."""
+    facts: list[str] = []
+    for m in _NAME_RUN.finditer(text or ""):
+        run = m.group(0).rstrip(".")
+        words = run.split()
+        before = (text or "")[:m.start()].rstrip()
+        initial = not before or before[-1] in ".!?:;\n\"'(" or before.endswith("...")
+        if initial and words[0].lower().strip(".,:'") in _DISCOURSE:
+            words = words[1:]
+            while words and words[0].lower() in FUNCTION_WORDS:
+                words = words[1:]
+        elif initial and len(words) == 1:
+            continue
+        if words and not (len(words) == 1 and words[0].lower() in _DISCOURSE):
+            facts.append(" ".join(words))
+    return facts
+
+
+def invented_facts(text: str, evidence: Sequence[str], *, question: str = "", answer: str = "") -> list[str]:
+    """The numbers and names of ``text`` that neither the evidence, the question nor the answer
+    state (lexical; a paraphrased invention needs the verifier)."""
+    pool = [p for p in list(evidence) + [question, answer] if p]
+    known = {t for p in pool for t in tokens(p)}
+    numbers = [t for t in tokens(text) if t.isdigit() and len(t) >= 2 and t not in known]
+    return numbers + [f for f in dict.fromkeys(_facts(text)) if not any(mentions(f, p) for p in pool)]
+
+
+def thought_problem(text: str, evidence: Sequence[str], *, question: str = "", answer: str = "",
+                    verifier: Any = None, stage: str = "gate") -> str | None:
+    """Why a thought may not be a training target: synthesis-only wording, degenerate repetition,
+    a number or name no evidence states, or (verifier) a fact the evidence does not support."""
+    reason = synthesis_wording(text) or degenerate(text)
+    if reason:
+        return reason
+    invented = invented_facts(text, evidence, question=question, answer=answer)
+    if invented:
+        return f"invented: {invented[:3]} stated by no evidence"
+    return _verified(verifier, "supported", evidence, stage, claim=text)
+
+
+def explanation_question(question: str) -> bool:
+    """A question that asks for a reason or an explanation ("Why ...", "What caused ...", "How
+    did ... happen"); "How many/long/wide/heavy ..." and "What was the main purpose of ..." ask for
+    a value."""
+    return bool(_EXPLAIN_Q.search(question or ""))
+
+
+def explanation_answer(answer: str) -> bool:
+    """An answer that explains ("because it was ...", "due to the war") rather than naming an
+    entity; a title that begins with such a word ("Because of Winn-Dixie", "Since U Been Gone")
+    is a name: most of its words are capitalised."""
+    if not _EXPLAIN_A.match(answer or ""):
+        return False
+    words = [w for w in re.findall(r"[A-Za-z][\w'-]*", answer) if w.lower() not in FUNCTION_WORDS]
+    capitalised = sum(1 for w in words if w[:1].isupper())
+    return not words or capitalised / len(words) < 0.6
+
+
+def question_problem(question: str, answer: str) -> str | None:
+    """An explanation question or answer (RAGShaper §3.2 asks for entity or value answers)."""
+    if explanation_question(question):
+        return f"explanation_question: {question!r} asks for a reason"
+    if explanation_answer(answer):
+        return f"explanation_answer: {answer!r} explains instead of naming"
+    return None
+
+
+def single_document(question: str, answer: str, documents: Sequence[str], *, verifier: Any = None,
+                    stage: str = "gate") -> str | None:
+    """One document alone answers the question (not multi-hop): the verifier is asked about each
+    document that states the answer. Without a verifier nothing is rejected here."""
+    if verifier is None:
+        return None
+    for i, doc in enumerate(documents):
+        if mentions(answer, doc) or yes_no(answer) is not None:
+            keep, verdict, _ = verify(verifier, "single_document", [doc], stage=stage, question=question, answer=answer)
+            if not keep:
+                return f"single_document: document {i + 1} answers the question alone ({verdict.reason})"
+    return None
+
+
+def _names(text: str) -> set[str]:
+    """The canonical tokens of ``text``'s capitalised words that are not function or generic name words."""
+    from agentrag.match.vocab import GENERIC_NAME_WORDS
+
+    return {t.canon for t in analyse(text) if t.surface[:1].isupper() and t.canon not in FUNCTION_WORDS
+            and t.canon not in GENERIC_NAME_WORDS and t.surface.lower() not in GENERIC_NAME_WORDS}
+
+
+def _keeps_facts(source: str, other: str) -> bool:
+    """Every name and number of ``source`` is in ``other``."""
+    have = {t.stem for t in analyse(other)}
+    return all(t.stem in have for t in analyse(source) if t.canon.isdigit() or t.surface[:1].isupper())
+
+
+def distractor_problem(distractor: str, source: str, *, fact: str = "", answer: str = "", verifier: Any = None,
+                       stage: str = "gate", kind: str = "", definition: str = "") -> str | None:
+    """Why a distractor is not what RAGShaper §3.1.2 asks for: the source again (a near-duplicate,
+    or the source with additions), no cue linking it to the source (shares no distinctive word with
+    it), filler (degenerate), or (verifier) it restates the true fact or is not of its declared type."""
+    if near_duplicate(distractor, source):
+        return f"copy: the distractor is the source again (similarity {similarity(distractor, source):.2f})"
+    if containment(source, distractor) >= COPY_CONTAINMENT and _keeps_facts(source, distractor):
+        return "copy: the distractor is the source with additions (every fact of the source kept)"
+    reason = degenerate(distractor)
+    if reason:
+        return f"filler: {reason}"
+    if not _names(source) & _names(distractor):
+        return "no_cue: the distractor shares no distinctive word with its source"
+    if answer and mentions(answer, distractor) and not fact:
+        fact = answer
+    if fact:
+        reason = _verified(verifier, "restates", [distractor], stage, fact=fact)
+        if reason:
+            return f"restates: {reason}"
+    if kind and definition:
+        return _verified(verifier, "distractor_type", [distractor], stage, kind=kind, fact=fact or answer,
+                         definition=definition)
+    return None
+
+
+__all__ = ["COPY_CONTAINMENT", "REPEATS", "DISTINCT_SHARE", "visible", "is_yes_no_question", "answer_support",
+           "leakage", "repeated", "distinct_count", "one_sided", "degenerate", "synthesis_wording", "invented_facts",
+           "thought_problem", "explanation_question", "explanation_answer", "question_problem", "single_document",
+           "distractor_problem"]

@@ -1,0 +1,103 @@
+"""The verifier: questions of meaning that a gate cannot decide from strings.
+
+Gates check strings first (:mod:`agentrag.match`); what remains is a question of meaning — does
+the evidence put this person in this role, does a document alone answer the question, does a
+distractor restate the true fact — and goes to the synthesizer's verifier LLM with a typed reply
+(:class:`Verdict`), as the papers verify with an LLM too.
+
+Failure policy: a verifier reply that does not parse is asked again with another sample (up to
+:data:`ATTEMPTS` samples); when none parses, :class:`VerifierUnanswered` is raised, a retryable
+:class:`~agentrag.errors.RunError`, so the item is left unfinished (an outage), never kept or
+dropped for good, and a rerun asks again. LLM outages propagate unchanged. Every decision is
+counted by the caller (``verifier: <check>`` reasons in the report).
+
+Each check is one :class:`Check`: a name, what it asks, and which answer keeps the item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agentrag.errors import ContextLimitError, RunError
+from agentrag.llm.base import LLM
+from agentrag.records import Message, Provenance
+from agentrag.synth.common import call_json
+
+#: samples asked for one verdict before the item is left unfinished
+ATTEMPTS = 3
+
+_SYSTEM = ("You check synthesized training data against evidence. Judge only from the texts given; "
+           "use no outside knowledge. Reply with a JSON object {\"holds\": true|false, \"reason\": \"...\"}.")
+
+
+class Verdict(BaseModel):
+    """The verifier's typed reply: whether the checked statement holds, and why (short)."""
+
+    holds: bool
+    reason: str = Field(default="", max_length=400)
+
+
+class VerifierUnanswered(RunError):
+    """The verifier gave no parseable verdict: the item stays unfinished (retryable)."""
+
+    is_retryable = True
+
+
+@dataclass(frozen=True)
+class Check:
+    """One question of meaning: ``name``, the statement asked about (a format string over the
+    fields), and whether the item is kept when the statement holds (``keep_if``)."""
+
+    name: str
+    statement: str
+    keep_if: bool
+
+
+CHECKS: dict[str, Check] = {c.name: c for c in (
+    Check("role", "The evidence states that the answer {answer!r} is what the question {question!r} asks for "
+          "(the same relation and role, not another person or thing named nearby).", True),
+    Check("supported", "Every fact stated in the text {claim!r} is stated by the evidence (names, numbers, "
+          "dates and relations included).", True),
+    Check("single_document", "The document alone is enough to answer the question {question!r} with "
+          "{answer!r}, without any other document.", False),
+    Check("needed", "The document is needed to answer the question {question!r}: without it the other "
+          "documents do not give {answer!r}.", True),
+    Check("restates", "The document states the true fact {fact!r} (in any wording).", False),
+    Check("distractor_type", "The document is a {kind} distractor for the fact {fact!r}: {definition}", True),
+    Check("same_entity", "{a!r} and {b!r} name the same entity or value.", True),
+)}
+
+
+def verify(llm: LLM, check: str, evidence: str | list[str], *, stage: str, sampling: Mapping[str, Any] | None = None,
+           **fields: str) -> tuple[bool, Verdict, Provenance]:
+    """Ask ``llm`` whether ``check``'s statement holds over ``evidence``. Returns ``(keep,
+    verdict, provenance)``: ``keep`` is what the gate does with the item. Raises
+    :class:`VerifierUnanswered` when :data:`ATTEMPTS` samples give no parseable verdict; LLM
+    outages and fatal errors propagate (the failure policy)."""
+    spec = CHECKS[check]
+    docs = [evidence] if isinstance(evidence, str) else list(evidence)
+    shown = "\n\n".join(f"[{i + 1}] {d}" for i, d in enumerate(docs)) or "(no evidence)"
+    user = (f"Evidence:\n{shown}\n\nStatement: {spec.statement.format(**fields)}\n\n"
+            "Does the statement hold? Answer with the JSON object only.")
+    messages = [Message(role="system", content=_SYSTEM), Message(role="user", content=user)]
+    base = dict(sampling or {"temperature": 0.0, "max_tokens": 160})
+    last_error = ""
+    for attempt in range(ATTEMPTS):
+        params = dict(base)
+        if attempt:
+            params["temperature"] = max(float(params.get("temperature") or 0.0), 0.7)
+            params["seed"] = int(params.get("seed") or 0) + attempt
+        verdict, prov, error = call_json(llm, messages, Verdict, name="verdict", stage=stage, **params)
+        if verdict is not None:
+            return verdict.holds == spec.keep_if, verdict, prov
+        if error and error.startswith("context_limit"):
+            raise ContextLimitError(f"verifier {check}: {error}")
+        last_error = error or "no verdict"
+    raise VerifierUnanswered(f"verifier {check}: no parseable verdict in {ATTEMPTS} samples ({last_error})")
+
+
+__all__ = ["ATTEMPTS", "Verdict", "VerifierUnanswered", "Check", "CHECKS", "verify"]

@@ -316,7 +316,7 @@ class RunDir:
 
 #: state files of a run directory (:meth:`RunDir.store`): values stored with the fingerprint of
 #: the data files, ``.derived.json`` (statistics and exports), ``.finished.json`` (the output of
-#: a run that finished every item: :func:`agentrag.synth.driver.finished_output` and
+#: a run that finished every item: :func:`agentrag.synth.driver.run_or_reuse` and
 #: ``agentrag.eval.run``'s no-op rerun)
 STATE_FILES = (".derived.json", ".finished.json")
 #: the state file of a run that finished every item (its stored output, keyed by what it depends on)

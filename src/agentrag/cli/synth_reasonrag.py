@@ -90,7 +90,7 @@ def reasonrag(
         cfg = resolve_config(ReasonRagRunConfig, config, sets, base=base)
         if show_config:
             print_config(cfg)
-        # pair and label settings may change: the pairs are rebuilt from the stored trees (issue 21)
+        # pair and label settings may change: the pairs are rebuilt from the stored trees
         out = run_dir_for(need_out(out), cfg, force_new=force_new_config, may_change=REBUILT_KEYS)
         with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, \
                 progress_output() as progress:

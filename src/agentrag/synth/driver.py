@@ -368,7 +368,7 @@ def preflight_config(cfg: Any) -> None:
     for _key, ref in config_llm_refs(cfg):
         preflight_llm(ref)
     kb = getattr(cfg, "kb", None)
-    if is_kb_url(kb):
+    if isinstance(kb, str) and is_kb_url(kb):
         check_retriever(resolve_retriever(kb))
 
 

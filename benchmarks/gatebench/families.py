@@ -540,14 +540,16 @@ def leakage_forms(item: Item, rng: random.Random) -> list[Case]:
     """A query that names the final answer (any written form, or a part of a multi-word name)
     before the documents showed it leaks it; a query naming another name that shares letters does not."""
     a = item.answer
-    if a.lower() in {"yes", "no"} or len(a) < 3 or re.search(r"\d", a) or re.search(rf"\b{re.escape(a)}\b", item.question, re.IGNORECASE):
+    if a.lower() in {"yes", "no"} or len(a) < 3 or re.search(r"\d", a) or \
+            a.strip(" ?.!").lower() in item.question.lower():
         return []
     words = a.split()
     forms = [("lower case", a.lower()), ("possessive", a + "'s"), ("hyphenated", a.replace(" ", "-") + "-born"),
              ("upper case", a.upper())]
     from agentrag.match.vocab import FUNCTION_WORDS, GENERIC_NAME_WORDS
-    distinct = [w.strip(".,") for w in words if w[:1].isupper() and len(w) > 2 and w.lower().strip(".,") not in
-                GENERIC_NAME_WORDS | FUNCTION_WORDS and not re.search(rf"\b{re.escape(w.strip('.,'))}\b", item.question)]
+    parts = re.findall(r"[A-Za-z]+", a)
+    distinct = [w for w in parts if w[:1].isupper() and len(w) > 2 and w.lower() not in GENERIC_NAME_WORDS | FUNCTION_WORDS
+                and not re.search(rf"\b{w}\b", item.question)]
     if len(words) >= 2 and distinct:
         forms.append(("last distinctive word", distinct[-1]))
         forms.append(("first distinctive word", distinct[0]))
@@ -555,7 +557,7 @@ def leakage_forms(item: Item, rng: random.Random) -> list[Case]:
     for name, form in rng.sample(forms, min(3, len(forms))):
         out.append(Case("leakage_forms", "leakage", "reject", name, item.id, item.question, a, aliases=item.aliases,
                         text=f"{form} {rng.choice(['history', 'biography', 'location', 'founded'])}"))
-    base = words[-1] if words[-1][:1].isupper() else None
+    base = parts[-1] if parts and parts[-1][:1].isupper() else None
     if base and len(base) > 3:
         out.append(Case("leakage_forms", "leakage", "keep", "other name sharing letters", item.id, item.question, a,
                         text=f"{base}ington museum"))

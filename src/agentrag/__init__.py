@@ -28,6 +28,7 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.kb.serving",
     "agentrag.kb.routing",
     "agentrag.protocols",
+    "agentrag.protocol",
     "agentrag.exec",
     "agentrag.synth.driver",
     "agentrag.agents.base",
@@ -45,6 +46,10 @@ PUBLIC_MODULES: list[str] = [
 
 # name -> module it lives in. Add a line here when a PUBLIC_MODULES module grows its __all__.
 _EXPORTS: dict[str, str] = {
+    # the one protocol parser (model turns, text tool calls, control tokens)
+    "CONTROL_TOKEN_RE": "agentrag.protocol", "PROTOCOL_TAGS": "agentrag.protocol", "MALFORMED": "agentrag.protocol", "neutralize_control_tokens": "agentrag.protocol",
+    "neutralize_tags": "agentrag.protocol", "neutralize_messages": "agentrag.protocol", "Segment": "agentrag.protocol", "ParsedTurn": "agentrag.protocol",
+    "parse_turn": "agentrag.protocol", "split_think": "agentrag.protocol", "json_objects": "agentrag.protocol", "ToolCallText": "agentrag.protocol", "parse_tool_calls": "agentrag.protocol",
     # synthesizers: human-annotation teacher
     "AnnotatedRunConfig": "agentrag.synth.annotated", "run_annotated": "agentrag.synth.annotated",
     "AnnotatedSynth": "agentrag.synth.annotated",
@@ -115,6 +120,7 @@ _EXPORTS: dict[str, str] = {
     "EndpointError": "agentrag.errors", "StorageError": "agentrag.errors", "RunLockedError": "agentrag.errors",
     "ContextLimitError": "agentrag.errors", "FailureKind": "agentrag.errors", "classify": "agentrag.errors",
     "storage_error": "agentrag.errors", "STORAGE_ERRNOS": "agentrag.errors", "EXIT_OK": "agentrag.errors",
+    "is_disk_error": "agentrag.errors", "writing": "agentrag.errors", "DISK_ERRNOS": "agentrag.errors",
     "EXIT_BUG": "agentrag.errors", "EXIT_BAD_INPUT": "agentrag.errors", "EXIT_UNFINISHED": "agentrag.errors",
     "EXIT_INTERRUPTED": "agentrag.errors",
     # records
@@ -126,10 +132,11 @@ _EXPORTS: dict[str, str] = {
     "iter_json_objects": "agentrag.records", "read_jsonl": "agentrag.records",
     "write_jsonl": "agentrag.records", "dump_record": "agentrag.records",
     # config
-    "Config": "agentrag.config", "load_config": "agentrag.config", "apply_overrides": "agentrag.config",
+    "Config": "agentrag.config", "load_config": "agentrag.config", "config_source": "agentrag.config", "apply_overrides": "agentrag.config",
     "parse_override": "agentrag.config", "dump_config": "agentrag.config",
     # runs
     "JsonlStore": "agentrag.runs", "RunDir": "agentrag.runs", "LOCK_NAME": "agentrag.runs",
+    "VOLATILE_FIELDS": "agentrag.runs", "read_records": "agentrag.runs",
     # llm protocol
     "LLM": "agentrag.llm.base", "Completion": "agentrag.llm.base",
     "resolve_llm": "agentrag.llm", "llm_usage": "agentrag.llm", "HFLLM": "agentrag.llm", "OpenAIBackend": "agentrag.llm", "EmbeddedLLM": "agentrag.llm",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from agentrag.errors import UserError
 from agentrag.paths import check_input_file
@@ -23,6 +23,15 @@ class Config(BaseModel):
     """Base of every config section: unknown keys are an error."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    #: where the values came from ("FILE", "FILE + --set", "defaults"), for errors about nested
+    #: keys checked later (:func:`config_source`)
+    _source: str = PrivateAttr(default="defaults")
+
+
+def config_source(config: BaseModel) -> str:
+    """Where ``config``'s values came from ("FILE", "FILE + --set", "defaults"): what
+    :func:`load_config` was given."""
+    return str(getattr(config, "_source", None) or "defaults")
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:
@@ -66,11 +75,11 @@ def _model_at(model: type[BaseModel], loc: Sequence[str | int]) -> type[BaseMode
     return current
 
 
-def _explain(model: type[BaseModel], exc: ValidationError, source: str) -> str:
+def _explain(model: type[BaseModel], exc: ValidationError, source: str, prefix: str = "") -> str:
     lines = []
     for err in exc.errors():
         loc = [p for p in err["loc"]]
-        dotted = ".".join(str(p) for p in loc)
+        dotted = prefix + ".".join(str(p) for p in loc)
         if err["type"] == "extra_forbidden":
             owner = _model_at(model, loc[:-1])
             valid = sorted(owner.model_fields) if owner else []
@@ -87,10 +96,17 @@ def load_config(
     path: str | Path | None = None,
     overrides: Sequence[str] = (),
     base: dict[str, Any] | None = None,
+    *,
+    source: str | None = None,
+    prefix: str = "",
 ) -> C:
-    """Build ``model`` from ``base`` (CLI-level values), then a YAML file, then ``--set`` overrides."""
+    """Build ``model`` from ``base`` (CLI-level values), then a YAML file, then ``--set`` overrides.
+
+    An error names the source of the values (the file, ``--set``; ``source`` when the values were
+    read elsewhere, e.g. a section of another config) and each key in full (``prefix`` + its path,
+    e.g. ``agent_config.max_steps``)."""
     data: dict[str, Any] = dict(base or {})
-    source = "defaults"
+    source = source or "defaults"
     if path is not None:
         p = check_input_file(path, "config file")
         try:
@@ -105,9 +121,11 @@ def load_config(
         data = apply_overrides(data, overrides)
         source += " + --set"
     try:
-        return model.model_validate(data)
+        config = model.model_validate(data)
     except ValidationError as exc:
-        raise UserError(_explain(model, exc, source)) from exc
+        raise UserError(_explain(model, exc, source, prefix)) from exc
+    config._source = source
+    return config
 
 
 def _deep_merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -125,4 +143,4 @@ def dump_config(config: BaseModel) -> str:
     return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
 
 
-__all__ = ["Config", "load_config", "apply_overrides", "parse_override", "dump_config"]
+__all__ = ["Config", "config_source", "load_config", "apply_overrides", "parse_override", "dump_config"]

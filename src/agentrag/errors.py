@@ -20,7 +20,10 @@ that item (see docs/concepts.md, "Failure policy"):
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import os
+from collections.abc import Iterator
 from typing import Literal
 
 
@@ -65,6 +68,9 @@ class RunError(AgentRagError):
 class LLMError(RunError):
     """The LLM backend failed (after its retry budget, or with a non-retryable status)."""
 
+    #: seconds the endpoint asked to wait before the next attempt (a 429/503's Retry-After, capped)
+    retry_after: float | None = None
+
 
 class ContextLimitError(LLMError):
     """The request does not fit the model's context window: model-limited data, not an outage
@@ -84,7 +90,14 @@ class ParseError(RunError):
 FailureKind = Literal["outage", "fatal", "model_limited", "bug"]
 
 #: OSError numbers that mean "the output cannot be written here" (a StorageError, fatal)
-STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG})
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG,
+                            errno.EIO})
+#: the subset that is the disk's own failure (full, over quota, file too large, I/O error, read-only):
+#: fatal wherever it is raised, with or without a file name (a failed ``write`` names none)
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+#: SQLite's primary result codes that are the disk's failure, with the errno they mean
+#: (SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY, SQLITE_CANTOPEN)
+SQLITE_DISK_CODES = {13: errno.ENOSPC, 10: errno.EIO, 8: errno.EROFS, 14: errno.EACCES}
 
 #: exit codes of every command (docs/concepts.md)
 EXIT_OK = 0
@@ -119,24 +132,73 @@ def classify(exc: BaseException) -> FailureKind:
         return "bug"
     if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS and getattr(exc, "filename", None):
         return "fatal"
+    if is_disk_error(exc):
+        return "fatal"
     if isinstance(exc, (ConnectionError, TimeoutError)) or _is_transport_error(exc):
         return "outage"
     return "bug"
 
 
-def storage_error(exc: OSError, path: object) -> StorageError:
-    """A one-line :class:`StorageError` for an OSError raised while writing ``path``."""
-    why = exc.strerror or type(exc).__name__
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        fix = "free some space, then rerun the same command to resume"
-    elif exc.errno == errno.EROFS:
+def _sqlite_errno(exc: BaseException) -> int | None:
+    """The errno a SQLite error stands for when it is the disk's failure (:data:`SQLITE_DISK_CODES`)."""
+    if type(exc).__module__ != "sqlite3":
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(code, int):  # no code (an old Python): the message SQLite gives those
+        text = str(exc).lower()
+        return errno.ENOSPC if "disk is full" in text else errno.EIO if "disk i/o error" in text else None
+    return SQLITE_DISK_CODES.get(code & 0xFF)
+
+
+def is_disk_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the disk failing a write: an OSError in :data:`DISK_ERRNOS` or SQLite's
+    "database or disk is full" / "disk I/O error" / read-only / cannot-open (never a bug)."""
+    if isinstance(exc, StorageError):
+        return True
+    if isinstance(exc, OSError):
+        return exc.errno in DISK_ERRNOS
+    return _sqlite_errno(exc) is not None
+
+
+def storage_error(exc: BaseException, path: object = None) -> StorageError:
+    """A one-line :class:`StorageError` for an OSError (or a SQLite disk error) raised while
+    writing ``path`` (default: the file the OSError names)."""
+    if isinstance(exc, StorageError):
+        return exc
+    code = exc.errno if isinstance(exc, OSError) else _sqlite_errno(exc)
+    if path is None:
+        path = getattr(exc, "filename", None) or "a file of the run"
+    why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
+    if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        fix = "the disk is full: free some space, then rerun the same command to resume"
+    elif code == errno.EIO:
+        fix = ("the disk failed a read or write (full, failing or unmounted): check it (df, dmesg), then rerun "
+               "the same command to resume")
+        return StorageError(f"disk I/O error on {str(path)!r}: {why}; {fix}")
+    elif code == errno.EROFS:
         fix = "the file system is read-only: pass an --out on a writable one"
     else:
         fix = "check the permissions or pass another --out"
     return StorageError(f"cannot write {str(path)!r}: {why}; {fix}")
 
 
+@contextlib.contextmanager
+def writing(path: str | os.PathLike[str], *cleanup: str | os.PathLike[str]) -> Iterator[None]:
+    """Around the writing of ``path``: an OSError in :data:`STORAGE_ERRNOS` (a full disk, an I/O
+    error, a read-only file system, no permission) becomes a one-line :class:`StorageError`
+    naming ``path``; the ``cleanup`` files (a half-written temp file) are removed first."""
+    try:
+        yield
+    except OSError as exc:
+        for extra in cleanup:
+            with contextlib.suppress(OSError):
+                os.unlink(extra)
+        if exc.errno in STORAGE_ERRNOS:
+            raise storage_error(exc, path) from None
+        raise
+
+
 __all__ = ["AgentRagError", "UserError", "EndpointError", "StorageError", "RunLockedError", "RunError",
            "LLMError", "ContextLimitError", "RetrievalError", "ParseError", "FailureKind", "classify",
-           "storage_error", "STORAGE_ERRNOS", "EXIT_OK", "EXIT_BUG", "EXIT_BAD_INPUT", "EXIT_UNFINISHED",
+           "storage_error", "writing", "is_disk_error", "STORAGE_ERRNOS", "DISK_ERRNOS", "EXIT_OK", "EXIT_BUG", "EXIT_BAD_INPUT", "EXIT_UNFINISHED",
            "EXIT_INTERRUPTED"]

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentrag.errors import UserError
+from agentrag.errors import UserError, writing
 from agentrag.paths import check_input_file
 
 SCHEMA_VERSION = 1
@@ -235,13 +235,14 @@ def write_jsonl(path: str | os.PathLike[str], records: Iterable[BaseModel]) -> i
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")
     n = 0
-    with tmp.open("w", encoding="utf-8") as fh:
-        for rec in records:
-            fh.write(dump_record(rec) + "\n")
-            n += 1
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, p)
+    with writing(p, tmp):
+        with tmp.open("w", encoding="utf-8") as fh:
+            for rec in records:
+                fh.write(dump_record(rec) + "\n")
+                n += 1
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
     return n
 
 

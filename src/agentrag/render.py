@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentrag.errors import UserError
+from agentrag.errors import UserError, writing
 
 
 class Section(BaseModel):
@@ -168,8 +168,9 @@ def write_report(run_dir: str | os.PathLike[str], title: str,
     md_path, html_path = d / "report.md", d / "report.html"
     for path, text in ((md_path, to_markdown(title, secs)), (html_path, to_html(title, secs))):
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        with writing(path, tmp):
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
     return md_path, html_path
 
 

@@ -4,6 +4,12 @@ Each stage file holds records keyed by a stable id. Rerunning a command resumes:
 the file are skipped. A process killed mid-write leaves at most one torn last line; it is detected
 on open, dropped with a warning and truncated away, so the file always reads back cleanly.
 
+A stage whose items are all finished can be put in its final form with :meth:`JsonlStore.finish`:
+records in input order (items redone after an outage or a crash go back to their place) and the
+timings of each record (:data:`VOLATILE_FIELDS`, which differ between two runs of the same work)
+moved to a side file ``<stage>.timings.jsonl``, so a resumed run's file equals an uninterrupted
+run's byte for byte; reading the store puts the timings back.
+
 One process writes a run directory: :class:`RunDir` takes an advisory lock (``.agentrag.lock``,
 ``flock``) that a second process gets as a :class:`~agentrag.errors.RunLockedError` naming the
 first. A write that fails because the disk is full or the file system is read-only raises a
@@ -27,7 +33,7 @@ import yaml
 from pydantic import BaseModel
 
 from agentrag.config import dump_config
-from agentrag.errors import RunLockedError, UserError, storage_error
+from agentrag.errors import RunLockedError, UserError, storage_error, writing
 from agentrag.paths import check_out_dir
 from agentrag.records import _load_object, dump_record, parse_record
 
@@ -44,6 +50,43 @@ def _default_key(record: BaseModel) -> str:
     if not isinstance(key, str) or not key:
         raise UserError(f"{type(record).__name__} has no string 'id' to key it by in a run file")
     return key
+
+
+#: record fields that measure time (a trajectory's ``elapsed``, a step's ``latency``); kept out of a
+#: finished stage file (in ``<stage>.timings.jsonl``), since they differ between two runs of the same work
+VOLATILE_FIELDS = frozenset({"elapsed", "latency"})
+
+
+def split_volatile(obj: Any) -> Any:
+    """Remove the :data:`VOLATILE_FIELDS` from the JSON value ``obj`` in place (at any depth);
+    returns what was removed in the same nesting (lists as ``{"index": removed}``), or None."""
+    if isinstance(obj, dict):
+        out: dict[str, Any] = {}
+        for k in [k for k in obj if k in VOLATILE_FIELDS and isinstance(obj[k], (int, float))]:
+            out[k] = obj.pop(k)
+        for k, v in obj.items():
+            sub = split_volatile(v)
+            if sub is not None:
+                out[k] = sub
+        return out or None
+    if isinstance(obj, list):
+        items = {str(i): sub for i, v in enumerate(obj) if (sub := split_volatile(v)) is not None}
+        return items or None
+    return None
+
+
+def merge_volatile(obj: Any, removed: Any) -> None:
+    """Put back into ``obj`` what :func:`split_volatile` removed from it (in place)."""
+    if isinstance(obj, dict) and isinstance(removed, dict):
+        for k, v in removed.items():
+            if k in VOLATILE_FIELDS and not isinstance(v, dict):
+                obj[k] = v
+            elif k in obj:
+                merge_volatile(obj[k], v)
+    elif isinstance(obj, list) and isinstance(removed, dict):
+        for i, v in removed.items():
+            if i.isdigit() and int(i) < len(obj):
+                merge_volatile(obj[int(i)], v)
 
 
 class JsonlStore(Generic[R]):
@@ -154,20 +197,98 @@ class JsonlStore(Generic[R]):
             self._ids.add(k)
         return True
 
+    @property
+    def timings_path(self) -> Path:
+        """The side file of a finished stage's timings (:meth:`finish`)."""
+        return timings_path(self.path)
+
+    def _timings(self) -> dict[str, Any]:
+        return _read_timings(self.path)
+
     def __iter__(self) -> Iterator[R]:
         seen: set[str] = set()
-        with self.path.open("rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                if not raw.endswith(b"\n") or not raw.strip():
-                    continue
-                rec = parse_record(self.model, raw.decode("utf-8"), path=self.path, lineno=lineno)
-                k = self.key(rec)
-                if k not in seen:
-                    seen.add(k)
-                    yield rec
+        for rec in read_records(self.path, self.model):
+            k = self.key(rec)
+            if k not in seen:
+                seen.add(k)
+                yield rec
+
+    def finish(self, order: Iterable[str]) -> bool:
+        """Put the file in its final form (module docstring): the records of the ids in ``order``
+        first, in that order, then any others in file order, each without its timings, which go
+        to :attr:`timings_path`. Both files are replaced atomically and only when they change;
+        returns whether the stage file changed. Memory holds one offset per record and the
+        timings, never the records (a second pass reads each line where the first found it)."""
+        with self._lock:
+            where: dict[str, tuple[int, int]] = {}
+            with self.path.open("rb") as fh:
+                offset = 0
+                for lineno, raw in enumerate(fh, start=1):
+                    if raw.endswith(b"\n") and raw.strip():
+                        where.setdefault(self._line_key(raw.decode("utf-8"), lineno), (offset, len(raw)))
+                    offset += len(raw)
+            ordered = [k for k in dict.fromkeys(order) if k in where]
+            first = set(ordered)
+            ordered += [k for k in where if k not in first]
+            timings = self._timings()
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            with writing(self.path, tmp), self.path.open("rb") as src, tmp.open("w", encoding="utf-8") as out:
+                for k in ordered:
+                    start, size = where[k]
+                    src.seek(start)
+                    obj = json.loads(src.read(size))
+                    removed = split_volatile(obj)
+                    if removed is not None:
+                        timings[k] = removed
+                    out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+            kept = [k for k in ordered if k in timings]
+            if kept or self.timings_path.exists():  # before the stage file: a crash loses no timing
+                _atomic_write(self.timings_path, "".join(
+                    json.dumps({"id": k, "timings": timings[k]}, ensure_ascii=False, separators=(",", ":")) + "\n"
+                    for k in kept))
+            with writing(self.path, tmp):
+                return replace_if_changed(tmp, self.path)
 
     def read(self) -> list[R]:
         return list(self)
+
+
+def timings_path(path: str | os.PathLike[str]) -> Path:
+    """The timings side file of the stage file ``path`` (``x.jsonl`` -> ``x.timings.jsonl``)."""
+    p = Path(path)
+    return p.with_name(p.name.removesuffix(".jsonl") + ".timings.jsonl")
+
+
+def _read_timings(path: str | os.PathLike[str]) -> dict[str, Any]:
+    try:
+        text = timings_path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    out: dict[str, Any] = {}
+    for line in text.splitlines():
+        if line.strip():
+            obj = json.loads(line)
+            out[str(obj["id"])] = obj["timings"]
+    return out
+
+
+def read_records(path: str | os.PathLike[str], model: type[R]) -> Iterator[R]:
+    """The records of the stage file ``path`` in file order, with the timings of a finished stage
+    put back (:meth:`JsonlStore.finish`); a torn last line is skipped; nothing is written (a
+    reader, e.g. the viewer, beside a running writer)."""
+    p = Path(path)
+    timings = _read_timings(p)
+    with p.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.endswith(b"\n") or not raw.strip():
+                continue
+            line = raw.decode("utf-8")
+            if timings:
+                obj = _load_object(line, p, lineno)
+                if obj.get("id") in timings:
+                    merge_volatile(obj, timings[obj["id"]])
+                    line = json.dumps(obj, ensure_ascii=False)
+            yield parse_record(model, line, path=p, lineno=lineno)
 
 
 def _cut_back(fh: Any, size: int) -> None:
@@ -396,15 +517,15 @@ def replace_if_changed(tmp: str | os.PathLike[str], path: str | os.PathLike[str]
     return True
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, text: str) -> bool:
     tmp = path.with_name(path.name + ".tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
-        replace_if_changed(tmp, path)
+        return replace_if_changed(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise storage_error(exc, path) from exc
 
 
-__all__ = ["JsonlStore", "RunDir", "LOCK_NAME"]
+__all__ = ["JsonlStore", "RunDir", "LOCK_NAME", "VOLATILE_FIELDS", "read_records"]

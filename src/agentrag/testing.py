@@ -227,13 +227,17 @@ class StubOpenAIServer:
 
     ``faults`` is consumed one per request: ``"500"`` / ``"429"`` (that status), ``"stall"``
     (sleep ``stall_s`` before answering, to trip client timeouts), ``"malformed"`` (200 with a
-    body that is not JSON), ``"garbage"`` (200 with random bytes), ``"null_choice"`` (200 with
+    body that is not JSON), ``"truncated"`` (a 200 whose body stops halfway, then the connection
+    closes), ``"garbage"`` (200 with random bytes), ``"null_choice"`` (200 with
     ``"choices": [null]``), ``"bad_message"`` (a choice whose message is a string), ``"ok"``;
     configuration errors ``"401"``, ``"403"``, ``"404"`` (unknown model); ``"context"`` (a 400 saying
     the request is over the context window); and wrong-shaped 200 bodies (:attr:`BAD_BODIES`):
     ``"tool_name_null"``, ``"tool_args_list"`` (arguments ``"[1,2]"``), ``"int_id"`` (an integer
     tool-call id), ``"usage_str"`` (token counts as strings), ``"unknown_role"``, ``"no_message"``,
-    ``"empty_message"`` and ``"content_null"`` (no text and no tool call).
+    ``"empty_message"`` and ``"content_null"`` (no text and no tool call). ``"429@V"`` and
+    ``"503@V"`` answer that status with the header ``Retry-After: V``; ``V`` of the form ``date+S``
+    is sent as the HTTP date ``S`` seconds from now. ``times`` holds each request's arrival
+    (``time.monotonic()``).
     Once ``faults`` runs out, a request is answered with a random fault of ``fault_kinds`` with
     probability ``fault_rate`` (seeded by ``seed``, so a run at concurrency 1 is reproducible),
     else with ``reply`` (a text, a dict used as the assistant message, or a function of the
@@ -289,6 +293,7 @@ class StubOpenAIServer:
         self.kill_client_at = kill_client_at
         self.killed: list[int] = []
         self.requests = 0
+        self.times: list[float] = []
         self.bodies: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server: Any = None
@@ -300,8 +305,11 @@ class StubOpenAIServer:
         return f"http://{host}:{port}/v1"
 
     def _fault(self, body: dict[str, Any]) -> str:
+        import time
+
         with self._lock:
             self.requests += 1
+            self.times.append(time.monotonic())
             self.bodies.append(body)
             if self.requests == self.kill_client_at:
                 return "kill"
@@ -370,8 +378,10 @@ class StubOpenAIServer:
             def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr log
                 return
 
-            def _send(self, status: int, payload: bytes) -> None:
+            def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
@@ -400,6 +410,15 @@ class StubOpenAIServer:
                                "usage": bad.get("usage", {"prompt_tokens": 5, "completion_tokens": 3})}
                     self._send(200, json.dumps(payload).encode())
                     return
+                if fault.startswith(("429@", "503@")):
+                    code, value = fault.split("@", 1)
+                    if value.startswith("date+"):
+                        from email.utils import formatdate
+
+                        value = formatdate(time.time() + float(value[5:]), usegmt=True)
+                    self._send(int(code), json.dumps({"error": {"message": f"stub {code}"}}).encode(),
+                               {"Retry-After": value})
+                    return
                 if fault in ("500", "429", "503", "400"):
                     self._send(int(fault), json.dumps({"error": {"message": f"stub {fault}"}}).encode())
                     return
@@ -407,6 +426,15 @@ class StubOpenAIServer:
                     time.sleep(stub.stall_s)
                 if fault == "malformed":
                     self._send(200, b'{"choices": [ this is not json')
+                    return
+                if fault == "truncated":
+                    whole = json.dumps(stub._response(body)).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(whole)))
+                    self.end_headers()
+                    self.wfile.write(whole[:len(whole) // 2])
+                    self.close_connection = True
                     return
                 if fault == "garbage":
                     self._send(200, bytes(range(256)) * 2)

@@ -38,9 +38,11 @@ def test_search_r1_stream_is_one_assistant_string_with_exact_documents():
     assert [m.role for m in llm.requests[1]["messages"]] == ["user", "assistant"]
 
 
-def test_search_r1_answer_is_the_last_closed_answer_outside_think():
+def test_search_r1_answer_is_the_first_closed_answer_outside_think():
     assert parse_action("<think>maybe <answer>Lyon</answer></think> <answer>Paris</answer>")[:2] == ("answer", "Paris")
-    assert parse_action("<answer>Lyon</answer> no, <answer>Paris</answer>")[:2] == ("answer", "Paris")
+    # a second answer after the first closed one is a malformed turn (the one protocol parser), never an answer
+    assert parse_action("<answer>Lyon</answer> no, <answer>Paris</answer>")[0] is None
+    assert parse_action("<answer>Paris</answer> trailing text")[:2] == ("answer", "Paris")
     assert parse_action("<think>I guess <answer>Lyon</answer>")[0] is None  # inside an unclosed think
     assert parse_action("<answer>Paris")[0] is None  # not closed
     assert parse_action("<think>x</think><search>q</search><answer>a</answer>")[:2] == ("search", "q")

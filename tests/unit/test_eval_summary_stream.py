@@ -147,6 +147,8 @@ def list_summarize(results: Sequence[EvalResult], *, n_requested: int | None = N
         "judge_pass": mean([float(j >= 1) for j in judged]),
         "judge_errors": sum(1 for r in main if r.judge_error),
         "context_limit": sum(1 for r in main if r.finish_reason == "context_limit"),
+        "unknown_tool_calls": sum(1 for r in main if r.trajectory for s in r.trajectory.steps
+                                  if (s.error or "").startswith("unknown tool")),
         "recall": mean(recalls),
         "mean_steps": mean([float(r.steps) for r in main]),
         "mean_topk": mean([float(k) for r in main for k in r.topk_per_step]),

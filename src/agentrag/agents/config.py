@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from agentrag.config import Config
 
@@ -77,6 +77,19 @@ class SearchR1Config(AgentConfig):
 
     max_steps: int = Field(default=6, ge=1, description="most generation turns")
     top_k: int = Field(default=3, ge=1)
+    prompt_template: str | None = Field(
+        default=None, description="the user prompt: None for agentrag's own wording of the protocol, or a text file "
+        "holding the prompt with {question} where the question goes, e.g. the template a Search-R1 checkpoint was "
+        "trained with (docs/agents.md says how to write it), so that checkpoint's scores are comparable")
+
+    @field_validator("prompt_template")
+    @classmethod
+    def _template_file(cls, value: str | None) -> str | None:
+        if value is not None:
+            from agentrag.agents.prompts import read_prompt_template
+
+            read_prompt_template(value)
+        return value
 
 
 __all__ = ["AgentConfig", "ReactConfig", "PlanStepConfig", "ReasonGroundConfig", "SearchR1Config"]

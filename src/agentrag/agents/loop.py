@@ -17,9 +17,7 @@ same way for every protocol. Failures follow the one failure policy (``agentrag.
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -30,28 +28,30 @@ from agentrag.agents.tools import RetrievalTool
 from agentrag.errors import ContextLimitError, LLMError, ParseError
 from agentrag.llm.base import LLM, Completion
 from agentrag.llm.parsing import reasoning_of, split_think
+from agentrag.protocol import parse_tool_calls, parse_turn
 from agentrag.records import Message, QAItem, Step, Trajectory, Usage
 
 logger = logging.getLogger(__name__)
 
 
 def extract_tag(text: str, tag: str) -> str | None:
-    """The content of the last ``<tag>...</tag>`` in ``text`` (stripped); an unclosed last tag
-    counts up to the end of the text. ``None`` when the tag does not occur."""
-    matches = re.findall(rf"<{tag}>(.*?)(?:</{tag}>|$)", text, flags=re.DOTALL)
-    return matches[-1].strip() if matches else None
+    """The content of ``<tag>...</tag>`` when ``text`` is a well-formed turn with that action
+    (:func:`agentrag.protocol.parse_turn`: the first closed one; an unclosed, mis-cased or nested
+    tag, or a second ``<tag>`` after the first, is a malformed turn and gives ``None``, as does a
+    text without the tag)."""
+    turn = parse_turn(text, actions=(tag,))
+    return turn.content if turn.action == tag else None
 
 
 def strip_tool_call_text(text: str) -> str:
-    """``text`` without ``<tool_call>...</tool_call>`` blocks (the thought that precedes a call);
-    a reply that is just a bare JSON object (the call itself) leaves no thought."""
-    rest = re.sub(r"<tool_call>.*?(?:</tool_call>|$)", "", text, flags=re.DOTALL).strip()
+    """The thought of a turn that calls tools: the text before its first ``<tool_call>`` block (the
+    one tool-call parser, :func:`agentrag.protocol.parse_tool_calls`); a reply that is just a bare
+    JSON call leaves no thought."""
+    if "<tool_call>" in text:
+        return text[: text.find("<tool_call>")].strip()
+    rest = text.strip()
     if rest.startswith("{") and rest.endswith("}"):
-        try:
-            json.loads(rest)
-        except json.JSONDecodeError:
-            return rest
-        return ""
+        return "" if parse_tool_calls(rest).calls else rest
     return rest
 
 

@@ -8,6 +8,11 @@ comparisons) or ``<answer>…</answer>``. Its observations are the executor's an
 Executor turn (one sub-question, an indexed list of evidence): ``<think>…</think>
 <select>[i, …]</select> <answer>one declarative sentence</answer>``.
 
+Both roles' outputs are parsed by the one protocol parser (:mod:`agentrag.protocol`): the
+planner's step ends at the first ``</action>`` or ``</answer>``, the executor's at the first
+``</answer>``; an unclosed, mis-cased or nested tag, or an ``<answer>`` followed by an action,
+makes a malformed turn (``error`` names the reason), never a search or an answer.
+
 Shared by the agent (inference) and the EviPath synthesizer (training data), so the data
 trains exactly the protocol the agent runs.
 """
@@ -17,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agentrag.agents.tools import neutralize_tags
+from agentrag.protocol import ParsedTurn, neutralize_tags, parse_turn
 
 PLANNER_SYSTEM = (
     "You answer a complex question by planning and searching step by step.\n"
@@ -49,9 +54,22 @@ _INDEX = re.compile(r"\d+")
 
 
 def tag(text: str, name: str) -> str | None:
-    """Content of the first ``<name>…</name>`` (an unclosed tag runs to the end), or None."""
-    m = re.search(rf"<{name}>(.*?)(?:</{name}>|$)", text, flags=re.DOTALL)
-    return m.group(1).strip() if m else None
+    """Content of the first closed ``<name>…</name>`` of ``text`` when ``text`` is a well-formed
+    turn with that tag (:func:`agentrag.protocol.parse_turn`), else None."""
+    turn = parse_turn(text, actions=(name,))
+    return turn.content if turn.action == name else None
+
+
+def planner_turn(text: str) -> ParsedTurn:
+    """A planner output under the protocol parser: ``<action>`` or ``<answer>`` ends the step,
+    ``<think>`` precedes it."""
+    return parse_turn(text, actions=("action", "answer"), inner=("think",))
+
+
+def executor_turn(text: str) -> ParsedTurn:
+    """An executor output under the protocol parser: ``<answer>`` ends the step, ``<think>`` and
+    ``<select>`` precede it."""
+    return parse_turn(text, actions=("answer",), inner=("think", "select"))
 
 
 @dataclass
@@ -77,10 +95,14 @@ def parse_searches(action: str) -> list[str]:
 
 
 def parse_planner(text: str) -> PlannerTurn:
-    """Parse one planner turn. An answer wins over an action only when there is no action."""
-    thought = tag(text, "think") or ""
-    action = tag(text, "action")
-    answer = tag(text, "answer")
+    """Parse one planner turn: the action or answer it opens first ends it (a malformed turn is an
+    ``error`` naming the reason)."""
+    turn = planner_turn(text)
+    thought = turn.first("think") or ""
+    if turn.malformed is not None:
+        return PlannerTurn(thought=thought, error=f"malformed turn: {turn.malformed}")
+    action = turn.content if turn.action == "action" else None
+    answer = turn.content if turn.action == "answer" else None
     if action is not None:
         searches = parse_searches(action)
         if searches:
@@ -132,9 +154,14 @@ def parse_select(text: str | None) -> list[int] | None:
 
 
 def parse_executor(text: str) -> ExecutorTurn:
-    thought = tag(text, "think") or ""
-    select = parse_select(tag(text, "select"))
-    answer = tag(text, "answer")
+    """Parse one executor turn (its step ends at the first ``</answer>``; a malformed turn is an
+    ``error`` naming the reason)."""
+    turn = executor_turn(text)
+    thought = turn.first("think") or ""
+    if turn.malformed is not None:
+        return ExecutorTurn(thought=thought, error=f"malformed turn: {turn.malformed}")
+    select = parse_select(turn.first("select"))
+    answer = turn.content if turn.action == "answer" else None
     error = None
     if answer is None or not answer:
         error = "no <answer> in the executor output"
@@ -150,5 +177,6 @@ def render_executor_turn(thought: str, select: list[int], answer: str) -> str:
 
 
 __all__ = ["PLANNER_SYSTEM", "EXECUTOR_SYSTEM", "NO_INFORMATION", "PlannerTurn", "ExecutorTurn", "tag",
+           "planner_turn", "executor_turn",
            "parse_searches", "parse_planner", "parse_executor", "parse_select", "render_planner_turn",
            "render_observation", "render_evidence", "executor_user", "render_executor_turn"]

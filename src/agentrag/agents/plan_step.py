@@ -145,6 +145,7 @@ class PlanStepAgent(BaseAgent):
         messages = [Message(role="system", content=PLAN_SYSTEM),
                     Message(role="user", content=PLAN_USER.format(question=item.question))]
         traj.messages = messages
+        traj.metadata["tools"] = tools  # what the model was offered (the SFT export lists it)
         plan = self.chat(messages)
         traj.steps.append(self.step(plan, error=plan.error))
         traj.metadata["plan"] = plan.text

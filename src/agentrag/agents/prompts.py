@@ -105,5 +105,21 @@ SEARCH_R1_INVALID = (
 __all__ = [
     "REACT_SYSTEM", "REACT_NO_TAGS", "REACT_FORCE_ANSWER", "EMPTY_REPLY", "PLAN_SYSTEM", "PLAN_USER", "STEP_USER",
     "REASONING_SYSTEM", "REASONING_USER", "FORCE_ANSWER", "GROUNDING_SYSTEM",
-    "GROUNDING_USER", "SEARCH_R1_USER", "SEARCH_R1_INVALID",
+    "GROUNDING_USER", "SEARCH_R1_USER", "SEARCH_R1_INVALID", "read_prompt_template",
 ]
+
+
+def read_prompt_template(path: str) -> str:
+    """The prompt template in the text file ``path`` (one ``{question}`` field, filled by plain
+    replacement, so other braces need no escaping). A ValueError names what is wrong."""
+    from pathlib import Path
+
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read the prompt template {path!r} ({exc}); give a UTF-8 text file") from None
+    if "{question}" not in text:
+        raise ValueError(f"the prompt template {path!r} has no {{question}} field; write {{question}} where the "
+                         "question goes")
+    return text

@@ -7,7 +7,8 @@ call with bad JSON or bad arguments, an unknown tool, an empty reply, and, with
 observation and count toward ``max_steps``; ``max_format_errors`` of them in a row end the run
 with ``parse_error``. ``<answer></answer>`` with nothing inside ends it with ``no_answer``, and so
 does (by default, ``untagged_answer="no_answer"``) a text reply with neither a tool call nor
-answer tags: the prediction only ever comes from the answer tags (or a JSON ``{"answer": ...}``
+answer tags. A malformed answer (:mod:`agentrag.protocol`: an unclosed, mis-cased or nested
+``<answer>``, a second one after the first) is never an answer: it is fed back as a format error; the prediction only ever comes from the answer tags (or a JSON ``{"answer": ...}``
 reply), never from free text, which may be a document the model copied back (documents reach
 the model with protocol tags escaped). With ``force_answer`` (the default) the last of the
 ``max_steps`` turns offers no tools and asks for the answer; no answer there ends the run with
@@ -22,12 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentrag.agents.base import ToolResult
 from agentrag.agents.config import ReactConfig
-from agentrag.agents.loop import BaseAgent, extract_tag, strip_tool_call_text
+from agentrag.agents.loop import BaseAgent, strip_tool_call_text
 from agentrag.agents.messages import step_to_messages
 from agentrag.agents.prompts import EMPTY_REPLY, REACT_FORCE_ANSWER, REACT_NO_TAGS, REACT_SYSTEM
 from agentrag.agents.tools import json_answer, tool_calls_from_text
 from agentrag.errors import ParseError
 from agentrag.llm.structured import parse_structured, response_format
+from agentrag.protocol import parse_turn
 from agentrag.records import Message, QAItem, Step, Trajectory
 
 
@@ -62,6 +64,7 @@ class ReactAgent(BaseAgent):
         messages = [Message(role="system", content=system),
                     Message(role="user", content=item.question)]
         traj.messages = messages
+        traj.metadata["tools"] = [tool.schema]  # what the model was offered (the SFT export lists it)
         errors_in_a_row = 0
         for turn_index in range(cfg.max_steps):
             if cfg.force_answer and cfg.max_steps >= 2 and turn_index == cfg.max_steps - 1:
@@ -94,16 +97,18 @@ class ReactAgent(BaseAgent):
                 step = self.step(turn, error=text_error,
                                  observation=f"Error: {text_error}. Call the tool with valid JSON arguments.")
             else:
-                answer = _explicit_answer(text)
+                answer, why = _explicit_answer(text)
                 if answer is not None:
                     self._finish(traj, messages, self.step(turn), answer)
                     return
-                if text.strip() and cfg.untagged_answer == "no_answer":
+                if why is None and text.strip() and cfg.untagged_answer == "no_answer":
                     self._finish(traj, messages, self.step(turn, error="no tool call and no <answer> tags"), "")
                     return
-                error = "no tool call and no <answer> tags" if text.strip() else "empty reply"
+                # a malformed answer is never an answer: the model is told and tries again
+                error = (f"malformed turn: {why}" if why else
+                         "no tool call and no <answer> tags" if text.strip() else "empty reply")
                 feedback = REACT_NO_TAGS.format(tool=tool.name) if text.strip() else EMPTY_REPLY
-                step = self.step(turn, error=error, observation=feedback)
+                step = self.step(turn, error=error, observation=f"Error: {error}. {feedback}" if why else feedback)
             traj.steps.append(step)
             messages.extend(step_to_messages(step, len(traj.steps) - 1))
             malformed = step.error is not None and not step.hits and not _retrieval_failure(step)
@@ -127,7 +132,8 @@ class ReactAgent(BaseAgent):
         elif self.config.forced_answer_format == "json":
             answer, invalid = _json_answer(text)
         else:
-            answer = _explicit_answer(text)
+            answer, malformed = _explicit_answer(text)
+            invalid = f"malformed turn: {malformed}" if malformed else None
         if answer is not None:
             self._finish(traj, messages, self.step(turn), answer)
             return
@@ -145,17 +151,26 @@ class ReactAgent(BaseAgent):
         traj.finish_reason = "answered" if answer else "no_answer"
 
 
-def _explicit_answer(text: str) -> str | None:
-    """The answer inside <answer> tags, or of a JSON ``{"answer": ...}`` reply; else None."""
-    answer = extract_tag(text, "answer")
-    return answer if answer is not None else json_answer(text)
+def _explicit_answer(text: str) -> tuple[str | None, str | None]:
+    """``(answer, None)``: the answer inside <answer> tags (the one protocol parser: the first
+    closed one; text after it is not part of the turn), or of a JSON ``{"answer": ...}`` reply;
+    ``(None, reason)`` for a malformed turn (an unclosed, mis-cased or nested tag, a second answer);
+    ``(None, None)`` when there is neither."""
+    turn = parse_turn(text, actions=("answer",))
+    if turn.malformed is not None:
+        return None, turn.malformed
+    if turn.action == "answer":
+        return turn.content, None
+    return json_answer(text), None
 
 
 def _json_answer(text: str) -> tuple[str | None, str | None]:
     """(answer, None) from <answer> tags or a valid :class:`FinalAnswer` reply; else (None, why)."""
-    answer = extract_tag(text, "answer")
-    if answer is not None:
-        return answer, None
+    turn = parse_turn(text, actions=("answer",))
+    if turn.malformed is not None:
+        return None, f"malformed turn: {turn.malformed}"
+    if turn.action == "answer":
+        return turn.content, None
     try:
         return parse_structured(text, FinalAnswer).answer.strip(), None
     except ParseError as exc:

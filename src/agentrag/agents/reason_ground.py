@@ -5,9 +5,13 @@ everything produced so far, y<i (Algorithm 1 line 4); the Grounding stage sees x
 retrieved documents (line 6). Every output y_i is appended to y and then checked in the
 algorithm's order, whatever the stage (lines 9-18): a ``<query>`` (the first one; the output is
 cut after its ``</query>``, and generation stops there) calls the retriever and moves to
-Grounding (an empty ``<query>`` moves to Grounding too, with no documents); else an ``<answer>`` ends the run (Terminal); else an ``<evidence>`` moves back to
-Reasoning; an output with none of them leaves the stage unchanged (the round is spent;
-``Step.error`` says so). Retrieved documents reach the model verbatim except that protocol tags
+Grounding (an empty ``<query>`` moves to Grounding too, with no documents); else an ``<answer>``
+ends the run (Terminal); else an ``<evidence>`` moves back to Reasoning; an output with none of
+them leaves the stage unchanged (the round is spent; ``Step.error`` says so). Outputs are parsed by
+the one protocol parser (:mod:`agentrag.protocol`): the step ends at the first closing tag of its
+action (text after it is not part of y); an unclosed, mis-cased or nested tag, or an ``<answer>``
+followed by a ``<query>``, is a malformed round (``Step.error`` ``malformed turn: <reason>``; only
+the text before its first tag joins y), never a query or an answer. Retrieved documents reach the model verbatim except that protocol tags
 inside them are escaped (a document cannot write ``<answer>`` for the model).
 
 After N rounds without an answer, Algorithm 1 returns y unanswered (finish ``max_steps``). With
@@ -39,31 +43,37 @@ from agentrag.agents.prompts import (
     REASONING_USER,
 )
 from agentrag.agents.tools import NO_DOCUMENTS, RetrievalTool
+from agentrag.protocol import ParsedTurn, parse_turn
 from agentrag.records import Message, QAItem, ToolCall, Trajectory
 
 SEARCH_ACTION = "search"
 QUERY_STOP = "</query>"
 Stage = Literal["reasoning", "grounding", "terminal"]
-Detected = Literal["query", "answer", "evidence", "none"]
+Detected = Literal["query", "answer", "evidence", "none", "malformed"]
 
-_FIRST = {tag: re.compile(rf"<{tag}>(.*?)(?:</{tag}>|$)", re.DOTALL) for tag in ("query", "answer", "evidence")}
+#: reason_ground's tags under the one protocol parser: a ``<query>`` or an ``<answer>`` ends the step
+#: (generation stops at ``</query>``: an open query at the end of a stopped output is closed there);
+#: an ``<evidence>`` is the action when neither is taken
+TAGS = {"actions": ("query", "answer"), "inner": ("evidence",), "fallback": "evidence", "closed_by_stop": ("query",)}
 
 
-def detect(text: str) -> tuple[Detected, str | None, str]:
-    """Algorithm 1's checks on one output, in its order: ``<query>`` (the first one), then
-    ``<answer>``, then ``<evidence>``. Returns ``(kind, content, y_i)``; ``y_i`` is the output as
-    appended to y (cut right after the first ``</query>``; an unclosed one is closed)."""
-    m = _FIRST["query"].search(text)
-    if m is not None:
-        cut = text[:m.end()]
-        if not cut.endswith(QUERY_STOP):
-            cut += QUERY_STOP
-        return "query", m.group(1).strip(), cut
-    for tag in ("answer", "evidence"):
-        m = _FIRST[tag].search(text)
-        if m is not None:
-            return tag, m.group(1).strip(), text  # type: ignore[return-value]
-    return "none", None, text
+def parse_output(text: str, *, stopped: bool = True) -> ParsedTurn:
+    """One round's output under the protocol parser (:func:`agentrag.protocol.parse_turn` with
+    :data:`TAGS`); ``stopped``: generation ended by a stop (not the token limit), so an open
+    ``<query>`` at the end was cut at its ``</query>``."""
+    return parse_turn(text.strip(), stopped=stopped, **TAGS)  # type: ignore[arg-type]
+
+
+def detect(text: str, *, stopped: bool = True) -> tuple[Detected, str | None, str]:
+    """Algorithm 1's checks on one output, in its order: ``<query>``, then ``<answer>``, then
+    ``<evidence>`` (:func:`parse_output`: the step ends at the first ``</query>`` or ``</answer>``,
+    an unclosed query cut by the stop sequence is closed). Returns ``(kind, content, y_i)``; ``y_i``
+    is the output as appended to y (the step; for a malformed output, ``kind`` ``"malformed"``, only
+    the text before its first tag)."""
+    turn = parse_output(text, stopped=stopped)
+    if turn.malformed is not None:
+        return "malformed", None, turn.lead
+    return (turn.action or "none"), turn.content, turn.text  # type: ignore[return-value]
 
 
 @dataclass
@@ -99,27 +109,30 @@ def stage_messages(question: str, y: list[str], stage: str, query: str = "", doc
 
 
 def parse_action(text: str, stage: str, *, forced: bool = False,
-                 accept_untagged_answer: bool = False) -> tuple[str | None, str | None]:
+                 accept_untagged_answer: bool = False, stopped: bool = True) -> tuple[str | None, str | None]:
     """The action of one round's output, in Algorithm 1's order whatever ``stage`` is (see
     :func:`detect`): ``("query", q)`` (the first ``<query>``, not in a forced round; ``q`` may be
     empty: the run still moves to Grounding, with no documents),
     ``("answer", a)`` (``a`` may be empty), ``("evidence", e)`` (not in a forced round), or
-    ``(None, None)``. ``accept_untagged_answer`` takes a forced round's untagged text as its
-    answer (off in the agent; an option of the ReasonRAG tree for models that ignore the tags)."""
+    ``(None, None)`` (and always for a malformed output). ``accept_untagged_answer`` takes a forced
+    round's untagged text as its answer (off in the agent; an option of the ReasonRAG tree for
+    models that ignore the tags)."""
     del stage  # kept in the signature: the checks do not depend on it (Algorithm 1 lines 9-18)
-    kind, content, _ = detect(text)
-    if kind == "query" and not forced:
-        return "query", content or ""
-    if kind in ("query", "evidence", "none"):
-        answer = _FIRST["answer"].search(text)  # a forced round: an answer after a query still counts
-        if forced and answer is not None:
-            return "answer", answer.group(1).strip()
-        if kind == "evidence" and not forced:
-            return "evidence", content
-        if forced and accept_untagged_answer and text.strip():
-            return "answer", untagged_answer(text)
+    return _action_of(parse_output(text, stopped=stopped), forced, accept_untagged_answer)
+
+
+def _action_of(turn: ParsedTurn, forced: bool, accept_untagged_answer: bool) -> tuple[str | None, str | None]:
+    if turn.malformed is not None:
         return None, None
-    return "answer", content
+    if turn.action == "answer":
+        return "answer", turn.content
+    if not forced and turn.action == "query":
+        return "query", turn.content or ""
+    if not forced and turn.action == "evidence":
+        return "evidence", turn.content
+    if forced and accept_untagged_answer and turn.text:
+        return "answer", untagged_answer(turn.text)
+    return None, None
 
 
 def untagged_answer(text: str) -> str:
@@ -142,21 +155,25 @@ def apply_stop(text: str) -> str:
 @dataclass(frozen=True)
 class ParsedStep:
     """One round's output as the agent keeps it: what :func:`detect` found, the action and its
-    content (:func:`parse_action`), and ``text``, the step y_i appended to y (cut at the stop)."""
+    content (:func:`parse_action`), ``text``, the step y_i appended to y (cut at the end of its
+    action; a malformed output's text before its first tag), and why the output is malformed."""
 
     kind: Detected
     action: str | None
     content: str | None
     text: str
+    malformed: str | None = None
 
 
-def parse_step(raw: str, *, forced: bool = False, accept_untagged_answer: bool = False) -> ParsedStep:
+def parse_step(raw: str, *, forced: bool = False, accept_untagged_answer: bool = False,
+               stopped: bool = True) -> ParsedStep:
     """One round's raw output -> the step y_i and its action, the one place the agent and the
     ReasonRAG tree cut and parse steps (so the tree's steps are exactly the agent's)."""
-    text = apply_stop(raw).strip()
-    kind, _, y_i = detect(text)
-    action, content = parse_action(text, "", forced=forced, accept_untagged_answer=accept_untagged_answer)
-    return ParsedStep(kind, action, content, y_i.strip())
+    turn = parse_output(raw, stopped=stopped)
+    action, content = _action_of(turn, forced, accept_untagged_answer)
+    if turn.malformed is not None:
+        return ParsedStep("malformed", None, None, turn.lead, turn.malformed)
+    return ParsedStep(turn.action or "none", action, content, turn.text)  # type: ignore[arg-type]
 
 
 def forced_round(rounds_done: int, stage: str, max_rounds: int) -> bool:
@@ -197,14 +214,18 @@ class ReasonGroundAgent(BaseAgent):
 
     def round(self, state: GroundingState, traj: Trajectory, tool: RetrievalTool, *, forced: bool = False) -> bool:
         """One round of Algorithm 1 on ``state`` (appends a step to ``traj``); True when it ended
-        the run (an answer, or the forced round's outcome)."""
+        the run (an answer, or the forced round's outcome). The index of a forced round's step is
+        ``traj.metadata["forced_round"]`` (the SFT export rebuilds each round's request)."""
+        if forced:
+            traj.metadata["forced_round"] = len(traj.steps)
         turn = self.chat(state.messages(forced), stop=[QUERY_STOP])
         if turn.error is not None:
             traj.steps.append(self.step(turn, error=turn.error))
             if forced:
                 traj.finish_reason = "no_answer"
             return forced
-        step = parse_step(turn.text, forced=forced)
+        stopped = turn.completion is None or turn.completion.finish_reason != "length"
+        step = parse_step(turn.text, forced=forced, stopped=stopped)
         kind, action, content, y_i = step.kind, step.action, step.content, step.text
         state.y.append(y_i)
         if action == "query":
@@ -220,7 +241,8 @@ class ReasonGroundAgent(BaseAgent):
             traj.steps.append(self.step(turn, thought=y_i))
             state.stage = "reasoning"
             return False
-        error = ("the forced final round gave no <answer>" if forced
+        error = (f"malformed turn: {step.malformed}" if step.malformed
+                 else "the forced final round gave no <answer>" if forced
                  else "no <query>, <answer> or <evidence> in the output")
         traj.steps.append(self.step(turn, thought=y_i, error=error))
         if forced:
@@ -244,4 +266,5 @@ class ReasonGroundAgent(BaseAgent):
 
 
 __all__ = ["ReasonGroundAgent", "GroundingState", "detect", "SEARCH_ACTION", "stage_messages", "parse_action",
-           "untagged_answer", "apply_stop", "ParsedStep", "parse_step", "QUERY_STOP", "forced_round"]
+           "untagged_answer", "apply_stop", "ParsedStep", "parse_step", "QUERY_STOP", "forced_round", "parse_output",
+           "TAGS"]

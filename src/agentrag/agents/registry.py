@@ -31,11 +31,13 @@ AGENTS: dict[str, type[BaseAgent]] = {
 }
 
 
-def agent_config(name: str, **config: Any) -> AgentConfig:
-    """The typed config of agent ``name`` from keyword values (typos fail, listing valid keys)."""
+def agent_config(name: str, *, source: str | None = None, prefix: str = "", **config: Any) -> AgentConfig:
+    """The typed config of agent ``name`` from keyword values (typos fail, listing valid keys).
+    ``source`` and ``prefix`` say where the values came from in an error (e.g. ``"run.yaml"`` and
+    ``"agent_config."`` for the ``agent_config`` section of an eval config)."""
     if name not in AGENTS:
         raise UserError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}")
-    return load_config(AGENTS[name].config_class, base=config)
+    return load_config(AGENTS[name].config_class, base=config, source=source, prefix=prefix)
 
 
 def build_agent(name: str, llm: LLM, retriever: Retriever | NavigationPolicy,

@@ -8,28 +8,28 @@ the user prompt plus the stream so far as one assistant message, and ``Trajector
 ends with that message (``metadata["stream"]`` holds it too).
 
 Tags are parsed from model-generated segments only, never from inserted documents (where
-protocol tags are escaped anyway). Text inside ``<think>`` is not an action. The first closed
-``<search>`` or ``<answer>`` decides the action (as in Search-R1); the answer is the last closed
-``<answer>...</answer>`` of that output (an unclosed one is no answer). A turn with neither gets
-the "invalid action" note in the stream and counts toward ``max_steps``; ``max_format_errors``
-of them in a row end with ``parse_error``; an empty ``<answer></answer>`` ends with ``no_answer``.
+protocol tags and control tokens are escaped anyway), by the one protocol parser
+(:mod:`agentrag.protocol`). Text inside ``<think>`` is not an action. The first ``<search>`` or
+``<answer>`` opened decides the action (as in Search-R1) and the step ends at its first closing tag
+(text after it never joins the stream). An unclosed (other than a search cut by the stop
+sequence), mis-cased or nested tag, or an ``<answer>`` followed by another action, is a malformed
+turn; it and a turn with neither tag get the "invalid action" note in the stream and count toward
+``max_steps``; ``max_format_errors`` of them in a row end with ``parse_error``; an empty
+``<answer></answer>`` ends with ``no_answer``.
 """
 
 from __future__ import annotations
 
-import re
 import time
 
 from agentrag.agents.config import SearchR1Config
 from agentrag.agents.loop import BaseAgent
-from agentrag.agents.prompts import SEARCH_R1_INVALID, SEARCH_R1_USER
+from agentrag.agents.prompts import SEARCH_R1_INVALID, SEARCH_R1_USER, read_prompt_template
 from agentrag.agents.tools import NO_DOCUMENTS, neutralize_tags
+from agentrag.protocol import ParsedTurn, parse_turn
 from agentrag.records import Hit, Message, QAItem, ToolCall, Trajectory
 
 SEARCH_ACTION = "search"
-_ACTION = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
-_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
 
 
 def search_r1_documents(hits: list[Hit]) -> str:
@@ -44,23 +44,22 @@ def information_block(observation: str) -> str:
     return f"\n\n<information>{observation.strip()}</information>\n\n"
 
 
-def _outside_think(text: str) -> str:
-    """``text`` with every ``<think>`` block (an unclosed last one to the end) blanked out,
-    positions kept."""
-    return _THINK.sub(lambda m: " " * len(m.group(0)), text)
+def parse_turn_text(text: str, *, stopped: bool = True) -> ParsedTurn:
+    """One model output under the protocol parser: ``<search>`` and ``<answer>`` end the step
+    (an open ``<search>`` at the end of a ``stopped`` output was cut at its ``</search>``), and
+    ``<think>`` blocks are not parsed."""
+    return parse_turn(text, actions=("search", "answer"), closed_by_stop=("search",), stopped=stopped,
+                      blank_think=True)
 
 
 def parse_action(text: str) -> tuple[str | None, str, int]:
     """The action of one model output: ``("search", query, end)``, ``("answer", answer, end)`` or
-    ``(None, "", len(text))``; ``end`` is where the action's closing tag ends."""
-    visible = _outside_think(text)
-    m = _ACTION.search(visible)
-    if m is None:
+    ``(None, "", len(text))`` (also for a malformed turn); ``end`` is where the action's closing tag
+    ends (past the end of ``text`` when a stopped search is closed)."""
+    turn = parse_turn_text(text)
+    if turn.action is None:
         return None, "", len(text)
-    if m.group(1) == "search":
-        return "search", m.group(2).strip(), m.end()
-    last = list(_ANSWER.finditer(visible))[-1]
-    return "answer", last.group(1).strip(), last.end()
+    return turn.action, turn.content or "", turn.end
 
 
 class SearchR1Agent(BaseAgent):
@@ -73,7 +72,9 @@ class SearchR1Agent(BaseAgent):
     def _run(self, item: QAItem, traj: Trajectory) -> None:
         cfg = self.config
         tool = self.new_tool(SEARCH_ACTION, traj=traj)
-        prompt = Message(role="user", content=SEARCH_R1_USER.format(question=item.question))
+        template = read_prompt_template(cfg.prompt_template) if cfg.prompt_template else None
+        prompt = Message(role="user", content=template.replace("{question}", item.question) if template
+                         else SEARCH_R1_USER.format(question=item.question))
         traj.messages = [prompt]
         stream = ""
         errors_in_a_row = 0
@@ -82,10 +83,12 @@ class SearchR1Agent(BaseAgent):
                 messages = [prompt] + ([Message(role="assistant", content=stream)] if stream else [])
                 turn = self.chat(messages, stop=["</search>"])
                 text = turn.text
-                # the stop string is not returned: close an open search tag
-                if _outside_think(text).rfind("<search>") > text.rfind("</search>"):
+                stopped = turn.completion is None or turn.completion.finish_reason != "length"
+                parsed = parse_turn_text(text, stopped=stopped) if turn.error is None else None
+                if parsed is not None and parsed.closed_by_stop:  # the stop string is not returned: close it
                     text += "</search>"
-                kind, value, end = parse_action(text) if turn.error is None else (None, "", len(text))
+                kind = parsed.action if parsed is not None else None
+                value, end = (parsed.content or "", parsed.end) if parsed is not None else ("", len(text))
                 if kind == "answer":
                     stream += text[:end]
                     traj.steps.append(self.step(turn, thought=text[:end]))
@@ -105,8 +108,9 @@ class SearchR1Agent(BaseAgent):
                     step.latency += time.perf_counter() - t0
                     feedback = information_block(observation)
                 else:
+                    why = parsed.malformed if parsed is not None else None
                     step = self.step(turn, thought=text, observation=SEARCH_R1_INVALID,
-                                     error=turn.error or "no <search> or <answer>")
+                                     error=turn.error or (f"malformed turn: {why}" if why else "no <search> or <answer>"))
                     feedback = f"\n{SEARCH_R1_INVALID}\n"
                 traj.steps.append(step)
                 stream += text + feedback
@@ -121,4 +125,4 @@ class SearchR1Agent(BaseAgent):
                 traj.messages = [prompt, Message(role="assistant", content=stream)]
 
 
-__all__ = ["SearchR1Agent", "information_block", "parse_action", "search_r1_documents"]
+__all__ = ["SearchR1Agent", "information_block", "parse_action", "parse_turn_text", "search_r1_documents"]

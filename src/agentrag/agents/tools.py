@@ -8,8 +8,10 @@ with ``is_retryable`` (the server is down, 5xx after the client's retries) and a
 :class:`~agentrag.errors.UserError` such as an :class:`~agentrag.errors.EndpointError` (a
 401/403/404 from the retrieval server) propagate out of the tool, so the item stays unfinished or
 the run stops; any other retrieval error goes back to the model as an error observation.
-Documents cannot speak the protocol: :func:`neutralize_tags` escapes the protocol tags of the
-tag-based agents and the text-answer marker ``Final_Answer:`` (plan_step) inside retrieved text,
+Documents cannot speak the protocol: chat-template control tokens (``<|im_end|>``, ``</s>`` ...)
+inside retrieved text are always neutralised (:func:`agentrag.protocol.neutralize_control_tokens`),
+so a document cannot forge a turn; with ``neutralize`` :func:`neutralize_tags` also escapes the
+protocol tags of the tag-based agents and the text-answer marker ``Final_Answer:`` (plan_step),
 so a model that copies a document back cannot end a run or call a tool with the document's
 words (the rest of the text reaches the model verbatim).
 """
@@ -17,35 +19,17 @@ words (the rest of the text reaches the model verbatim).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from agentrag.agents.base import NavigationPolicy, ToolResult
 from agentrag.errors import RetrievalError, UserError
+from agentrag.protocol import PROTOCOL_TAGS, neutralize_control_tokens, neutralize_tags, parse_tool_calls
 from agentrag.records import Hit, ToolCall
 
 SEARCH_TOOL = "dense_search"
 NO_DOCUMENTS = "No documents found."
 #: bound on string arguments, so schema-constrained decoding (embedded backend) always terminates
 QUERY_MAX_CHARS = 200
-#: the tags the tag-based protocols parse from model output (reason_ground, search_r1, react answers,
-#: planner_executor's planner and executor)
-PROTOCOL_TAGS = ("answer", "search", "information", "think", "query", "evidence", "tool_call", "tool_response",
-                 "action", "select")
-_PROTOCOL_TAG_RE = re.compile(r"<\s*(/?)\s*(" + "|".join(PROTOCOL_TAGS) + r")\s*>", re.IGNORECASE)
-#: the text-answer marker plan_step parses (``Final_Answer: X``, ``Final Answer: X``)
-_ANSWER_MARKER_RE = re.compile(r"(Final[_ ]Answer\**\s*)([:：])", re.IGNORECASE)
-
-
-def neutralize_tags(text: str) -> str:
-    """``text`` with every protocol tag (``<answer>``, ``</information>``, ``<query>`` ...) written
-    as ``&lt;answer&gt;`` etc., and the colon of a ``Final_Answer:`` marker as ``&#58;``, so a
-    retrieved document cannot open or close a protocol segment or state a final answer.
-    Everything else is left verbatim."""
-    text = _PROTOCOL_TAG_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}&gt;", text)
-    return _ANSWER_MARKER_RE.sub(lambda m: f"{m.group(1)}&#58;", text)
-
-
 def search_tool_schema(name: str = SEARCH_TOOL, default_k: int = 5, max_k: int | None = 20) -> dict[str, Any]:
     """The OpenAI function-tool schema of the dense retrieval tool (arguments ``query``, ``top_k``)."""
     return {
@@ -83,7 +67,8 @@ def _k_schema(description: str, max_k: int | None) -> dict[str, Any]:
 
 def format_documents(hits: list[Hit], *, neutralize: bool = False, doc_chars: int | None = None) -> str:
     """Documents as the model sees them: ``Doc i (Title: t) text``, one a line, no source KB
-    (``neutralize`` escapes protocol tags inside them, see :func:`neutralize_tags`; ``doc_chars``
+    (control tokens always neutralised; ``neutralize`` also escapes protocol tags inside them, see
+    :func:`neutralize_tags`; ``doc_chars``
     cuts each text at a word boundary and marks the cut with ``...``)."""
     if not hits:
         return NO_DOCUMENTS
@@ -92,7 +77,7 @@ def format_documents(hits: list[Hit], *, neutralize: bool = False, doc_chars: in
         text = clip_text(" ".join(h.text.split()), doc_chars)
         lines.append(f"Doc {i} (Title: {h.title}) {text}" if h.title else f"Doc {i} {text}")
     out = "\n".join(lines)
-    return neutralize_tags(out) if neutralize else out
+    return neutralize_tags(out) if neutralize else neutralize_control_tokens(out)
 
 
 def clip_text(text: str, max_chars: int | None) -> str:
@@ -189,53 +174,14 @@ def _failure(message: str) -> ToolResult:
     return ToolResult(observation=f"Error: {message}", error=message)
 
 
-_TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
-
-
 def tool_calls_from_text(text: str) -> tuple[list[ToolCall], str | None]:
-    """Tool calls written as text: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
-    blocks (what chat templates render when a server has no tool parser), or a reply that is one
-    bare JSON object with a ``name``. Returns ``(calls, error)``; ``error`` names the first block
-    that is not valid JSON of that shape (a reply that starts like JSON but does not parse, e.g.
-    cut off by ``max_tokens``, is such an error). A JSON ``{"answer": ...}`` is not a call."""
-    if "<tool_call>" not in text:
-        stripped = text.strip()
-        if not stripped.startswith("{"):
-            return [], None
-        try:
-            obj = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            return [], f"reply {stripped[:200]!r} starts like JSON but is not valid JSON ({exc.msg})"
-        if not isinstance(obj, dict) or "name" not in obj or "answer" in obj:
-            return [], None
-        call, error = _call_from_json(obj, stripped, 0)
-        return ([call] if call else []), error
-    calls: list[ToolCall] = []
-    for i, m in enumerate(_TOOL_CALL_RE.finditer(text)):
-        body = m.group(1).strip()
-        try:
-            obj = json.loads(body)
-        except json.JSONDecodeError as exc:
-            return calls, f"tool call {body[:200]!r} is not valid JSON ({exc.msg})"
-        call, error = _call_from_json(obj, body, i)
-        if call is None:
-            return calls, error
-        calls.append(call)
-    return calls, None
-
-
-def _call_from_json(obj: Any, body: str, index: int) -> tuple[ToolCall | None, str | None]:
-    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-        return None, f"tool call {body[:200]!r} needs a string 'name' and an 'arguments' object"
-    args = obj.get("arguments", {})
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError as exc:
-            return None, f"arguments {args[:200]!r} are not valid JSON ({exc.msg})"
-    if not isinstance(args, dict):
-        return None, f"arguments {args!r} must be a JSON object"
-    return ToolCall(id=f"text_call_{index}", name=obj["name"], arguments=args), None
+    """Tool calls written as text (:func:`agentrag.protocol.parse_tool_calls`, the one parser the
+    backends use too): ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks or a
+    reply that is one JSON object naming a tool. Returns ``(calls, error)``; ``error`` names the
+    first block that is not valid JSON of that shape (a reply that starts like JSON but does not
+    parse, e.g. cut off by ``max_tokens``, is such an error). A JSON ``{"answer": ...}`` is not a call."""
+    found = parse_tool_calls(text, id_prefix="text_call_")
+    return found.calls, found.error
 
 
 def json_answer(text: str) -> str | None:

@@ -26,6 +26,8 @@ from agentrag.errors import (
     EXIT_UNFINISHED,
     AgentRagError,
     UserError,
+    is_disk_error,
+    storage_error,
 )
 from agentrag.exec import Progress
 
@@ -105,14 +107,20 @@ def need_out(out: Path | None) -> Path:
 
 
 def setup_logging(verbose: bool = False) -> None:
-    """Configure logging once, for the CLI only (the library never configures logging)."""
+    """Configure logging once, for the CLI only (the library never configures logging).
+
+    By default agentrag's own loggers print INFO and every other library only its warnings (an
+    HTTP client's line per request, a model loader's progress are noise); ``--verbose`` prints
+    DEBUG from agentrag and INFO from the libraries."""
     level = logging.DEBUG if verbose else logging.INFO
     handler = RichHandler(console=err_console, show_path=False, rich_tracebacks=False)
     # the handler's own level: a library logger set to DEBUG by its package still prints nothing
     # below INFO unless --verbose
     handler.setLevel(level)
-    logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]", handlers=[handler], force=True)
-    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "faiss", "filelock",
+    libraries = logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=libraries, format="%(message)s", datefmt="[%X]", handlers=[handler], force=True)
+    logging.getLogger("agentrag").setLevel(level)
+    for noisy in ("httpx", "httpx2", "httpcore", "urllib3", "sentence_transformers", "faiss", "filelock",
                   "transformers", "bm25s", "openai"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -134,7 +142,10 @@ def user_errors() -> Iterator[None]:
     traceback): 2 for bad input or configuration (a 401/404 endpoint, an unwritable --out
     included), 1 for a bug, 3 for a first Ctrl-C (finished items kept), 130 for a second. See docs/concepts.md, "Exit codes"."""
     try:
-        yield
+        try:
+            yield
+        finally:
+            _flush_llm_caches()
     except UserError as exc:
         from agentrag.cli.checks import csv_hint
 
@@ -149,6 +160,18 @@ def user_errors() -> Iterator[None]:
         err_console.print(styled(("stopped: every finished item is kept; rerun the same command to finish the "
                                   "rest", "yellow")))
         raise typer.Exit(EXIT_UNFINISHED) from None
+    except Exception as exc:
+        if not is_disk_error(exc):  # a full or failing disk anywhere (a report, an export): one line, exit 2
+            raise
+        err_console.print(styled(("error: ", "bold red"), str(storage_error(exc))), highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+def _flush_llm_caches() -> None:
+    """Write LLM replies a failing disk did not take during the command (when it has room now)."""
+    cache = sys.modules.get("agentrag.llm.cache")
+    if cache is not None:
+        cache.flush_unsaved()
 
 
 #: Ctrl-C presses seen by :func:`install_interrupt_handler`'s handler

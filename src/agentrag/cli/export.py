@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from agentrag.cli.common import console, user_errors
-from agentrag.errors import UserError
+from agentrag.cli.common import console, err_console, styled, user_errors
+from agentrag.errors import EXIT_UNFINISHED, UserError
 from agentrag.paths import check_input_file
 
 export_app = typer.Typer(help="Export trajectories (SFT) and preference pairs (DPO) for TRL and LLaMA-Factory.",
@@ -52,6 +52,12 @@ def _tools(path: Path | None) -> list[dict[str, object]] | None:
     return tools
 
 
+def nothing_exported(why: str) -> None:
+    """An export of 0 records: a one-line reason and exit 3 (its files are written, empty)."""
+    err_console.print(styled(("nothing exported: ", "bold yellow"), why), highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_UNFINISHED)
+
+
 @export_app.command("sft")
 def sft(
     trajectories: Annotated[Path, typer.Option(
@@ -90,6 +96,13 @@ def sft(
                                    license=license)
         console.print(f"exported {summary['exported']} of {summary['trajectories']} trajectories "
                       f"({summary['skipped']} skipped) to {out}")
+        if not summary["exported"]:
+            reasons = [f"{src.filtered_out} filtered out by --where/--min-judge" if src.filtered_out else "",
+                       f"{src.without_trajectory} eval results without a trajectory" if src.without_trajectory else "",
+                       f"{summary['skipped']} did not end with an answer (--include-unanswered exports them)"
+                       if summary["skipped"] else "",
+                       "the file holds no records" if not src.rows else ""]
+            nothing_exported(", ".join(r for r in reasons if r) or "no trajectory gave a training chat")
 
 
 @export_app.command("dpo")

@@ -23,6 +23,9 @@ REASON_HINTS: dict[str, str] = {
     "same_response": "siblings wrote the same text: raise mcts.temperature or mcts.max_children",
     "answerless": "no leaf reached an answer: raise mcts.max_iter or mcts.iterations, or a stronger --llm",
     "flagged": "node outputs were flagged (did not parse): a stronger --llm, or raise mcts.max_tokens",
+    "malformed": "node outputs were malformed turns (unclosed, mis-cased or nested tags, an answer then a query): "
+                 "a stronger --llm, or raise mcts.max_tokens when tags were cut off",
+    "near_duplicate": "siblings took the same action in other words: raise mcts.temperature or mcts.max_children",
     "eq6_floor": "sub-answers too far from the evidence (gates.eq6_floor): lower it, or a stronger --llm",
     "sub_answer_unsupported": "sub-answers not supported by the evidence: a stronger --llm",
     "answer_not_supported": "answers not supported by the documents: a stronger --llm",

@@ -32,6 +32,7 @@ def resolved_eval_config(cfg: Any) -> Any:
     :data:`EMBEDDED_AGENT_BUDGET` for the keys left unset), as ``--print-config`` and
     ``config.yaml`` show it. Resolving twice changes nothing."""
     from agentrag.agents import agent_config
+    from agentrag.config import config_source
 
     given = dict(cfg.agent_config)
     fields = type(agent_config(cfg.agent)).model_fields
@@ -39,7 +40,7 @@ def resolved_eval_config(cfg: Any) -> Any:
         for key, value in EMBEDDED_AGENT_BUDGET.items():
             if key in fields and key not in given:
                 given[key] = value
-    full = agent_config(cfg.agent, **given).model_dump(mode="json")
+    full = agent_config(cfg.agent, source=config_source(cfg), prefix="agent_config.", **given).model_dump(mode="json")
     return cfg.model_copy(update={"agent_config": full})
 
 

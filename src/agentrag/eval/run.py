@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentrag.config import load_config
+from agentrag.config import config_source, load_config
 from agentrag.errors import UserError
 from agentrag.eval.defaults import resolved_eval_config
 from agentrag.eval.judge import LLMJudge
@@ -59,7 +59,7 @@ class EvalBugs(ItemBugs):
 
 def _config(cfg: EvalConfig | None, overrides: Mapping[str, Any]) -> EvalConfig:
     base = cfg.model_dump() if cfg is not None else {}
-    return load_config(EvalConfig, base={**base, **overrides})
+    return load_config(EvalConfig, base={**base, **overrides}, source=config_source(cfg) if cfg is not None else None)
 
 
 def check_inputs(cfg: EvalConfig, out: str | os.PathLike[str], *, llm: Any = None, retriever: Any = None,
@@ -84,7 +84,7 @@ def check_inputs(cfg: EvalConfig, out: str | os.PathLike[str], *, llm: Any = Non
         check_llm_ref(cfg.agent_config["executor_llm"])
     if cfg.correct_by == "judge" and not (cfg.judge or judge is not None):
         raise UserError("correct_by='judge' needs a judge: pass --judge REF (or use auto, em or acc)")
-    agent_config(cfg.agent, **cfg.agent_config)
+    agent_config(cfg.agent, source=config_source(cfg), prefix="agent_config.", **cfg.agent_config)
     if retriever is None:
         from agentrag.kb import resolve_retriever
 

@@ -141,7 +141,9 @@ def run_pending(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run: Run
     """Evaluate the items of ``items`` (and their lower-hop questions when ``maxd``) not yet in
     ``results.jsonl``; returns a one-pass iterator over the results of every item asked for (read
     back from the file record by record, in file order) and this invocation's
-    :class:`~agentrag.exec.StageResult`. Writes ``unfinished.json``."""
+    :class:`~agentrag.exec.StageResult`. Writes ``unfinished.json``. Once every item asked for is
+    finished, ``results.jsonl`` is put in input order with its timings in ``results.timings.jsonl``
+    (:meth:`~agentrag.runs.JsonlStore.finish`): a resumed run's file equals an uninterrupted run's."""
     if concurrency < 1:
         raise UserError(f"concurrency must be >= 1, got {concurrency!r}")
     if correct_by == "judge" and judge is None and not isinstance(agent, WorkerTask):
@@ -149,7 +151,8 @@ def run_pending(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run: Run
     store = run.stage_file("results", EvalResult)
     everything = expand_items(items, maxd)
     todo = [i for i in everything if i.id not in store]
-    wanted = {i.id for i in everything}
+    order = [i.id for i in everything]
+    wanted = set(order)
     del everything
     log.info("%d items to evaluate (%d already done in %s)", len(todo), len(wanted) - len(todo), store.path)
 
@@ -172,6 +175,8 @@ def run_pending(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run: Run
     run.write_json("unfinished.json", unfinished)
     if unfinished:
         log.warning("%d items unfinished; rerun the same command to retry them", len(unfinished))
+    elif stage.total:  # something was written now: the final form (an untouched file stays as it is)
+        store.finish(order)
     return (r for r in store if r.id in wanted), stage
 
 

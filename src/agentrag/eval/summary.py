@@ -163,6 +163,9 @@ class Summary:
         self.em, self.f1, self.acc, self.recall, self.steps = Mean(), Mean(), Mean(), Mean(), Mean()
         self.judge_mean, self.judge_pass, self.topk, self.elapsed = Mean(), Mean(), Mean(), Mean()
         self.judge_errors = self.context_limit = self.prompt_tokens = self.completion_tokens = 0
+        #: turns that called a tool the agent does not have: malformed model output (fed back to the
+        #: model and counted toward max_format_errors), never an outage
+        self.unknown_tool_calls = 0
         self.finish_reasons: Counter[str] = Counter()
         self.hops = HopDiagnosis()
 
@@ -189,6 +192,8 @@ class Summary:
             self.prompt_tokens += r.trajectory.usage.prompt_tokens
             self.completion_tokens += r.trajectory.usage.completion_tokens
             self.elapsed.add(r.trajectory.elapsed)
+            self.unknown_tool_calls += sum(1 for s in r.trajectory.steps
+                                           if s.error is not None and s.error.startswith("unknown tool"))
 
     def result(self) -> dict[str, Any]:
         return {
@@ -200,6 +205,7 @@ class Summary:
             "judge_pass": self.judge_pass.value(),
             "judge_errors": self.judge_errors,
             "context_limit": self.context_limit,
+            "unknown_tool_calls": self.unknown_tool_calls,
             "recall": self.recall.value(),
             "mean_steps": self.steps.value(),
             "mean_topk": self.topk.value(),

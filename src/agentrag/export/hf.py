@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from agentrag.errors import writing
+
 CARD_FILE = "README.md"
 #: the card's license when the user sets none (a Hub license id; see the module docstring)
 DEFAULT_LICENSE = "unknown"
@@ -61,11 +63,12 @@ def write_card(out_dir: str | os.PathLike[str], kind: str, data_file: str, summa
     path = Path(out_dir) / CARD_FILE
     tmp = path.with_name(path.name + ".tmp")
     config = content_config_name(kind, Path(out_dir) / data_file)
-    tmp.write_text(dataset_card(kind, data_file, summary, description, config_name=config,
-                                license=license or DEFAULT_LICENSE), encoding="utf-8")
     from agentrag.runs import replace_if_changed
 
-    replace_if_changed(tmp, path)
+    with writing(path, tmp):
+        tmp.write_text(dataset_card(kind, data_file, summary, description, config_name=config,
+                                    license=license or DEFAULT_LICENSE), encoding="utf-8")
+        replace_if_changed(tmp, path)
     return path
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentrag.errors import UserError
+from agentrag.errors import UserError, writing
 from agentrag.export.hf import write_card
 from agentrag.paths import check_out_dir
 from agentrag.records import Message, ToolCall, Trajectory, iter_json_objects, read_jsonl
@@ -121,16 +121,35 @@ def _exportable(trajs: Iterable[Trajectory], only_answered: bool) -> list[Trajec
     return list(_exportable_stream(trajs, only_answered))
 
 
+def training_chats(traj: Trajectory, system_prompt: str | None = None,
+                   tools: Sequence[dict[str, Any]] | None = None, *,
+                   reasoning: bool = False) -> list[tuple[list[Message], list[dict[str, Any]]]]:
+    """The chats ``traj`` is trained as, each with its tool list: the function-calling agents'
+    one chat (:func:`trajectory_messages`) with ``tools`` (default: the tools the agent offered
+    the model, ``metadata["tools"]``, else the search tool); the
+    text-protocol agents' chats as they sent them (:mod:`agentrag.export.protocol`), with
+    ``tools`` only when given (they use none)."""
+    from agentrag.export.protocol import protocol_chats
+
+    chats = protocol_chats(traj, system_prompt)
+    if chats is not None:
+        return [(c, list(tools) if tools is not None else []) for c in chats]
+    offered = traj.metadata.get("tools")
+    tool_list = (list(tools) if tools is not None else list(offered) if isinstance(offered, list) and offered
+                 else default_tools())
+    return [(trajectory_messages(traj, system_prompt, tool_list, reasoning=reasoning), tool_list)]
+
+
 def to_trl_records(trajs: Iterable[Trajectory], system_prompt: str | None = None,
                    tools: Sequence[dict[str, Any]] | None = None, *,
                    only_answered: bool = True, reasoning: bool = False) -> list[dict[str, Any]]:
-    """TRL conversational records ``{"messages": [...], "tools": [...]}``, one per trajectory;
-    with ``reasoning`` each assistant turn starts with its step's ``<think>`` reasoning."""
-    tool_list = list(tools) if tools is not None else default_tools()
-    return [{"messages": [message_dict(m) for m in trajectory_messages(t, system_prompt, tool_list,
-                                                                        reasoning=reasoning)],
-             "tools": tool_list}
-            for t in _exportable(trajs, only_answered)]
+    """TRL conversational records ``{"messages": [...], "tools": [...]}``, one per training chat
+    of each trajectory (:func:`training_chats`); with ``reasoning`` each assistant turn starts
+    with its step's ``<think>`` reasoning."""
+    tool_list = list(tools) if tools is not None else None
+    return [{"messages": [message_dict(m) for m in chat], "tools": chat_tools}
+            for t in _exportable(trajs, only_answered)
+            for chat, chat_tools in training_chats(t, system_prompt, tool_list, reasoning=reasoning)]
 
 
 def _function_of(tool: dict[str, Any]) -> dict[str, Any]:
@@ -154,13 +173,13 @@ def to_sharegpt(trajs: Iterable[Trajectory], system_prompt: str | None = None,
 
     A function_call turn holds the thought and the call (:func:`function_call_value`).
     """
-    tool_list = list(tools) if tools is not None else default_tools()
-    tools_json = sharegpt_tools(tool_list)
+    tool_list = list(tools) if tools is not None else None
     out = []
     for t in _exportable(trajs, only_answered):
-        msgs = trajectory_messages(t, system_prompt, tool_list, reasoning=reasoning)
-        system = (msgs[0].content or "") if msgs and msgs[0].role == "system" else ""
-        out.append({"conversations": sharegpt_turns(msgs), "system": system, "tools": tools_json})
+        for msgs, chat_tools in training_chats(t, system_prompt, tool_list, reasoning=reasoning):
+            system = (msgs[0].content or "") if msgs and msgs[0].role == "system" else ""
+            out.append({"conversations": sharegpt_turns(msgs), "system": system,
+                        "tools": sharegpt_tools(chat_tools) if chat_tools else ""})
     return out
 
 
@@ -220,22 +239,24 @@ def write_jsonl_dicts(path: Path, rows: Iterable[dict[str, Any]]) -> int:
     tmp = path.with_name(path.name + ".tmp")
     n = 0
     try:
-        with tmp.open("w", encoding="utf-8") as fh:
+        with writing(path, tmp), tmp.open("w", encoding="utf-8") as fh:
             for row in rows:  # rows may be a stream that raises (a bad record): no tmp file stays
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
                 n += 1
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    replace_if_changed(tmp, path)  # a rerun that exports the same rows leaves the file untouched
+    with writing(path, tmp):
+        replace_if_changed(tmp, path)  # a rerun that exports the same rows leaves the file untouched
     return n
 
 
 def write_json(path: Path, obj: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    replace_if_changed(tmp, path)
+    with writing(path, tmp):
+        tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        replace_if_changed(tmp, path)
 
 
 def write_sft_export(out_dir: str | os.PathLike[str], trajs: Iterable[Trajectory],
@@ -250,23 +271,28 @@ def write_sft_export(out_dir: str | os.PathLike[str], trajs: Iterable[Trajectory
     """
     out = check_out_dir(out_dir)
     source = list(trajs) if iter(trajs) is trajs else trajs
-    tool_list = list(tools) if tools is not None else default_tools()
-    total = 0
+    tool_list = list(tools) if tools is not None else None
+    total = used = 0
 
     def counted() -> Iterable[Trajectory]:
-        nonlocal total
+        nonlocal total, used
         for t in source:
             total += 1
-            yield t
+            if not only_answered or _answered(t):
+                used += 1
+                yield t
 
-    n_trl = write_jsonl_dicts(out / TRL_FILE, (r for t in _exportable_stream(counted(), only_answered)
+    n_trl = write_jsonl_dicts(out / TRL_FILE, (r for t in counted()
                                                for r in to_trl_records([t], system_prompt, tool_list,
                                                                        only_answered=False, reasoning=reasoning)))
+    if total - used:
+        log.info("skipped %d trajectories that did not end with an answer", total - used)
     write_jsonl_dicts(out / SHAREGPT_FILE, (r for t in source if not only_answered or _answered(t)
                                             for r in to_sharegpt([t], system_prompt, tool_list, only_answered=False,
                                                                  reasoning=reasoning)))
     write_json(out / DATASET_INFO_FILE, sharegpt_dataset_info())
-    summary: dict[str, Any] = {"trajectories": total, "exported": n_trl, "skipped": total - n_trl}
+    # "exported" counts records (a reason_ground trajectory gives one per round), "skipped" trajectories
+    summary: dict[str, Any] = {"trajectories": total, "exported": n_trl, "skipped": total - used}
     card = write_card(out, "sft", TRL_FILE, summary,
                       "Search-agent trajectories as TRL conversational records (`messages` with assistant "
                       "`tool_calls` and `role: tool` observations, plus `tools`); `sharegpt.jsonl` and "
@@ -312,7 +338,7 @@ def read_trl_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "default_tools", "trajectory_messages", "message_dict", "to_trl_records",
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "default_tools", "trajectory_messages", "training_chats", "message_dict", "to_trl_records",
            "to_sharegpt", "sharegpt_turns", "sharegpt_turn", "sharegpt_tools", "function_call_value",
            "sharegpt_dataset_info", "SHAREGPT_TAGS", "write_sft_export", "read_trajectories",
            "read_trl_records", "record_tools"]

@@ -48,6 +48,9 @@ class SourceSummary:
     rows: int = 0
     filtered_out: int = 0
     without_trajectory: int = 0
+    #: eval results with a judge score, and with a judge error
+    judged: int = 0
+    judge_errors: int = 0
     trajectories: list[Trajectory] = field(default_factory=list)
 
 
@@ -76,6 +79,8 @@ def read_sft_source(path: str | os.PathLike[str], flt: ResultFilter | None = Non
         if out.kind == "trajectories":
             out.trajectories.append(rec)
             continue
+        out.judged += rec.judge is not None
+        out.judge_errors += bool(rec.judge_error)
         if rec.trajectory is None:
             out.without_trajectory += 1
         elif not flt.keeps(rec):
@@ -86,6 +91,12 @@ def read_sft_source(path: str | os.PathLike[str], flt: ResultFilter | None = Non
         raise UserError(f"{path}: --where/--min-judge filter eval results (an eval run's results.jsonl); this "
                         "file holds trajectories, which carry no verdict; drop the filter or export the eval "
                         "run's results.jsonl")
+    if flt.min_judge is not None and out.rows and not out.judged:
+        why = (f"its judge failed on all {out.judge_errors} of them (see judge_error)" if out.judge_errors
+               else "the run had no judge")
+        raise UserError(f"{path}: --min-judge {flt.min_judge} keeps results by their LLM-judge score, but none of the "
+                        f"{out.rows} results has one ({why}); drop --min-judge (or use --where em), or rerun the "
+                        "eval with --judge REF")
     return out
 
 

@@ -71,8 +71,18 @@ def _int_field(body: dict[str, Any], name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise RequestError(422, f"{name} must be an integer, got {value!r}")
+        raise RequestError(422, f"{name} must be an integer, got {_show(value)}")
     return value
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    """A client's value for an error message: its repr cut to ``limit`` characters; a value nested
+    too deeply to render is named by its type."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"a {type(value).__name__} nested too deeply to show"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _topk(body: dict[str, Any], limits: Limits) -> int:
@@ -92,20 +102,20 @@ def _queries(body: dict[str, Any]) -> tuple[list[str], bool]:
     if "query" in body:
         q = body["query"]
         if not isinstance(q, str):
-            raise RequestError(422, f"query must be a string, got {q!r:.80}")
+            raise RequestError(422, f"query must be a string, got {_show(q)}")
         return [q], True
     if "queries" not in body:
         raise RequestError(422, "missing the queries: send {\"queries\": [\"...\"], \"topk\": k} (a batch) or "
                            "{\"query\": \"...\", \"topk\": k} (one query)")
     qs = body["queries"]
     if not isinstance(qs, list):
-        raise RequestError(422, f"queries must be a list of strings, got {type(qs).__name__} {qs!r:.80}; for "
+        raise RequestError(422, f"queries must be a list of strings, got {type(qs).__name__} {_show(qs)}; for "
                            "one query send [\"...\"] or use \"query\"")
     if not qs:
         raise RequestError(422, "queries must be a non-empty list of strings")
     for i, q in enumerate(qs):
         if not isinstance(q, str):
-            raise RequestError(422, f"queries[{i}] must be a string, got {q!r:.80}")
+            raise RequestError(422, f"queries[{i}] must be a string, got {_show(q)}")
     return qs, False
 
 
@@ -116,6 +126,9 @@ def parse_request(raw: bytes, limits: Limits) -> RetrieveRequest:
     except ValueError as exc:
         raise RequestError(400, f"the request body is not JSON ({exc}); send {{\"queries\": [\"...\"], "
                            "\"topk\": k}") from exc
+    except RecursionError:
+        raise RequestError(400, "the request body is JSON nested too deeply to read; send {\"queries\": "
+                           "[\"...\"], \"topk\": k}") from None
     if not isinstance(body, dict):
         raise RequestError(422, f"the request body must be a JSON object, got {type(body).__name__}")
     queries, single = _queries(body)
@@ -136,13 +149,13 @@ def parse_request(raw: bytes, limits: Limits) -> RetrieveRequest:
                            f"requests of at most {max(1, limits.max_work // k)} queries each")
     scores = body.get("return_scores", False)
     if not isinstance(scores, bool):
-        raise RequestError(422, f"return_scores must be true or false, got {scores!r:.80}")
+        raise RequestError(422, f"return_scores must be true or false, got {_show(scores)}")
     tid = body.get("trajectory_id")
     if tid is not None and not isinstance(tid, str):
-        raise RequestError(422, f"trajectory_id must be a string, got {tid!r:.80}")
+        raise RequestError(422, f"trajectory_id must be a string, got {_show(tid)}")
     tids = body.get("trajectory_ids")
     if tids is not None and (not isinstance(tids, list) or not all(isinstance(t, str) for t in tids)):
-        raise RequestError(422, f"trajectory_ids must be a list of strings (one per query), got {tids!r:.80}")
+        raise RequestError(422, f"trajectory_ids must be a list of strings (one per query), got {_show(tids)}")
     return RetrieveRequest(queries=queries, topk=k, return_scores=scores, single=single, trajectory_id=tid,
                            trajectory_ids=tids, ignored=sorted(set(body) - KNOWN_FIELDS))
 

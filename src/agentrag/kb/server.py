@@ -204,6 +204,10 @@ def create_app(retriever: Retriever, *, token: str | None = None, default_topk: 
             ids = _trajectories(req)
         except RequestError as exc:
             return exc.status, _detail(exc.detail), []
+        except (RecursionError, ValueError, TypeError) as exc:  # a body no check foresaw: still the client's
+            log.debug("malformed /retrieve body", exc_info=True)
+            return 400, _detail(f"malformed request body ({type(exc).__name__}); send {{\"queries\": [\"...\"], "
+                                "\"topk\": k}"), []
         try:
             content = await searcher.run(req, ids)
         except UserError as exc:

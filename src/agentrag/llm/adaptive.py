@@ -81,6 +81,8 @@ class AdaptiveLimit:
         self._attempts = self._overloads = 0
         self._epoch = 0
         self._cond = threading.Condition()
+        #: monotonic time before which no attempt starts (a Retry-After the server sent)
+        self.resume_at = 0.0
 
     def __repr__(self) -> str:
         return f"AdaptiveLimit({self.limit}/{self.maximum}, in flight {self.in_flight})"
@@ -94,13 +96,29 @@ class AdaptiveLimit:
             self._attempts = self._overloads = 0
             self._cond.notify_all()
 
+    def hold(self, seconds: float) -> None:
+        """Start no attempt for ``seconds`` from now (the server's Retry-After): attempts already
+        sent finish, new ones wait until then."""
+        import time
+
+        with self._cond:
+            self.resume_at = max(self.resume_at, time.monotonic() + seconds)
+
     @contextmanager
     def slot(self) -> Iterator[Slot]:
-        """Wait for a free slot, hold it for one attempt, and learn from how the attempt ended
-        (an exception that escapes without a verdict counts as ``error``)."""
+        """Wait for a free slot (and for a :meth:`hold` to pass), hold it for one attempt, and learn
+        from how the attempt ended (an exception that escapes without a verdict counts as ``error``)."""
+        import time
+
         with self._cond:
-            while self.in_flight >= self.limit:
-                self._cond.wait()
+            while True:
+                pause = self.resume_at - time.monotonic()
+                if pause > 0:
+                    self._cond.wait(pause)
+                elif self.in_flight >= self.limit:
+                    self._cond.wait()
+                else:
+                    break
             self.in_flight += 1
             held = Slot(self._epoch)
         try:

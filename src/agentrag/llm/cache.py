@@ -2,19 +2,29 @@
 
 An identical rerun makes zero backend calls. Safe under threads (one connection behind a lock)
 and several processes (WAL journal, busy timeout, ``INSERT OR IGNORE`` so the first writer wins).
+
+A full or failing disk (SQLite's "database or disk is full" / "disk I/O error") is a disk error,
+never a corrupt cache: a reply that cannot be written is kept in memory (served to a repeat of
+the same request) and written at the next write or :func:`flush_unsaved`; while one is held, a
+request that would reach the backend raises a one-line :class:`~agentrag.errors.StorageError`
+instead (the run stops before paying for more). The cache is called corrupt, and moving it aside
+advised, only when SQLite's integrity check says so.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
-from agentrag.errors import UserError
+from agentrag.errors import StorageError, UserError, is_disk_error, storage_error
 from agentrag.llm.base import LLM, Completion
 from agentrag.records import Message
 
@@ -27,6 +37,61 @@ def request_key(backend: str, model: str, messages: list[Message], tools: list[d
                "sampling": {k: v for k, v in sorted(sampling.items()) if v is not None}}
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+log = logging.getLogger(__name__)
+
+#: SQLite primary result codes of a file that is not a (sound) database: SQLITE_CORRUPT, SQLITE_NOTADB
+_CORRUPT_CODES = frozenset({11, 26})
+#: caches holding replies their disk could not take yet (written by :func:`flush_unsaved`)
+_UNSAVED: weakref.WeakSet[ResponseCache] = weakref.WeakSet()
+
+
+def integrity_problem(path: str | Path) -> str | None:
+    """What SQLite's integrity check finds wrong with the database ``path`` (opened read-only),
+    or None when it passes or the file cannot be read at all (then nothing is proven)."""
+    try:
+        db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
+        return None
+    try:
+        rows = db.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        return str(exc) if code in _CORRUPT_CODES else None
+    finally:
+        db.close()
+    found = [str(r[0]) for r in rows if str(r[0]).lower() != "ok"]
+    return "; ".join(found[:3]) if found else None
+
+
+def _open_error(path: Path, exc: sqlite3.Error) -> UserError:
+    """The one-line error for a cache file SQLite would not open: a disk error, a proven corrupt
+    file (only then is moving it aside advised), or neither (the file is kept, nothing advised)."""
+    if is_disk_error(exc):
+        return storage_error(exc, path)
+    if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _CORRUPT_CODES:
+        problem = integrity_problem(path)
+        if problem is not None:
+            return UserError(f"LLM cache {str(path)!r} is corrupt (SQLite's integrity check: {problem}); move it "
+                             "aside (its cached replies are then asked again) or pass another --out")
+    return UserError(f"LLM cache {str(path)!r} could not be opened ({exc}); its cached replies are kept: check "
+                     "the disk and the file's permissions, then rerun")
+
+
+def flush_unsaved() -> int:
+    """Write the replies every cache of this process holds in memory because its disk failed;
+    returns how many are still unsaved (logged as an error: they are asked again on a rerun)."""
+    left = 0
+    for cache in list(_UNSAVED):
+        left += cache.flush()
+    if left:
+        log.error("%d paid LLM replies could not be written to the LLM cache (the disk is still failing); a "
+                  "rerun asks for them again", left)
+    return left
+
+
+atexit.register(flush_unsaved)
 
 
 def _shift_seed(sampling: dict[str, Any], offset: int) -> dict[str, Any]:
@@ -58,13 +123,15 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        #: (key, idx) -> row the disk did not take yet; ``failure`` is the error it gave
+        self._pending: dict[tuple[str, int], tuple[str, int, str, str]] = {}
+        self.failure: StorageError | None = None
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout=60000")
             _with_retry(self._init_schema)
-        except sqlite3.DatabaseError as exc:
-            raise UserError(f"LLM cache {str(self.path)!r} is not a usable sqlite file ({exc}); "
-                            "delete it or pass another path") from exc
+        except sqlite3.Error as exc:
+            raise _open_error(self.path, exc) from None
 
     def _init_schema(self) -> None:
         # Switching to WAL takes an exclusive lock and SQLite answers SQLITE_BUSY at once (no busy
@@ -78,14 +145,64 @@ class ResponseCache:
 
     def get(self, key: str, n: int) -> dict[int, Completion]:
         with self._lock:
-            rows = self._db.execute("SELECT idx, value FROM responses WHERE key = ? AND idx < ?", (key, n)).fetchall()
+            try:
+                rows = self._db.execute("SELECT idx, value FROM responses WHERE key = ? AND idx < ?",
+                                        (key, n)).fetchall()
+            except sqlite3.Error as exc:
+                if is_disk_error(exc):
+                    raise storage_error(exc, self.path) from None
+                raise
+            rows += [(i, row[3]) for (k, i), row in self._pending.items() if k == key and i < n]
         return {int(i): Completion.model_validate_json(v) for i, v in rows}
 
     def put(self, key: str, model: str, completions: dict[int, Completion]) -> None:
-        rows = [(key, i, model, c.model_dump_json()) for i, c in completions.items()]
+        """Store ``completions`` (sample index -> completion); when the disk fails they are held
+        in memory (module docstring) and this returns normally: the reply is paid for, so the
+        caller gets it."""
         with self._lock:
-            self._db.executemany("INSERT OR IGNORE INTO responses (key, idx, model, value) VALUES (?, ?, ?, ?)", rows)
+            for i, c in completions.items():
+                self._pending.setdefault((key, i), (key, i, model, c.model_dump_json()))
+            self._flush_locked()
+
+    def flush(self) -> int:
+        """Write the replies held in memory; returns how many the disk still did not take."""
+        with self._lock:
+            self._flush_locked()
+            return len(self._pending)
+
+    def writable(self) -> None:
+        """Raise the held :class:`StorageError` when replies are waiting for the disk and it still
+        fails: the caller must not pay for a new reply that could not be kept either."""
+        with self._lock:
+            if self._pending and not self._flush_locked() and self.failure is not None:
+                raise StorageError(f"{self.failure} ({len(self._pending)} paid LLM replies are held in memory "
+                                   "until then; no new request is sent)")
+
+    def _flush_locked(self) -> bool:
+        if not self._pending:
+            return True
+        try:
+            self._db.executemany("INSERT OR IGNORE INTO responses (key, idx, model, value) VALUES (?, ?, ?, ?)",
+                                 list(self._pending.values()))
             self._db.commit()
+        except sqlite3.Error as exc:
+            if not is_disk_error(exc):
+                raise
+            try:
+                self._db.rollback()
+            except sqlite3.Error:
+                log.debug("rollback after a failed cache write failed too", exc_info=True)
+            if self.failure is None:
+                log.warning("LLM cache %s: %s; replies are held in memory until the disk takes them", self.path, exc)
+            self.failure = storage_error(exc, self.path)
+            _UNSAVED.add(self)
+            return False
+        if self.failure is not None:
+            log.info("LLM cache %s: %d held replies written", self.path, len(self._pending))
+        self._pending.clear()
+        self.failure = None
+        _UNSAVED.discard(self)
+        return True
 
     def __len__(self) -> int:
         with self._lock:
@@ -93,6 +210,7 @@ class ResponseCache:
 
     def close(self) -> None:
         with self._lock:
+            self._flush_locked()
             self._db.close()
 
 
@@ -158,6 +276,7 @@ class CachedLLM:
             with self._lock:
                 self.hits += n
             return [have[i] for i in range(n)]
+        self.cache.writable()
         fresh = self.inner.chat(messages, tools=tools, response_format=response_format, n=n - len(have),
                                 **_shift_seed(sampling, len(have)))
         return self._finish(key, have, fresh, n)
@@ -171,6 +290,7 @@ class CachedLLM:
             with self._lock:
                 self.hits += n
             return [have[i] for i in range(n)]
+        self.cache.writable()
         fresh = await self.inner.achat(messages, tools=tools, response_format=response_format,
                                        n=n - len(have), **_shift_seed(sampling, len(have)))
         return self._finish(key, have, fresh, n)
@@ -191,4 +311,4 @@ def worker_cache_path(run_cache: str | Path | None) -> str | None:
     return str(Path(local) / f"{run}-{socket.gethostname()}.sqlite")
 
 
-__all__ = ["CachedLLM", "ResponseCache", "request_key", "worker_cache_path"]
+__all__ = ["CachedLLM", "ResponseCache", "request_key", "flush_unsaved", "integrity_problem", "worker_cache_path"]

@@ -36,6 +36,10 @@ class LLMConfig(Config):
     max_retries: int = Field(4, ge=0, description="extra attempts after the first on retryable failures")
     backoff_initial: float = Field(0.5, ge=0, description="first backoff wait, doubled per retry (+jitter)")
     backoff_max: float = Field(20.0, ge=0, description="cap of one backoff wait")
+    retry_after_max: float = Field(120.0, ge=0, description="openai: the longest wait a 429/503's Retry-After header "
+                                   "(seconds or an HTTP date) is honoured for; a longer one is cut to this. The "
+                                   "wait before a retry is the larger of the backoff and the (capped) Retry-After, "
+                                   "and no new request reaches the endpoint until it has passed")
     concurrency: int = Field(64, ge=1, description="openai: requests in flight at most. A synthesizer or eval run "
                              "replaces this default with its own concurrency (items in flight), so one setting "
                              "decides; set it here only to cap the endpoint below the run's (a warning names it)")

@@ -29,6 +29,7 @@ from agentrag.llm.base import Completion
 from agentrag.llm.config import LLMConfig, UsageMeter
 from agentrag.llm.parsing import parse_json_output, schema_of
 from agentrag.paths import embedded_gguf
+from agentrag.protocol import neutralize_messages
 from agentrag.records import Message, ToolCall, Usage
 from agentrag.threads import passive_openmp
 
@@ -226,7 +227,7 @@ class EmbeddedLLM:
                             "max_tokens, stop, seed")
         schema = schema_of(response_format)
         grammar = tool_call_schema(tools) if tools else schema
-        rendered = _render(messages, tools, schema)
+        rendered = _render(neutralize_messages(messages), tools, schema)  # no content can forge a turn
         out = []
         for i in range(n):
             s = dict(merged)

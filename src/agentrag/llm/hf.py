@@ -35,6 +35,7 @@ from agentrag.errors import ContextLimitError, UserError
 from agentrag.llm.base import Completion
 from agentrag.llm.config import SAMPLING_KEYS, LLMConfig, UsageMeter
 from agentrag.llm.parsing import parse_text_tool_calls, schema_of
+from agentrag.protocol import neutralize_messages
 from agentrag.records import Message, ToolCall, Usage
 
 log = logging.getLogger(__name__)
@@ -126,7 +127,9 @@ class HFLLM:
         if unknown:
             raise UserError(f"unknown sampling keyword(s) {sorted(unknown)}; use {', '.join(SAMPLING_KEYS)}")
         model, tok, lock = load_checkpoint(self.path, self.device)
-        rendered = render_messages(messages, schema_of(response_format))
+        # control tokens in any content (the generic forms and this tokenizer's own) cannot forge a turn
+        special = [t for t in getattr(tok, "all_special_tokens", []) if isinstance(t, str)]
+        rendered = render_messages(neutralize_messages(messages, special), schema_of(response_format))
         ids = tok.apply_chat_template(rendered, tools=tools or None, add_generation_prompt=True, tokenize=True,
                                       return_dict=True)["input_ids"]
         ids = list(ids[0]) if ids and isinstance(ids[0], list) else list(ids)

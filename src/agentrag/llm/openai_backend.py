@@ -2,7 +2,8 @@
 
 Retries are ours (tenacity: exponential backoff with jitter on 429, 5xx, timeouts, connection
 errors and 200 bodies that are not valid completions); the client's own retries are disabled so
-attempts are counted. 401/403/404 and an unknown model raise :class:`EndpointError` at once, a
+attempts are counted. A 429/503 with a ``Retry-After`` header (seconds or an HTTP date) waits at
+least that long, capped by ``retry_after_max``, and holds every request to the endpoint until then. 401/403/404 and an unknown model raise :class:`EndpointError` at once, a
 request over the context window :class:`ContextLimitError`, any other 4xx a non-retryable
 :class:`LLMError` (see :mod:`agentrag.llm.openai_wire` and docs/llm.md).
 """
@@ -22,8 +23,15 @@ from agentrag.errors import ContextLimitError, LLMError, ParseError
 from agentrag.llm.adaptive import AdaptiveLimit
 from agentrag.llm.base import Completion
 from agentrag.llm.config import LLMConfig, UsageMeter
-from agentrag.llm.openai_wire import RETRYABLE_STATUS, ChatCompletionBody, parse_completion_body, status_error
+from agentrag.llm.openai_wire import (
+    RETRYABLE_STATUS,
+    ChatCompletionBody,
+    parse_completion_body,
+    retry_after_seconds,
+    status_error,
+)
 from agentrag.llm.parsing import parse_text_tool_calls
+from agentrag.protocol import neutralize_messages
 from agentrag.records import Message, ToolCall, Usage
 
 log = logging.getLogger(__name__)
@@ -82,7 +90,8 @@ class OpenAIBackend:
 
     def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
                  response_format: dict[str, Any] | None, n: int, sampling: dict[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": [m.to_openai() for m in messages]}
+        # control tokens in any content are neutralised: the server's template cannot be forged
+        body: dict[str, Any] = {"model": self.model, "messages": [m.to_openai() for m in neutralize_messages(messages)]}
         if tools:
             body["tools"] = tools
         if response_format:
@@ -113,12 +122,28 @@ class OpenAIBackend:
             except openai.APIConnectionError as exc:
                 raise LLMError(f"connection error: {exc}", is_retryable=True) from exc
             except openai.APIStatusError as exc:
+                err = status_error(exc.status_code, str(exc)[:300], base_url=self.base_url, model=self.model)
                 if exc.status_code in self.OVERLOAD_STATUS:
                     slot.overload()
-                raise status_error(exc.status_code, str(exc)[:300], base_url=self.base_url,
-                                   model=self.model) from exc
+                    wait = self._retry_after(exc)
+                    if wait is not None and isinstance(err, LLMError):
+                        err.retry_after = wait
+                        self.limit.hold(wait)
+                raise err from exc
             text = raw.text
         return parse_completion_body(text)
+
+    def _retry_after(self, exc: Any) -> float | None:
+        """The capped wait of a 429/503's ``Retry-After`` header (None when it has none)."""
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        wait = retry_after_seconds(headers.get("retry-after") if headers is not None else None)
+        if wait is None:
+            return None
+        if wait > self.config.retry_after_max:
+            log.warning("%s asks to retry after %.0f s; waiting retry_after_max=%.0f s instead", self.base_url, wait,
+                        self.config.retry_after_max)
+            wait = self.config.retry_after_max
+        return wait
 
     def _completions(self, data: ChatCompletionBody, tools: list[dict[str, Any]] | None,
                      latency: float) -> list[Completion]:
@@ -149,10 +174,16 @@ class OpenAIBackend:
                 last["exc"] = state.outcome.exception()
                 log.warning("LLM attempt %d to %s failed: %s", state.attempt_number, self.base_url, last["exc"])
 
+        backoff = wait_exponential_jitter(initial=self.config.backoff_initial, max=self.config.backoff_max,
+                                          jitter=self.config.backoff_initial)
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            return max(backoff(state), float(getattr(exc, "retry_after", 0.0) or 0.0))
+
         retrying = Retrying(
             stop=stop_after_attempt(self.config.max_retries + 1),
-            wait=wait_exponential_jitter(initial=self.config.backoff_initial, max=self.config.backoff_max,
-                                         jitter=self.config.backoff_initial),
+            wait=wait,
             retry=retry_if_exception(_retryable), after=remember, reraise=True)
         try:
             return retrying(self._attempt, body)

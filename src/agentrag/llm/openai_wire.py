@@ -108,6 +108,31 @@ def parse_completion_body(text: str) -> ChatCompletionBody:
                          f"({exc.error_count()} error(s)); body: {text[:200]!r}", is_retryable=True) from exc
 
 
+def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
+    """The wait a ``Retry-After`` header asks for, in seconds: its delay-seconds form (``"30"``)
+    or its HTTP-date form (``"Wed, 21 Oct 2026 07:28:00 GMT"``, counted from ``now``, default the
+    clock); None when absent or unreadable. A date in the past is 0."""
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        secs = float(text)
+    except ValueError:
+        import time
+        from email.utils import parsedate_to_datetime
+
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        secs = when.timestamp() - (time.time() if now is None else now)
+    if secs != secs or secs == float("inf"):  # NaN / inf: unreadable
+        return None
+    return max(0.0, secs)
+
+
 def status_error(status: int, detail: str, *, base_url: str, model: str) -> LLMError | EndpointError:
     """What an HTTP error status from ``base_url`` becomes under the failure policy."""
     where = f"LLM endpoint {base_url} (model {model!r})"
@@ -125,5 +150,5 @@ def status_error(status: int, detail: str, *, base_url: str, model: str) -> LLME
 
 
 __all__ = ["ChatCompletionBody", "ChoiceBody", "MessageBody", "ToolCallBody", "FunctionCall", "UsageBody",
-           "parse_completion_body", "status_error", "RETRYABLE_STATUS", "CONTEXT_PATTERN",
+           "parse_completion_body", "status_error", "retry_after_seconds", "RETRYABLE_STATUS", "CONTEXT_PATTERN",
            "UNKNOWN_MODEL_PATTERN"]

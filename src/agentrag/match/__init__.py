@@ -63,21 +63,26 @@ def _initials(toks: Sequence[Token]) -> str:
 
 
 def _acronym_in(acronym: str, text_toks: Sequence[Token]) -> bool:
-    """A run of capitalised words in ``text_toks`` whose initials (function words skipped) spell
-    ``acronym``."""
+    """A run of capitalised words in ``text_toks`` whose initials spell ``acronym``: function
+    words skipped ("Federal Bureau of Investigation" = FBI) or, when capitalised, counted ("What
+    Will You Do" = WWYD)."""
     n = len(acronym)
-    caps = [i for i, t in enumerate(text_toks) if t.surface[:1].isupper()]
-    for start in caps:
-        letters, j = "", start
-        while j < len(text_toks) and len(letters) < n:
+    for start, first in enumerate(text_toks):
+        if not first.surface[:1].isupper():
+            continue
+        skipping, counting, j = "", "", start
+        while j < len(text_toks) and (len(skipping) < n or len(counting) < n):
             t = text_toks[j]
-            if t.surface[:1].isupper() and t.canon not in FUNCTION_WORDS:
-                letters += t.surface[0].upper()
-            elif t.canon not in FUNCTION_WORDS:
+            cap = t.surface[:1].isupper()
+            if not cap and t.canon not in FUNCTION_WORDS:
                 break
+            if cap:
+                counting += t.surface[0].upper()
+                if t.canon not in FUNCTION_WORDS:
+                    skipping += t.surface[0].upper()
+            if acronym in (skipping, counting):
+                return True
             j += 1
-        if letters == acronym:
-            return True
     return False
 
 
@@ -94,12 +99,16 @@ def name_parts(answer: str) -> list[str]:
     """The distinctive parts of a multi-word name (its first and last words that are neither
     function words, generic name words ("University", "River"), numbers nor single letters), as
     canonical tokens; [] for a one-word answer."""
-    toks = [t for t in analyse(answer) if t.canon not in FUNCTION_WORDS]
-    if len(toks) < 2:
+    words = [w for t in analyse(answer) for w in t.surface.split()]
+    if len(words) < 2:
         return []
-    distinct = [t.canon for t in toks if t.canon not in GENERIC_NAME_WORDS
-                and t.surface.lower() not in GENERIC_NAME_WORDS and len(t.canon) > 1
-                and not t.canon.isdigit() and t.surface[:1].isupper()]
+    distinct = []
+    for w in words:
+        for t in analyse(w):
+            if (t.surface[:1].isupper() and len(t.canon) > 1 and not t.canon.isdigit()
+                    and t.canon not in FUNCTION_WORDS and t.canon not in GENERIC_NAME_WORDS
+                    and t.surface.lower() not in GENERIC_NAME_WORDS):
+                distinct.append(t.canon)
     if not distinct:
         return []
     return list(dict.fromkeys([distinct[0], distinct[-1]]))
@@ -124,7 +133,8 @@ def find_mention(answer: str, text: str, aliases: Iterable[str] = (), *, partial
     if partial:
         for form in forms:
             for part in name_parts(form):
-                if any(t.canon == part for t in text_toks):
+                if any(t.canon == part or part in (analyse(w)[0].canon for w in t.surface.split() if analyse(w))
+                       for t in text_toks):
                     return f"part:{part}"
     return None
 
@@ -226,6 +236,9 @@ def similarity(a: str, b: str) -> float:
 
 
 def _fact_token(t: Token) -> bool:
+    """A name or a number (a differing one changes what a text says)."""
+    if t.canon in FUNCTION_WORDS:
+        return False
     return t.canon.isdigit() or t.surface[:1].isupper() or t.surface[:1].isdigit()
 
 

@@ -153,7 +153,7 @@ def _prepare(text: str) -> str:
             t = re.sub(re.escape(symbol) + r"\s*(\d[\d,.]*(?:\s+(?:thousand|million|billion|trillion))?)",
                        rf"\1 {code}", t)
     t = anyascii(t).replace("%", " percent ")
-    t = _DOTTED_ACRONYM.sub(lambda m: m.group(1).replace(".", "") + " ", t)
+    t = _DOTTED_ACRONYM.sub(lambda m: m.group(1).replace(".", "").upper() + " ", t)
     t = _DOTTED_WORD.sub(lambda m: _DOTTED_LONG[m.group(1).lower()], t)
     t = _GROUPED.sub("", t)
     t = _SCALED.sub(lambda m: _scaled(m.group(1), m.group(2)), t)
@@ -219,7 +219,10 @@ _MULTI_UNITS = {("per", "cent"): "percent", ("pound", "sterling"): "gbp", ("poun
 @lru_cache(maxsize=16384)
 def analyse(text: str) -> tuple[Token, ...]:
     """The canonical tokens of ``text`` with the words they were read from (articles dropped)."""
-    words = _TOKEN.findall(_prepare(text or ""))
+    prepared = _prepare(text or "")
+    words = [w for w in _TOKEN.findall(prepared) if w != "s"]  # a lone "s" is a stray possessive
+    letters = [c for c in prepared if c.isalpha()]
+    shouting = len(letters) > 12 and sum(c.isupper() for c in letters) > 0.8 * len(letters)
     lower = [_bare(w) for w in words]
     out: list[Token] = []
     i = 0
@@ -240,9 +243,9 @@ def analyse(text: str) -> tuple[Token, ...]:
             i += 2
             continue
         w = words[i]
-        if w in _GROUP_SHORT:
+        if w in _GROUP_SHORT and not shouting:
             out.append(_token(_GROUP_SHORT[w], w))
-        elif lower[i] not in ARTICLES or w == "A" and i > 0 and words[i - 1][:1].isupper():
+        elif lower[i] not in ARTICLES or (w == "A" and i > 0 and words[i - 1][:1].isupper() and not shouting):
             out.append(_token(_canon_word(w), w))
         i += 1
     return tuple(out)

@@ -66,7 +66,6 @@ ABBREVIATION_GROUPS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = 
     ("peoplesrepublicofchina", ("people s republic of china", "peoples republic of china"), ("PRC",)),
     ("democraticrepublicofcongo", ("democratic republic of the congo", "democratic republic of congo"), ("DRC",)),
     ("districtofcolumbia", ("district of columbia",), ("DC",)),
-    ("losangeles", ("los angeles",), ("LA",)),
     ("footballclub", ("football club",), ("FC",)),
     ("worldwar1", ("world war 1", "1st world war", "great war"), ("WWI", "WW1")),
     ("worldwar2", ("world war 2", "2nd world war"), ("WWII", "WW2")),

@@ -100,7 +100,7 @@ def _is_number(text: str) -> bool:
     return len(t) == 1 and t[0].replace(".", "", 1).isdigit()
 
 
-def _verified(verifier: Any, check: str, evidence: Sequence[str], stage: str, **fields: str) -> str | None:
+def _verified(verifier: Any, check: str, evidence: Sequence[str], stage: str, **fields: Any) -> str | None:
     if verifier is None:
         return None
     keep, verdict, _ = verify(verifier, check, list(evidence), stage=stage, **fields)

@@ -73,7 +73,7 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
 
 
 def verify(llm: LLM, check: str, evidence: str | list[str], *, stage: str, sampling: Mapping[str, Any] | None = None,
-           **fields: str) -> tuple[bool, Verdict, Provenance]:
+           **fields: Any) -> tuple[bool, Verdict, Provenance]:
     """Ask ``llm`` whether ``check``'s statement holds over ``evidence``. Returns ``(keep,
     verdict, provenance)``: ``keep`` is what the gate does with the item. Raises
     :class:`VerifierUnanswered` when :data:`ATTEMPTS` samples give no parseable verdict; LLM

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from agentrag.errors import UserError
+from agentrag.errors import UserError, writing
 from agentrag.report.viewer.common import MAX_MB, TEXT_CHARS, Limits, Payload
 from agentrag.report.viewer.detect import detect_run_kind
 
@@ -95,8 +95,9 @@ def write_viewer(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | 
     page = render_page(build_payload(run_dir, text_chars=text_chars), doc_chars=doc_chars, max_mb=max_mb)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, target)
+    with writing(target, tmp):
+        tmp.write_text(page, encoding="utf-8")
+        os.replace(tmp, target)
     return target
 
 

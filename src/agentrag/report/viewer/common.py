@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel
 
 from agentrag.errors import UserError
-from agentrag.records import read_jsonl
+from agentrag.runs import read_records
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -125,7 +125,7 @@ def stage_file(run_dir: Path, name: str) -> Path:
 def read_stage(run_dir: Path, name: str, model: type[M]) -> list[M]:
     """The records of ``<run_dir>/<name>.jsonl`` (none when the stage has not run yet)."""
     p = stage_file(run_dir, name)
-    return list(read_jsonl(p, model)) if p.exists() else []
+    return list(read_records(p, model)) if p.exists() else []
 
 
 def read_grouped(run_dir: Path, name: str, model: type[M], key: Callable[[M], Any]) -> dict[str, list[M]]:

@@ -100,15 +100,16 @@ class QuestionSearch:
                         accept_untagged_answer=m.accept_untagged_answer)
         base: dict[str, Any] = {"id": f"{self.item.id}:{tree.iterations}", "question_id": self.item.id,
                 "iteration": tree.iterations, "selected": parent.id, "raw": out.raw, "usage": out.usage}
-        if not out.text:  # a request over the context window, or an empty output: the sample is spent
+        if not out.raw:  # a request over the context window, or an empty output: the sample is spent
             return IterationEvent(outcome="error", reason=out.error or "empty output", **base)
         siblings = {tree.node(c).response for c in parent.children}
         if out.text in siblings:
             return IterationEvent(outcome="duplicate", reason="same response as a sibling", **base)
         golds = self.item.golden_answers
-        # an untagged output is a spent round (Algorithm 1): action "none", stage unchanged; a forced
-        # round always ends the trajectory (an untagged forced output is an answerless leaf)
-        action = out.action or ("answer" if forced else "none")
+        # an untagged output is a spent round (Algorithm 1): action "none", stage unchanged; a malformed
+        # one too, action "malformed" (flagged: no pair uses it); a forced round always ends the
+        # trajectory (an untagged or malformed forced output is an answerless leaf)
+        action = out.action or ("answer" if forced else "malformed" if out.malformed else "none")
         node = TreeNode(id=f"{parent.id}.{j}", parent=parent.id, depth=parent.depth + 1,
                         action=action,  # type: ignore[arg-type]
                         stage="terminal" if forced else out.stage,  # type: ignore[arg-type]
@@ -124,7 +125,7 @@ class QuestionSearch:
             node.estimates, node.value_usage = spre_estimates(self.llm, self.retriever, self.cfg, self.item, tree, node)
         else:
             est, node.value_usage, flag = judge_estimate(self.judge, self.item, y + [node.response], node,
-                                                         self.cfg.value.judge_max_tokens)
+                                                         self.cfg.value.judge_max_tokens, seed=self.cfg.seed)
             node.estimates = [est] if est is not None else []
             node.flag = "; ".join(f for f in (node.flag, flag) if f) or None
         return IterationEvent(outcome="child", node=node, **base)

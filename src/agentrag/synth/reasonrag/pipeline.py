@@ -33,8 +33,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
+from pathlib import Path
 from typing import Any
 
+from agentrag.errors import UserError
 from agentrag.exec.flow import follow_up_bound
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
@@ -246,19 +248,84 @@ def build_pairs(cfg: ReasonRagConfig, files: RunFiles, trees: Iterable[SearchTre
     return kept + sum(rejected.values()), rejected
 
 
+#: the files of the DPO export in ``dpo/`` (:func:`agentrag.export.dpo.write_dpo_export`), card included
+DPO_FILES = ("trl_dpo.jsonl", "dpo_sharegpt.jsonl", "dpo_alpaca.jsonl", "dataset_info.json", "README.md")
+
+
+def clear_export(files: RunFiles) -> list[str]:
+    """Remove the run's earlier DPO export (the files of :data:`DPO_FILES` in ``dpo/``, written by
+    this run directory's earlier runs; nothing else), so no export, card or dataset_info outlives
+    the configuration or the pairs it was made from. Returns the names removed."""
+    out = files.run.path / "dpo"
+    removed = []
+    for name in DPO_FILES:
+        path = out / name
+        if path.is_file():
+            path.unlink()
+            removed.append(name)
+    if out.is_dir() and not any(out.iterdir()):
+        out.rmdir()
+    return removed
+
+
 def export(cfg: ReasonRagConfig, files: RunFiles, pairs: Iterable[PreferencePair]) -> dict[str, Any]:
     """The DPO export (TRL + LLaMA-Factory) of every pair, when enabled and there is one
-    (``pairs`` is read once per export file when it is not an iterator: a :class:`Selected`)."""
+    (``pairs`` is read once per export file when it is not an iterator: a :class:`Selected`).
+    Disabled, or with no pair, an earlier export of this run directory is removed (it would be
+    stale: the card and dataset_info would name pairs this configuration did not make)."""
     if not cfg.export:
+        removed = clear_export(files)
+        if removed:
+            log.info("export disabled: removed the earlier export's dpo/%s", ", dpo/".join(removed))
         return {"skipped": "export disabled in config", "exported": 0}
     if next(iter(pairs), None) is None:
-        for name in ("trl_dpo.jsonl", "dpo_sharegpt.jsonl", "dpo_alpaca.jsonl"):  # an export of earlier (stale) pairs goes
-            (files.run.path / "dpo" / name).unlink(missing_ok=True)
+        clear_export(files)
         return {"skipped": "no preference pair passed the filters", "exported": 0}
     from agentrag.export.dpo import write_dpo_export
 
     return write_dpo_export(files.run.path / "dpo", pairs)
 
 
+def tree_settings(cfg: ReasonRagConfig) -> dict[str, Any]:
+    """Every setting the stored trees depend on (the search and its values; the pair labels,
+    filters and export aside, which are rebuilt from the trees)."""
+    v = cfg.value.model_dump(mode="json")
+    v.pop("alpha_label", None)
+    v.pop("alpha", None)  # resolved into alpha_search (and alpha_label)
+    return {"seed": cfg.seed, "mcts": cfg.mcts.model_dump(mode="json"), "value": v}
+
+
+def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        return {prefix: obj}
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def check_tree_settings(cfg: ReasonRagConfig, out: Path) -> None:
+    """Refuse to resume a run directory whose stored trees or search events were made with other
+    search or value settings (its ``config.yaml``): a :class:`UserError` listing the differing
+    keys, as the CLI does, for every caller (the Python API too). A larger ``mcts.iterations``
+    is such a change: the finished trees would keep their old size beside new ones."""
+    import yaml
+
+    stored = out / "config.yaml"
+    if not stored.is_file() or not any((out / f"{n}.jsonl").is_file() and (out / f"{n}.jsonl").stat().st_size
+                                       for n in ("trees", "events")):
+        return
+    try:
+        old_cfg = type(cfg).model_validate(yaml.safe_load(stored.read_text(encoding="utf-8")) or {})
+    except (ValueError, yaml.YAMLError):
+        return  # a config of another shape: the driver's own checks report it
+    old, new = _flat(tree_settings(old_cfg)), _flat(tree_settings(cfg))
+    diff = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    if diff:
+        raise UserError(f"{out} holds MCTS trees searched with other settings (its config.yaml); resuming it with "
+                        "this configuration would mix trees of two searches:\n  " + "\n  ".join(diff) +
+                        "\nUse a new output directory (the CLI: --force-new-config writes OUT.2 beside it).")
+
+
 __all__ = ["ReasonRagComponents", "RunFiles", "search", "search_window", "MIN_WINDOW", "greedy_catch_up", "build_pairs", "export", "Selected", "pair_settings",
-           "refresh_pairs", "PAIR_SETTINGS"]
+           "refresh_pairs", "PAIR_SETTINGS", "DPO_FILES", "clear_export", "tree_settings", "check_tree_settings"]

@@ -40,6 +40,7 @@ from agentrag.synth.reasonrag.pipeline import (
     RunFiles,
     Selected,
     build_pairs,
+    check_tree_settings,
     export,
     greedy_catch_up,
     search,
@@ -167,7 +168,9 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
 
     def check_inputs(self, cfg: ReasonRagRunConfig, out: str | os.PathLike[str],
                      given: Mapping[str, Any]) -> list[QAItem]:
-        return check_inputs(cfg, out, given)
+        items = check_inputs(cfg, out, given)
+        check_tree_settings(cfg, Path(out))  # trees of other search settings: refused with the diff
+        return items
 
     def components(self, cfg: ReasonRagRunConfig, run: RunDir, inputs: list[QAItem],
                    given: Mapping[str, Any]) -> ReasonRagComponents:
@@ -247,7 +250,8 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
             if cfg.greedy_baseline:
                 counts["greedy"] = (len(done), tally["greedy"], {})
             return SynthOutput(counts=counts, export=exported, details=details)
-        return Pipeline(steps=steps, report=report, report_key=lambda: ids_key(ids))
+        # the export setting is part of the key: a rerun that only turns it off or on redoes the export
+        return Pipeline(steps=steps, report=report, report_key=lambda: f"{ids_key(ids)}:export={cfg.export}")
 
     def title(self, cfg: ReasonRagRunConfig, name: str) -> str:
         return f"ReasonRAG run {name} ({cfg.value.kind} values)"

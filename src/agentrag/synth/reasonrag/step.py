@@ -4,7 +4,10 @@ rollouts (:mod:`.values`); it imports neither.
 
 The failure policy (:func:`agentrag.errors.classify`): a request over the model's context window
 is data (a step with ``error`` ``context_limit: ...`` and no text); an output without the stage's
-tag is data (a step with ``action`` None and the reason in ``error``); every other LLM or retrieval
+tag is data (a step with ``action`` None and the reason in ``error``); so is a malformed output
+(the one protocol parser, :mod:`agentrag.protocol`: an unclosed, mis-cased or nested tag, an
+``<answer>`` followed by a ``<query>``): ``action`` None, ``malformed`` and ``error`` name the
+reason, and its step text is only what preceded its first tag. Every other LLM or retrieval
 failure propagates (an outage leaves the question unfinished, a 401/404 stops the run).
 """
 
@@ -44,6 +47,7 @@ class StepOut:
     prompt_hash: str = ""
     finish_reason: str | None = None
     raw: str = ""
+    malformed: str | None = None
 
     @property
     def context_limited(self) -> bool:
@@ -65,12 +69,14 @@ def take_step(llm: LLM, retriever: Retriever, question: str, y: list[str], stage
         return StepOut("", None, None, stage, query, documents, error=f"context_limit: {exc}", prompt_hash=ph)
     raw = (completion.text or "").strip()
     usage = completion.usage if completion.usage.calls else completion.usage + Usage(calls=1)
-    step = parse_step(raw, forced=forced, accept_untagged_answer=accept_untagged_answer)
+    step = parse_step(raw, forced=forced, accept_untagged_answer=accept_untagged_answer,
+                      stopped=completion.finish_reason != "length")
     action, content = step.action, step.content
     out = StepOut(step.text, action, content, stage, query, documents, usage=usage, prompt_hash=ph,
-                  finish_reason=completion.finish_reason, raw=raw)
+                  finish_reason=completion.finish_reason, raw=raw, malformed=step.malformed)
     if action is None:
-        out.error = ("the forced final round gave no <answer>" if forced else
+        out.error = (f"malformed turn: {step.malformed}" if step.malformed else
+                     "the forced final round gave no <answer>" if forced else
                      "no <evidence> in grounding output" if stage == "grounding" else
                      "no <query> or <answer> in reasoning output")
         return out

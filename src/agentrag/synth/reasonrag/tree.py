@@ -18,12 +18,12 @@ from pydantic import Field
 
 from agentrag.records import Hit, Provenance, Record, Usage
 
-Action = Literal["root", "query", "evidence", "answer", "none"]
+Action = Literal["root", "query", "evidence", "answer", "none", "malformed"]
 Stage = Literal["reasoning", "grounding", "terminal"]
 Outcome = Literal["child", "duplicate", "error"]
 
 #: the action letters of Figure 2a (pair types)
-ACTION_LETTER = {"answer": "A", "query": "Q", "evidence": "E", "none": "N"}
+ACTION_LETTER = {"answer": "A", "query": "Q", "evidence": "E", "none": "N", "malformed": "M"}
 
 
 class Estimate(Record):
@@ -213,15 +213,19 @@ def select(tree: SearchTree, max_children: int, c_uct: float, alpha: float) -> T
     return None
 
 
-def reaches_answer(node: TreeNode) -> bool:
-    """Whether the branch at ``node`` yields a final answer: an answer leaf in its subtree, or a
-    SPRE rollout from it or below it that ended in an answer."""
-    return bool(node.answer) or any(e.answer for e in node.backed)
+def reaches_answer(node: TreeNode, nodes: dict[str, TreeNode] | None = None) -> bool:
+    """Whether the branch at ``node`` yields a final answer: an answer leaf in its subtree (walked
+    through ``nodes`` when given, so a leaf whose value is missing still counts), or a SPRE rollout
+    from it or below it that ended in an answer."""
+    if node.answer or any(e.answer for e in node.backed):
+        return True
+    return nodes is not None and any(reaches_answer(nodes[c], nodes) for c in node.children if c in nodes)
 
 
 def pruned(tree: SearchTree) -> set[str]:
     """Ids of the nodes on branches that never reach an answer (dropped from the data)."""
-    return {n.id for n in tree.nodes if n.id != "r" and not reaches_answer(n)}
+    nodes = tree.by_id()
+    return {n.id for n in tree.nodes if n.id != "r" and not reaches_answer(n, nodes)}
 
 
 __all__ = ["Action", "Stage", "Estimate", "q_value", "TreeNode", "IterationEvent", "SearchTree", "backpropagate",

@@ -11,19 +11,22 @@ window, an empty output) ends there and its estimate is flagged: it carries no v
 it) and the run counts it (``flagged_rollout`` in the mcts funnel row).
 
 Judge: the judge LLM reads the question, the gold answer(s) and y_{1:t} and answers with a JSON
-object :class:`ProcessJudgement` (a brief assessment and the score S in [0, 1]). Output that is
-not a valid judgement, or a request over the context window, flags the node (no estimate); every
-other LLM failure propagates (failure policy).
+object :class:`ProcessJudgement` (a brief assessment and the score S in [0, 1]). A request over the
+judge's context window flags the node (no estimate); a reply that is not a valid judgement is asked
+again and, failing that, leaves the evaluation unfinished (a retryable ``ParseError``: the question
+stays unfinished, a rerun redoes it); every other LLM failure propagates (failure policy).
 """
 
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentrag.agents.reason_ground import forced_round
 from agentrag.agents.tools import NO_DOCUMENTS
+from agentrag.errors import ParseError
 from agentrag.eval.metrics import f1
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
@@ -65,17 +68,36 @@ def judge_messages(item: QAItem, steps: list[str]) -> list[Message]:
     return [Message(role="system", content=PROCESS_JUDGE_SYSTEM), Message(role="user", content=user)]
 
 
+#: judge calls per evaluation before a reply that does not parse leaves it unfinished (the first
+#: at temperature 0; the others sampled, each with its own derived seed)
+JUDGE_ATTEMPTS = 3
+
+
 def judge_estimate(judge: LLM, item: QAItem, steps: list[str], node: TreeNode,
-                   max_tokens: int) -> tuple[Estimate | None, Usage, str | None]:
+                   max_tokens: int, seed: int = 0) -> tuple[Estimate | None, Usage, str | None]:
     """Eq. 6: v(s) from the judge for the partial trajectory ``steps`` (y_{1:t}). Returns the
-    estimate (None when the judgement is not valid), the judge's usage, and the reason."""
-    verdict, prov, error = call_json(judge, judge_messages(item, steps), ProcessJudgement,
-                                     stage="reasonrag.judge", temperature=0.0, max_tokens=max_tokens)
-    usage = prov.usage if prov.usage.calls else prov.usage + Usage(calls=1)
-    if verdict is None:
+    estimate, the judge's usage, and (estimate None) the reason: only a request over the judge's
+    context window, which is data (the node is flagged). A reply that is not a valid judgement is
+    asked again (:data:`JUDGE_ATTEMPTS` in all); when none is, :class:`~agentrag.errors.ParseError`
+    (retryable) leaves the evaluation unfinished under the failure policy: the iteration is not
+    recorded and a rerun redoes it, so a judge's bad replies never drop a branch for good."""
+    usage, errors = Usage(), []
+    for attempt in range(JUDGE_ATTEMPTS):
+        sampling: dict[str, Any] = {"temperature": 0.0, "max_tokens": max_tokens}
+        if attempt:
+            sampling = {"temperature": 0.7, "max_tokens": max_tokens,
+                        "seed": derive_seed(seed, item.id, node.id, "judge", attempt)}
+        verdict, prov, error = call_json(judge, judge_messages(item, steps), ProcessJudgement,
+                                         stage="reasonrag.judge", **sampling)
+        usage = usage + (prov.usage if prov.usage.calls else prov.usage + Usage(calls=1))
+        if verdict is not None:
+            return Estimate(v=verdict.score, steps=None, answer=node.answer, origin=node.id), usage, None
+        if (error or "").startswith("context_limit"):
+            return None, usage, f"judge: {error}"
         raw = (prov.raw_output or "")[-200:]
-        return None, usage, f"judge: {error}" + (f" (output {raw!r})" if raw else "")
-    return Estimate(v=verdict.score, steps=None, answer=node.answer, origin=node.id), usage, None
+        errors.append(f"{error}" + (f" (output {raw!r})" if raw else ""))
+    raise ParseError(f"judge: no valid judgement of node {node.id} in {JUDGE_ATTEMPTS} attempts; last: {errors[-1]}. "
+                     "The evaluation is left unfinished: rerun to redo it", is_retryable=True)
 
 
 def spre_estimates(llm: LLM, retriever: Retriever, cfg: ReasonRagConfig, item: QAItem, tree: SearchTree,
@@ -116,10 +138,10 @@ def _rollout(llm: LLM, retriever: Retriever, cfg: ReasonRagConfig, item: QAItem,
                          top_k=m.top_k, sampling=sampling, accept_untagged_answer=m.accept_untagged_answer)
         usage = usage + step.usage
         depth += 1
-        if step.context_limited or not step.text:  # a failed call: the rollout ends, its estimate flagged
+        if step.context_limited or not step.raw:  # a failed call: the rollout ends, its estimate flagged
             flag = (step.error or "context_limit") if step.context_limited else "empty output"
             break
-        y.append(step.text)  # as the agent does: every output joins y, a malformed one too
+        y.append(step.text)  # as the agent does: every output joins y (a malformed one: its text before its tags)
         if step.action == "answer":
             answer = step.content or None
             break

@@ -21,7 +21,8 @@ from agentrag.records import Message, Usage
 from agentrag.synth.verifier import CHECKS
 
 TASKS = ("support", "leakage", "no_answer", "near_duplicate", "repeat", "thought", "comparison", "single_document",
-         "protocol", "neutralize", "distractor", "question")
+         "protocol", "neutralize", "distractor", "question",
+         "distractor_type", "answer_form")
 
 
 @dataclass

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 
 from gatebench.cases import Case
-from gatebench.sources import Item
+from gatebench.sources import Hop, Item
 
 Family = Callable[[Item, random.Random], list[Case]]
 
@@ -592,6 +592,78 @@ FAMILIES: dict[str, Family] = {f.__name__: f for f in (
     distractor_restates, leakage_forms, question_type)}
 
 
+# ---- RAGShaper (§3.1.2 distractor types, §3.2 dependent hops, Fig. 12 answer form) ----
+
+def one_document_question(item: Item, rng: random.Random) -> list[Case]:
+    """A hop's own sub-question, answered by its own document among the path's documents, is a
+    one-document question (reject); the item's multi-hop question over the same documents keeps."""
+    if len(item.hops) < 2:
+        return []
+    docs = [f"{h.doc.title}\n{h.doc.text}" for h in item.hops]
+    hop = rng.choice([h for h in item.hops if h.answer and h.answer in h.doc.text] or item.hops)
+    return [Case("one_document_question", "single_document", "reject", "a hop's sub-question", item.id, hop.question,
+                 hop.answer, evidence=docs, semantic=True),
+            Case("one_document_question", "single_document", "keep", "the multi-hop question", item.id, item.question,
+                 item.answer, evidence=docs, semantic=True)]
+
+
+def _sentences_of(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z])", text) if s.strip()]
+
+
+def distractor_types(item: Item, rng: random.Random) -> list[Case]:
+    """Distractors written to each §3.1.2 type from the item's own document (keep, declared with
+    their type in ``entities``); the same documents declared with another type (reject, the
+    verifier decides), and the source reordered or re-titled with an addition (reject, lexical)."""
+    d = item.gold[0]
+    src = f"{d.title}\n{d.text}"
+    a = next((h.answer for h in item.hops if h.doc.title == d.title and h.answer and h.answer in d.text), None)
+    sents = _sentences_of(d.text)
+    if not a or len(sents) < 2:
+        return []
+    fake = rng.choice(["Lorenzo Vasquez", "Maribel Torrance", "Helsingborg", "Orchard Press"])
+    year = rng.randint(1901, 1999)
+    typed = {
+        "doppelganger": f"{d.title} (revised {year} edition)\n" + d.text.replace(a, fake),
+        "false_shortcut": (f"It is widely assumed that {d.title} led directly to {fake}, though no record shows "
+                           "the steps in between."),
+        "fragmented_puzzle": next((s for s in sents if a not in s), sents[-1]),
+        "subjective_fallacy": f"In my view {d.title} is overrated, and I feel {fake} was behind it, whatever the records say.",
+    }
+    out = [Case("distractor_types", "distractor_type", "keep", f"a {k} document", item.id, item.question, a, text=t,
+                other=src, entities=[k], semantic=k != "doppelganger") for k, t in typed.items()]
+    kinds = list(typed)
+    k = rng.choice(kinds[1:])
+    wrong = rng.choice([x for x in kinds if x != k])
+    out.append(Case("distractor_types", "distractor_type", "reject", f"a {k} document declared {wrong}", item.id,
+                    item.question, a, text=typed[k], other=src, entities=[wrong], semantic=True))
+    out.append(Case("distractor_types", "distractor_type", "reject", "the source's sentences reordered", item.id,
+                    item.question, a, text=f"{d.title}\n" + " ".join(reversed(sents)), other=src, entities=["doppelganger"]))
+    out.append(Case("distractor_types", "distractor_type", "reject", "the source re-titled with an addition", item.id,
+                    item.question, a, text=f"Revised notes on {d.title}\n{d.text} Some details remain disputed.",
+                    other=src, entities=["doppelganger"]))
+    return out
+
+
+def answer_sentences(item: Item, rng: random.Random) -> list[Case]:
+    """Answers with an abbreviation's period are one sentence (keep); an answer of two sentences is
+    not a short answer (reject)."""
+    a = item.answer.strip().rstrip(".")
+    words = a.split()
+    if not words or len(words) > 5 or a.lower() in {"yes", "no"}:
+        return []
+    last = words[-1]
+    keep = [f"St. {last}", f"{a} Jr.", f"U.S. {last}", f"Mt. {last}", f"J. R. {last}", f"No. {rng.randint(2, 9)} {last}"]
+    other = next((h.answer for h in item.hops if h.answer and h.answer != item.answer), item.gold[-1].title)
+    bad = [f"{a}. It was {other}.", f"It was {a}. Later it became {other}!", f"{a}? Or {other}."]
+    return [Case("answer_sentences", "answer_form", "keep", f"abbreviation {k!r}", item.id, item.question, k)
+            for k in rng.sample(keep, 2)] + [
+            Case("answer_sentences", "answer_form", "reject", "two sentences", item.id, item.question, rng.choice(bad))]
+
+
+FAMILIES.update({f.__name__: f for f in (one_document_question, distractor_types, answer_sentences)})
+
+
 #: cases kept per family (the first ones, in item order): enough for a rate, small enough to run in minutes
 PER_FAMILY = 400
 
@@ -612,3 +684,126 @@ def generate(items: list[Item], seed: int = 0, per_family_cap: int | None = PER_
 
 
 __all__ = ["FAMILIES", "Family", "generate"]
+
+
+# ---- Tracer (AgenticRAGTracer builder) families ----
+
+def _bridge_pairs(item: Item) -> list[tuple[Hop, Hop]]:
+    """(earlier hop, next hop) pairs whose answers are distinct names (a bridge entity and the next answer)."""
+    named = [h for h in item.hops if h.answer and re.search(r"[A-Za-z]{3}", h.answer) and h.answer[:1].isupper()
+             and len(h.answer) < 50 and h.answer.lower() not in {"yes", "no"}]
+    def initials(name: str) -> str:
+        return "".join(w[0] for w in name.split() if w[:1].isupper())
+
+    return [(a, b) for a, b in zip(named, named[1:], strict=False) if a.answer.lower() != b.answer.lower()
+            and a.answer.lower() not in b.answer.lower() and b.answer.lower() not in a.answer.lower()
+            and a.answer not in (initials(b.answer), b.answer.replace(".", "")) and b.answer != initials(a.answer)]
+
+
+def tracer_and_or_answers(item: Item, rng: random.Random) -> list[Case]:
+    """Answers joining parts with "and", "&", "/" or "or". Two answers of the item joined are two
+    things (reject): lexically when no document writes them as one run, by the verifier when one
+    does ("Both X and Y ..."). A name a document writes with "and"/"&"/"/" is one answer (keep):
+    a title or firm built from the item's own words, or a known name."""
+    out: list[Case] = []
+    for prev, nxt in _bridge_pairs(item)[:1]:
+        x, y = prev.answer, nxt.answer
+        docs = [f"{prev.doc.title}\n{prev.doc.text}", f"{nxt.doc.title}\n{nxt.doc.text}"]
+        joined = rng.choice([f"{x} and {y}", f"{x} & {y}", f"{x}/{y}", f"{x} or {y}", f"{y} and {x}"])
+        out.append(Case("tracer_and_or_answers", "one_answer", "reject", "two answers joined", item.id, nxt.question,
+                        joined, evidence=docs))
+        both = docs[0] + f" Both {x} and {y} are named in the records."
+        out.append(Case("tracer_and_or_answers", "one_answer", "reject", "two answers a document lists together",
+                        item.id, nxt.question, f"{x} and {y}", evidence=[both, docs[1]], semantic=True))
+        out.append(Case("tracer_and_or_answers", "one_answer", "keep", "one answer, no joiner", item.id, nxt.question,
+                        y, evidence=docs))
+    words = [w for d in item.gold for w in re.findall(r"\b[A-Z][a-z]{3,}\b", d.title)]
+    if len(set(words)) >= 2:
+        a, b = rng.sample(sorted(set(words)), 2)
+        name = rng.choice([f"{a} & {b}", f"{a} and {b}", f"{a}/{b}"])
+        doc = _doc_text(item) + f" The work was published by {name} the following year."
+        out.append(Case("tracer_and_or_answers", "one_answer", "keep", "firm name from the item's words", item.id,
+                        f"Which firm published the work about {item.gold[0].title}?", name, evidence=[doc],
+                        semantic=True))
+    known = rng.choice(_AND_NAMES)
+    out.append(Case("tracer_and_or_answers", "one_answer", "keep", f"known name {known!r}", item.id,
+                    f"What is the best-known work of {item.gold[0].title}?", known,
+                    evidence=[_doc_text(item) + f" Its best-known work is {known}."]))
+    return out
+
+
+def _bridge_forms(b: str, rng: random.Random) -> list[tuple[str, str]]:
+    forms = [("lower case", b.lower()), ("possessive", b + "'s"), ("with an article", "the " + b)]
+    if len(b) < 25:
+        forms.append(("upper case", b.upper()))
+    if " " in b:
+        forms.append(("hyphenated", b.replace(" ", "-")))
+    acc = _accented(b, rng)
+    if acc != b:
+        forms.append(("accented", acc))
+    for long, shorts in _ABBREVIATIONS:
+        if long in b:
+            forms.append(("abbreviated", b.replace(long, shorts[0])))
+    return forms
+
+
+def tracer_bridge_restated(item: Item, rng: random.Random) -> list[Case]:
+    """An inference step whose answer is the bridge entity again: another written form of the
+    earlier answer (reject, lexical) or a part of its name (reject, the verifier decides); the
+    next hop's own answer, a name sharing letters with the bridge, or another entity whose name
+    contains the bridge's (keep; the last one the verifier decides)."""
+    pairs = _bridge_pairs(item)
+    if not pairs:
+        return []
+    prev, nxt = pairs[0]
+    b = prev.answer
+    docs = [f"{prev.doc.title}\n{prev.doc.text}", f"{nxt.doc.title}\n{nxt.doc.text}"]
+    variants: list[tuple[str, str, str, bool]] = []  # (label, variant, candidate answer, semantic)
+    forms = _bridge_forms(b, rng)
+    variants += [("reject", name, form, False) for name, form in rng.sample(forms, min(3, len(forms)))]
+    words = [w for w in b.split() if w[:1].isupper() and len(w) > 3]
+    if len(b.split()) >= 2 and words and not re.search(r"\d", b):
+        variants.append(("reject", "part of the name", words[-1], True))
+    last = b.split()[-1]
+    variants += [("keep", "the next hop's answer", nxt.answer, False),
+                 ("keep", "a name sharing letters", b[:-len(last)] + last + "ton", False),
+                 ("keep", "another entity named after it",
+                  rng.choice([f"{b} International Airport", f"University of {b}", f"{b} Prize"]), True)]
+    return [Case("tracer_bridge_restated", "bridge", label, variant, item.id, nxt.question, b, evidence=docs,
+                 text=text, semantic=semantic) for label, variant, text, semantic in variants]
+
+
+def tracer_bridge_leakage(item: Item, rng: random.Random) -> list[Case]:
+    """A composed question that writes an earlier hop's answer (the bridge) in any form, or a
+    distinctive part of its name, leaks it (reject); the item's own question, and one naming a
+    name that shares letters with the bridge, do not (keep)."""
+    out: list[Case] = []
+    for prev, _nxt in _bridge_pairs(item)[:1]:  # noqa: B007 (one pair per item)
+        b = prev.answer
+        q = item.question.rstrip(" ?")
+        named = [w.strip(".,") for w in b.split() if w[:1].isupper() and len(w.strip(".,")) > 3]
+        acronym = "".join(w[0] for w in b.split() if w[:1].isupper())
+        if re.search(rf"\b{re.escape(b)}\b", item.question, re.IGNORECASE) or any(
+                re.search(rf"\b{re.escape(w)}\b", item.question, re.IGNORECASE) for w in named) or (
+                len(acronym) >= 2 and re.search(rf"\b{acronym}\b", item.question)):
+            continue  # the question already names the bridge or a part of it: no valid variant to make
+        forms = [(n, f) for n, f in _bridge_forms(b, rng) if n != "with an article"]
+        words = [w.strip(".,") for w in b.split() if w[:1].isupper() and len(w) > 3]
+        from agentrag.match.vocab import FUNCTION_WORDS, GENERIC_NAME_WORDS
+        words = [w for w in words if w.lower() not in GENERIC_NAME_WORDS | FUNCTION_WORDS
+                 and not re.search(rf"\b{re.escape(w)}\b", item.question, re.IGNORECASE)]
+        if len(b.split()) >= 2 and words and not re.search(r"\d", b):  # a date's month is no part of a name
+            forms.append(("last distinctive word", words[-1]))
+        for name, form in rng.sample(forms, min(3, len(forms))):
+            out.append(Case("tracer_bridge_leakage", "leakage", "reject", f"bridge {name}", item.id, "", b,
+                            text=f"{q}, the one linked to {form}?"))
+        out.append(Case("tracer_bridge_leakage", "leakage", "keep", "the question as written", item.id, "", b,
+                        text=item.question))
+        last = b.split()[-1].strip(".,")
+        if len(last) > 3 and last[:1].isupper():
+            out.append(Case("tracer_bridge_leakage", "leakage", "keep", "a name sharing letters", item.id, "", b,
+                            text=f"{q}, the one linked to {last}ington?"))
+    return out
+
+
+FAMILIES.update({f.__name__: f for f in (tracer_and_or_answers, tracer_bridge_restated, tracer_bridge_leakage)})

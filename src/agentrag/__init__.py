@@ -109,6 +109,7 @@ _EXPORTS: dict[str, str] = {
     "JudgeVerdict": "agentrag.eval", "normalize_answer": "agentrag.eval", "EvalResult": "agentrag.eval",
     "EvalConfig": "agentrag.eval", "evaluate": "agentrag.eval", "score_item": "agentrag.eval",
     "summarize": "agentrag.eval", "run_eval": "agentrag.eval", "EvalBugs": "agentrag.eval",
+    "SuiteConfig": "agentrag.eval", "run_suite": "agentrag.eval",
     "Section": "agentrag.report", "write_report": "agentrag.report", "bar_chart_svg": "agentrag.report",
     "eval_sections": "agentrag.report", "write_eval_report": "agentrag.report",
     "grouped_bar_chart_svg": "agentrag.report", "write_viewer": "agentrag.report",
@@ -168,6 +169,10 @@ _EXPORTS: dict[str, str] = {
     "plan_step_tools": "agentrag.agents", "AGENTS": "agentrag.agents", "build_agent": "agentrag.agents",
     "agent_config": "agentrag.agents", "run_many": "agentrag.agents", "RetrievalTool": "agentrag.agents",
     "format_documents": "agentrag.agents", "search_tool_schema": "agentrag.agents",
+    # the papers' non-agentic baselines
+    "NaiveConfig": "agentrag.agents", "StandardRagConfig": "agentrag.agents", "IrcotConfig": "agentrag.agents",
+    "IterRetGenConfig": "agentrag.agents", "NaiveAgent": "agentrag.agents", "StandardRagAgent": "agentrag.agents",
+    "IrcotAgent": "agentrag.agents", "IterRetGenAgent": "agentrag.agents", "BASELINES": "agentrag.agents",
 }
 
 __all__ = ["__version__", *_EXPORTS]

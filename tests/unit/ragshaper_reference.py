@@ -59,6 +59,18 @@ def stage_counts(seeds: int, trees: list[InfoTree], distractors: list[Distractor
     return counts, notes
 
 
+def _rejected(trees: list[InfoTree]) -> dict[str, dict[str, int]]:
+    from agentrag.synth.ragshaper.stats import distractor_rejection
+
+    out: dict[str, Counter[str]] = {}
+    for t in trees:
+        for n in t.nodes:
+            for r in n.rejected:
+                dtype, kind = distractor_rejection(r)
+                out.setdefault(dtype, Counter())[kind] += 1
+    return {k: dict(v) for k, v in sorted(out.items())}
+
+
 def details(trees: list[InfoTree], distractors: list[DistractorDoc], qas: list[QARecord], trajs: list[Trajectory],
             filters: list[FilterRecord], tags: list[TagRecord] | None, cfg: RagShaperConfig, notes: Any,
             seed_source: str = "") -> dict[str, Any]:
@@ -89,6 +101,7 @@ def details(trees: list[InfoTree], distractors: list[DistractorDoc], qas: list[Q
         "funnel_notes": notes, "repaired": repairs(trees),
         "tool_calls": dict(sorted(Counter(int(t.metadata.get("tool_calls", 0)) for t in trajs).items())),
         "distractors": {"created": dict(Counter(d.distractor_type for d in distractors)),
+                        "rejected": _rejected(trees),
                         "met_documents": dict(met_docs),
                         "success_by_type_met": {k: {"trajectories": len(v), "kept": sum(v),
                                                     "success_rate": round(sum(v) / len(v), 3)}

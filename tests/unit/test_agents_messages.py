@@ -85,7 +85,8 @@ def test_parallel_tool_calls_are_matched_by_id():
 
 def test_build_agent_validation():
     llm, retr = ScriptedLLM(), FakeRetriever(PASSAGES)
-    assert set(AGENTS) == {"react", "plan_step", "reason_ground", "search_r1", "planner_executor"}
+    assert set(AGENTS) == {"react", "plan_step", "reason_ground", "search_r1", "planner_executor",
+                           "naive", "standard_rag", "ircot", "iter_retgen"}
     with pytest.raises(UserError, match="unknown agent 'reactt'"):
         build_agent("reactt", llm, retr)
     with pytest.raises(UserError, match="max_step"):

@@ -40,7 +40,9 @@ def test_whole_pipeline_on_fakes(tmp_path: Path) -> None:
     funnel = {row["stage"]: row for row in metrics["funnel"]}
     assert funnel["explore"]["out"] == 2
     assert funnel["paths"]["out"] >= 2
-    assert funnel["qa"]["out"] == funnel["paths"]["out"]  # the fake writes valid pairs
+    # the fake writes valid pairs, except on paths where its answer 1901 is stated only by a K~ document
+    assert funnel["qa"]["out"] > 0
+    assert funnel["qa"]["out"] + funnel["qa"]["rejected"].get("distractor", 0) == funnel["paths"]["out"]
     n_traj = funnel["elicit"]["out"]
     assert n_traj == funnel["qa"]["out"] and funnel["filter"]["out"] == n_traj
     # Eq. 8: step 1 always reads K~, so every trajectory met distractors, recorded with their type

@@ -4,6 +4,7 @@ import json
 from typing import Any
 
 import pytest
+from test_ragshaper_support import verdict_reply
 
 from agentrag.records import Step, Trajectory
 from agentrag.synth.ragshaper.config import QAConfig
@@ -24,8 +25,18 @@ STEPS = [{"hop": 1, "fact": "Lysa's founder", "evidence": "founded in 1820 by th
           "output": "1901"}]
 
 
-def check(obj: dict[str, Any] | None, cfg: QAConfig | None = None) -> str | None:
-    return check_qa(obj, cfg or QAConfig(), DOCS)[0]
+def check(obj: dict[str, Any] | None, cfg: QAConfig | None = None, docs: list[DocRef] = DOCS) -> str | None:
+    return check_qa(obj, cfg or QAConfig(), docs)[0]
+
+
+#: a verifier that agrees with every item (computed answers, roles, needed hops)
+KEEP = ScriptedLLM(default=lambda messages, **kw: verdict_reply(messages[-1].content or ""))
+
+
+def stating(answer: str) -> list[DocRef]:
+    """The path with one more main-KB document that states ``answer`` (the answer must be stated
+    by a main-path document)."""
+    return [*DOCS, DocRef(id="p9", title="Registry", text=f"The registry of the region lists {answer}.")]
 
 
 def _qa(**kw: Any) -> dict[str, Any]:
@@ -37,7 +48,8 @@ def _qa(**kw: Any) -> dict[str, Any]:
 
 def test_a_good_pair_is_accepted() -> None:
     assert check(_qa()) is None
-    assert check(_qa(answer="The U.S. Army Corps of Engineers")) is None
+    answer = "The U.S. Army Corps of Engineers"
+    assert check(_qa(answer=answer), docs=stating(answer)) is None
     # a fuzzy quotation (a word changed, >= 80% of the tokens in order) still grounds its hop
     fuzzy = [*STEPS[:2], {**STEPS[2], "evidence": "Brem & Sons built the Orn bridge, completed in 1901"}]
     assert check(_qa(reasoning_steps=fuzzy)) is None
@@ -152,6 +164,10 @@ def test_invented_hops_are_rejected(label: str, steps: list[dict[str, Any]]) -> 
 
 def test_no_documents_grounds_nothing() -> None:
     reason, grounding = check_qa(_qa(), QAConfig(), [])
+    assert reason is not None and reason.startswith("not_stated: '1901' is stated by no evidence text")
+    # the answer stated, but no quotation of the path: no hop grounded
+    only = [DocRef(id="p9", title="Note", text="It was 1901.")]
+    reason, grounding = check_qa(_qa(), QAConfig(), only)
     assert reason is not None and reason.startswith("too_few_hops: 0 grounded") and grounding
 
 
@@ -209,7 +225,7 @@ def test_leakage_is_seen_on_normalized_forms(question: str, answer: str) -> None
     ("it was finished in the year nineteen hundred and one after long delays", False),  # 14 words
 ])
 def test_answers_are_short_phrases(answer: str, kept: bool) -> None:
-    got = check(_qa(answer=answer))
+    got = check(_qa(answer=answer), docs=stating(answer))
     assert (got is None) is kept, got
     assert kept or (got or "").startswith("answer_too_long: ")
 
@@ -224,12 +240,16 @@ def test_answers_are_short_phrases(answer: str, kept: bool) -> None:
     ("In which country is the town whose founder's firm built the bridge?", "the United States"),
 ])
 def test_valid_yes_no_comparison_and_computed_answers_are_kept(question: str, answer: str) -> None:
-    assert check(_qa(question=question, answer=answer)) is None
+    docs = DOCS if answer in ("yes", "his town", "1901", "81", "56 years", "Brem & Sons") else stating(answer)
+    obj = _qa(question=question, answer=answer)
+    assert check_qa(obj, QAConfig(), docs, KEEP)[0] is None
+    if answer not in ("81", "56 years"):  # a computed number is kept only when the verifier computes it
+        assert check(obj, docs=docs) is None
 
 
 def test_value_questions_with_how_are_fine() -> None:
-    assert check(_qa(question="How many years after Lysa's founding was the founder's bridge finished?",
-                     answer="81")) is None
+    obj = _qa(question="How many years after Lysa's founding was the founder's bridge finished?", answer="81")
+    assert check_qa(obj, QAConfig(), DOCS, KEEP)[0] is None
 
 
 def test_synthesize_qa_records_the_grounding() -> None:

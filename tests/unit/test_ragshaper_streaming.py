@@ -39,7 +39,9 @@ PROV = Provenance(stage="x")
 def _tree(i: int) -> InfoTree:
     nodes = [TreeNode(id=f"t{i}-n{j}", error=[None, "distractor_tool: parse_error x", "parse_error: y",
                                                 "empty query"][(i + j) % 4],
-                      repaired=[["empty query -> seed"], ["invalid top_k 'x' -> 3"], []][(i + j) % 3])
+                      repaired=[["empty query -> seed"], ["invalid top_k 'x' -> 3"], []][(i + j) % 3],
+                      rejected=[["doppelganger: copy: the distractor is the source again"],
+                                ["subjective_fallacy: restates: verifier: restates: it states the fact"], []][(i + j) % 3])
              for j in range(i % 3 + 1)]
     return InfoTree(id=f"t{i}", seed=f"Seed {i % 50}", nodes=nodes, status="failed" if i % 9 == 0 else "ok",
                     error="explore: curator outage" if i % 9 == 0 else None, distractor_calls=i % 4,
@@ -159,7 +161,7 @@ def _curator(messages: list[Message], **kw: Any) -> Any:
         out = json.loads(curator_reply(messages, **kw))
         out["question"] += " Was it 1901?"
         return json.dumps(out)
-    if name == "behaviour_tag" and "Odd" in text:
+    if name == "behaviour_tag" and ("Odd" in text or "Stray Two" in text):  # Odd's paths state 1901 only in K~
         return json.dumps({"tag": "heroic", "rationale": "?"})
     return curator_reply(messages, **kw)
 

@@ -61,9 +61,21 @@ def curator_reply(messages: list[Message], **kw: Any) -> str:
                                 for i, ev in enumerate(_evidence(user)[:3], start=1)],
             "negative_aspect": [{"dimension": "doppelganger", "misleading_claim": "1900 draft",
                                  "disambiguation": "it is a draft", "distraction_text": "In the 1900 draft"}]})
+    if name == "verdict":
+        return verdict_reply(user)
     if name == "behaviour_tag":
         return json.dumps({"tag": "direct_answer", "rationale": "it found the answer at once"})
     raise AssertionError(f"unexpected request {name!r}")
+
+
+def verdict_reply(user: str, keep: bool = True) -> str:
+    """The verifier's reply in this world: every item passes every check (``keep``), i.e. the
+    statement holds for a check that keeps on "holds" and fails for one that rejects on it."""
+    from agentrag.synth.verifier import CHECKS
+
+    check = next((c for c in CHECKS.values() if c.statement.split("{")[0][:40] in user), None)
+    holds = (check.keep_if if check is not None else True) == keep
+    return json.dumps({"holds": holds, "reason": "scripted verifier"})
 
 
 def _evidence(rendered: str) -> list[str]:

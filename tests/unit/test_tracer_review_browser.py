@@ -128,3 +128,114 @@ def test_three_raters_fill_in_the_sheet_save_and_the_cli_reads_it_back(browser: 
     if keep:
         for f in [*files, run / "review" / "decisions.json"]:
             shutil.copy(f, Path(keep) / f.name)
+
+
+def _leaving_warns(page: Any) -> bool:
+    """Whether leaving the page now asks first (its ``beforeunload`` handler cancels the event)."""
+    return bool(page.evaluate("() => { const e = new Event('beforeunload', {cancelable: true});"
+                              " window.dispatchEvent(e); return e.defaultPrevented; }"))
+
+
+def _choose(items: Any, n: int, vote: str) -> None:
+    items.nth(n).locator(f"input.decision[value={'Retain' if vote == 'R' else 'Discard'}]").check()
+
+
+def _checked(items: Any) -> str:
+    out = ""
+    for n in range(items.count()):
+        sec = items.nth(n)
+        out += "R" if sec.locator("input.decision[value=Retain]").is_checked() else \
+            "D" if sec.locator("input.decision[value=Discard]").is_checked() else "-"
+    return out
+
+
+def _review_with_reloads(browser: Any, sheet: Path, rater: str, out: Path) -> Path:
+    """One rater decides half the items, reloads (the page restores name, decisions, comments and
+    says they are unsaved), decides the rest, reloads again, saves, and reloads once more."""
+    ctx = browser.new_context(accept_downloads=True)  # one browser profile per rater
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(sheet.as_uri())
+    page.wait_for_selector("body[data-ready]")
+    items = page.locator("section.item")
+    assert not _leaving_warns(page)  # nothing decided: nothing to lose
+    page.fill("#rater", rater)
+    votes = VOTES[rater]
+    for n in range(5):
+        _choose(items, n, votes[n])
+    for (who, n), text in COMMENTS.items():
+        if who == rater:
+            items.nth(n).locator("textarea.comment").fill(text)
+    assert _leaving_warns(page) and "unsaved" in page.inner_text("#unsaved")
+    page.reload()
+    page.wait_for_selector("body[data-ready]")
+    assert page.input_value("#rater") == rater
+    assert _checked(items) == votes[:5] + "-" * 5 and page.inner_text("#progress") == "5 of 10 decided"
+    for (who, n), text in COMMENTS.items():
+        if who == rater:
+            assert items.nth(n).locator("textarea.comment").input_value() == text
+    assert _leaving_warns(page)  # restored, still not saved to a file
+    for n in range(5, 10):
+        _choose(items, n, votes[n])
+    page.reload()
+    page.wait_for_selector("body[data-ready]")
+    assert _checked(items) == votes and page.inner_text("#progress") == "10 of 10 decided"
+    with page.expect_download() as dl:
+        page.click("#save")
+    path = out / dl.value.suggested_filename
+    dl.value.save_as(path)
+    assert not _leaving_warns(page) and page.inner_text("#unsaved") == ""
+    page.reload()
+    page.wait_for_selector("body[data-ready]")
+    assert _checked(items) == votes and not _leaving_warns(page)  # saved work restored, nothing unsaved
+    _choose(items, 0, "D" if votes[0] == "R" else "R")  # a change after saving is unsaved again
+    assert _leaving_warns(page)
+    _choose(items, 0, votes[0])
+    assert not _leaving_warns(page)
+    assert errors == []
+    ctx.close()
+    return path
+
+
+def test_decisions_survive_reloads_leaving_unsaved_warns_and_kappa_is_computed(browser: Any, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    ids = _ten_items(run)
+    sheet = run / "review" / "sheet.html"
+    files = [_review_with_reloads(browser, sheet, rater, tmp_path) for rater in VOTES]
+    for f, rater in zip(files, VOTES, strict=True):
+        rows = list(csv.DictReader(f.open(encoding="utf-8")))
+        assert [r["id"] for r in rows] == ids and {r["rater"] for r in rows} == {rater}
+        assert "".join("R" if r["decision"] == "Retain" else "D" for r in rows) == VOTES[rater]
+    r = CliRunner().invoke(app, ["synth", "tracer", "review", "--run", str(run),
+                                 *[a for f in files for a in ("--labels", str(f))]])
+    assert r.exit_code == 0, r.output
+    dec = json.loads((run / "review" / "decisions.json").read_text())
+    counts = [[sum(v[n] == "R" for v in VOTES.values()), sum(v[n] == "D" for v in VOTES.values())] for n in range(10)]
+    assert dec["fleiss_kappa"] == pytest.approx(fleiss_kappa(counts), abs=1e-4)
+    assert dec["fleiss_kappa"] == pytest.approx(0.3182, abs=1e-4)
+    for (rater, n), text in COMMENTS.items():
+        assert dec["per_item"][ids[n]]["comments"] == {rater: text}
+
+
+def test_another_benchmark_does_not_see_these_decisions(browser: Any, tmp_path: Path) -> None:
+    """The browser keeps decisions per benchmark: the same profile opening another benchmark's
+    sheet starts empty, and the first sheet still has its own."""
+    run_a, run_b = tmp_path / "a", tmp_path / "b"
+    _ten_items(run_a)
+    run_world(run_b)
+    write_review_sheet(run_b)
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    page.goto((run_a / "review" / "sheet.html").as_uri())
+    page.wait_for_selector("body[data-ready]")
+    page.fill("#rater", "ann")
+    _choose(page.locator("section.item"), 0, "R")
+    page.goto((run_b / "review" / "sheet.html").as_uri())
+    page.wait_for_selector("body[data-ready]")
+    assert page.input_value("#rater") == "" and "-" in _checked(page.locator("section.item"))
+    assert page.inner_text("#progress").startswith("0 of")
+    page.goto((run_a / "review" / "sheet.html").as_uri())
+    page.wait_for_selector("body[data-ready]")
+    assert page.input_value("#rater") == "ann" and _checked(page.locator("section.item"))[0] == "R"
+    ctx.close()

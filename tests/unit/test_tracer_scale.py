@@ -17,7 +17,7 @@ from agentrag.runs import JsonlStore
 from agentrag.synth.tracer import run_tracer
 from agentrag.synth.tracer.chains import iter_chains
 from agentrag.synth.tracer.export import _flashrag, benchmark_item, export_benchmark
-from agentrag.synth.tracer.oracle import is_no_answer
+from agentrag.synth.tracer.oracle import is_no_answer, real_golds
 from agentrag.synth.tracer.pipeline import seed_hop
 from agentrag.synth.tracer.report import ChainShape, tracer_counts
 from agentrag.synth.tracer.schema import AtomicRecord, Chain, DocRecord, HopRecord
@@ -63,8 +63,14 @@ def reference_export(chains: list[Chain], out: Path) -> dict[str, Any]:
                                 encoding="utf-8")
         files[name] = len(subset)
     by = Counter((i.metadata["hops"], i.metadata["type"]) for i in items)
+    levels = [(c, level) for c in chains for level in range(2, c.depth + 1) if all(h.verified for h in c.hops[:level])]
+    dropped = sum(1 for c, level in levels if any(is_no_answer(h.answer) or not real_golds(h.golds)
+                                                  for h in c.hops[:level]))
+    removed = sum(len(c.hops[level - 1].golds) - len(real_golds(c.hops[level - 1].golds)) for c, level in levels
+                  if all(not is_no_answer(h.answer) and real_golds(h.golds) for h in c.hops[:level]))
     return {"files": files, "items": len(items),
-            "by_hops_type": {f"{h}hop/{t}": n for (h, t), n in sorted(by.items())}}
+            "by_hops_type": {f"{h}hop/{t}": n for (h, t), n in sorted(by.items())},
+            "no_answer": {"items_dropped": dropped, "golds_removed": removed}}
 
 
 def scripted_run(out: Path, n: int = 12) -> dict[str, Any]:

@@ -92,4 +92,43 @@ class SearchR1Config(AgentConfig):
         return value
 
 
-__all__ = ["AgentConfig", "ReactConfig", "PlanStepConfig", "ReasonGroundConfig", "SearchR1Config"]
+# -- the papers' non-agentic baselines (ReasonRAG Table 2, RAGShaper §5), with the defaults of
+#    FlashRAG's reproductions (docs/agents.md cites each source) ---------------------------------
+class NaiveConfig(AgentConfig):
+    """Closed-book generation: one LLM call, no retrieval (``max_steps`` and ``top_k`` are unused)."""
+
+    max_tokens: int = Field(default=32, ge=1, description="completion budget (FlashRAG's generation "
+                            "max_tokens 32: a short answer)")
+
+
+class StandardRagConfig(AgentConfig):
+    """Retrieve top-k with the question, answer in one LLM call (``max_steps`` is unused)."""
+
+    top_k: int = Field(default=5, ge=1, description="documents retrieved with the question (FlashRAG retrieval_topk 5)")
+    max_tokens: int = Field(default=32, ge=1, description="completion budget (FlashRAG's generation max_tokens 32)")
+
+
+class IrcotConfig(AgentConfig):
+    """IRCoT: one chain-of-thought sentence, one retrieval with it, until "answer is" or ``max_iter``."""
+
+    top_k: int = Field(default=5, ge=1, description="documents per retrieval, the question's and each "
+                       "sentence's (FlashRAG retrieval_topk 5)")
+    max_iter: int = Field(default=5, ge=1, description="most reasoning sentences (LLM calls); FlashRAG's IRCoT "
+                          "run uses max_iter=5")
+    max_paragraphs: int = Field(default=15, ge=1, description="cap on the paragraphs accumulated over the "
+                                "retrievals (IRCoT paper: 15); later new paragraphs are dropped")
+    max_tokens: int = Field(default=32, ge=1, description="completion budget per sentence (FlashRAG's "
+                            "generation max_tokens 32; only the first sentence of the output is kept)")
+
+
+class IterRetGenConfig(AgentConfig):
+    """Iter-RetGen: ``iterations`` rounds of retrieve (question + previous generation), generate."""
+
+    top_k: int = Field(default=5, ge=1, description="documents per round (FlashRAG retrieval_topk 5)")
+    iterations: int = Field(default=3, ge=1, description="retrieval-generation rounds (FlashRAG iter_num 3)")
+    max_tokens: int = Field(default=32, ge=1, description="completion budget per round (FlashRAG's generation "
+                            "max_tokens 32)")
+
+
+__all__ = ["AgentConfig", "ReactConfig", "PlanStepConfig", "ReasonGroundConfig", "SearchR1Config",
+           "NaiveConfig", "StandardRagConfig", "IrcotConfig", "IterRetGenConfig"]

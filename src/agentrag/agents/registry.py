@@ -9,13 +9,17 @@ from typing import Any
 
 from agentrag.agents.base import NavigationPolicy
 from agentrag.agents.config import AgentConfig
+from agentrag.agents.ircot import IrcotAgent
+from agentrag.agents.iter_retgen import IterRetGenAgent
 from agentrag.agents.loop import BaseAgent
+from agentrag.agents.naive import NaiveAgent
 from agentrag.agents.navigation import PlainNavigation
 from agentrag.agents.plan_step import PlanStepAgent
 from agentrag.agents.planner_executor import PlannerExecutorAgent
 from agentrag.agents.react import ReactAgent
 from agentrag.agents.reason_ground import ReasonGroundAgent
 from agentrag.agents.search_r1 import SearchR1Agent
+from agentrag.agents.standard_rag import StandardRagAgent
 from agentrag.config import load_config
 from agentrag.errors import UserError
 from agentrag.llm.base import LLM
@@ -28,7 +32,14 @@ AGENTS: dict[str, type[BaseAgent]] = {
     "reason_ground": ReasonGroundAgent,
     "search_r1": SearchR1Agent,
     "planner_executor": PlannerExecutorAgent,
+    # the papers' non-agentic baselines (fixed retrieval pipelines; docs/agents.md)
+    "naive": NaiveAgent,
+    "standard_rag": StandardRagAgent,
+    "ircot": IrcotAgent,
+    "iter_retgen": IterRetGenAgent,
 }
+#: the non-agentic baselines among AGENTS
+BASELINES = ("naive", "standard_rag", "ircot", "iter_retgen")
 
 
 def agent_config(name: str, *, source: str | None = None, prefix: str = "", **config: Any) -> AgentConfig:
@@ -42,7 +53,8 @@ def agent_config(name: str, *, source: str | None = None, prefix: str = "", **co
 
 def build_agent(name: str, llm: LLM, retriever: Retriever | NavigationPolicy,
                 config: AgentConfig | None = None, **overrides: Any) -> BaseAgent:
-    """An agent of protocol ``name`` (react, plan_step, reason_ground, search_r1).
+    """An agent of protocol ``name`` (react, plan_step, reason_ground, search_r1, planner_executor) or
+    a baseline (naive, standard_rag, ircot, iter_retgen).
 
     ``retriever`` is a Retriever (wrapped in :class:`PlainNavigation` with ``threshold``) or a
     NavigationPolicy (used as is; it applies its own threshold). Settings come from ``config``
@@ -102,4 +114,4 @@ def run_many(agent: Any, items: Iterable[QAItem], concurrency: int = 4,
     return [r for r in results if r is not None]
 
 
-__all__ = ["AGENTS", "build_agent", "agent_config", "run_many"]
+__all__ = ["AGENTS", "BASELINES", "build_agent", "agent_config", "run_many"]

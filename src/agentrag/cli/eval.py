@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -25,6 +26,7 @@ from agentrag.cli.common import (
 )
 from agentrag.cli.progress import progress_output
 from agentrag.cli.runconfig import print_config, run_dir_for
+from agentrag.errors import UserError
 
 
 def eval_command(
@@ -34,7 +36,14 @@ def eval_command(
     kb: Annotated[str | None, typer.Option("--kb", help="Knowledge-base directory or http://host:port "
                                            "of a Search-R1-style retrieval server (required).")] = None,
     agent: Annotated[str | None, typer.Option("--agent", "-a", help="react | plan_step | reason_ground | "
-                                              "search_r1 | planner_executor. Default: react.")] = None,
+                                              "search_r1 | planner_executor, or a baseline: naive | standard_rag | "
+                                              "ircot | iter_retgen. Default: react.")] = None,
+    suite: Annotated[Path | None, typer.Option("--suite", help="A suite file (YAML: agents x datasets, one kb "
+                                               "and llm, a reference row): run every cell into --out and print the "
+                                               "papers' results table (suite.md) with paired bootstrap intervals "
+                                               "against the reference. --kb/--llm/--judge/--limit/--concurrency "
+                                               "override the file's values. See docs/eval.md. Default: none (one agent, one "
+                                               "dataset).")] = None,
     llm: Annotated[str | None, typer.Option("--llm", "-m", help="Agent LLM: embedded | openai:MODEL | "
                                             "openai:MODEL@URL | hf:CHECKPOINT_DIR (e.g. the output of agentrag "
                                             "train) | YAML file. Default: embedded.")] = None,
@@ -80,6 +89,17 @@ def eval_command(
         from agentrag.eval.run import EvalBugs, run_eval
         from agentrag.eval.runner import EvalConfig
 
+        if suite is not None:
+            given = {"--dataset": dataset, "--agent": agent, "--executor-llm": executor_llm, "--maxd": maxd,
+                     "--config": config, "--workers": workers, "--ray-address": ray_address}
+            clash = [k for k, v in given.items() if v is not None] + (
+                ["--executor"] if executor not in (None, "thread") else [])
+            if clash:
+                raise UserError(f"--suite runs the agents and datasets of {suite}; {', '.join(clash)} cannot be "
+                                "combined with it (put agents and datasets in the suite file; cells run on threads)")
+            _run_suite(suite, need_out(out), sets, show_config,
+                       {"kb": kb, "llm": llm, "judge": judge, "limit": limit, "concurrency": concurrency})
+            return
         if executor_llm:
             sets = [*(sets or []), f"agent_config.executor_llm={executor_llm}"]
         cfg = resolve_config(EvalConfig, config, sets, base={
@@ -105,6 +125,35 @@ def eval_command(
             console.print(styled((f"{metrics['unfinished']} items unfinished ({kinds}); they are not scored. "
                                   "Rerun the same command to finish them.", "yellow")))
     exit_if_unfinished(metrics.get("unfinished", 0))
+
+
+def _run_suite(path: Path, out: Path, sets: list[str] | None, show_config: bool, flags: dict[str, Any]) -> None:
+    """``agentrag eval --suite FILE``: the suite's cells into ``out``, then the table."""
+    from agentrag.eval.defaults import resolved_eval_config
+    from agentrag.eval.run import EvalBugs
+    from agentrag.eval.runner import EvalConfig
+    from agentrag.eval.suite import SuiteConfig, load_suite, run_suite, suite_markdown
+
+    cfg = load_suite(path, sets or [])
+    data = cfg.model_dump(mode="json")
+    data.update({k: v for k, v in flags.items() if v is not None})  # flags win over the file
+    for row in data["agents"]:  # each row's settings resolved as `agentrag eval` resolves them
+        resolved = resolved_eval_config(EvalConfig(agent=row["agent"], agent_config=row["agent_config"],
+                                                   llm=data["llm"]))
+        row["agent_config"] = resolved.agent_config
+    cfg = SuiteConfig.model_validate(data)
+    if show_config:
+        print_config(cfg)
+    with progress_output() as bar:
+        try:
+            table = run_suite(cfg, out, progress=bar)
+        except EvalBugs as exc:
+            if exc.metrics is not None:
+                console.print(suite_markdown(exc.metrics), markup=False, highlight=False)
+            raise
+    console.print(suite_markdown(table), markup=False, highlight=False)
+    console.print(f"table: {out / 'suite.md'}  (cells: {out / 'runs'}; browse: agentrag view {out})")
+    exit_if_unfinished(table.get("unfinished", 0))
 
 
 def _print_metrics(m: dict[str, Any]) -> None:

@@ -290,6 +290,38 @@ def containment(part: str, whole: str) -> float:
     return LCSseq.similarity(tp, tw) / len(tp)
 
 
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\u201d]*\s+(?=[\"'(\u201c]*[A-Z0-9])")
+_DOTTED_WORD = re.compile(r"(?:^|\s)\(?((?:[A-Za-z]\.)*[A-Za-z]+)$")
+
+
+def _abbreviation(word: str) -> bool:
+    """``word`` (written before a period) is an abbreviation, not a sentence's last word: a single
+    letter ("J."), a dotted acronym ("U.S."), or a short form the core knows ("St.", "Mt.", "Jr.",
+    "No.", "Jan.")."""
+    from agentrag.match.vocab import MONTHS, WORD_ABBREVIATIONS
+
+    w = word.lower()
+    return (len(word) == 1 or "." in word or w in set(WORD_ABBREVIATIONS.values()) | {"no", "mrs", "ms", "vs", "etc"}
+            or (w in MONTHS and len(w) <= 4))
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``: split after ``.``, ``!`` or ``?`` followed by a capital or a
+    digit, except after an abbreviation ("St. Lysa", "U.S. Army", "J. R. R. Tolkien", "No. 5" are
+    one sentence)."""
+    out: list[str] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(text or ""):
+        before = (text or "")[start:m.start()]
+        last = _DOTTED_WORD.search(before)
+        if m.group(0).startswith(".") and not m.group(0).startswith("..") and last and _abbreviation(last.group(1)):
+            continue
+        out.append((text or "")[start:m.end()].strip())
+        start = m.end()
+    out.append((text or "")[start:].strip())
+    return [s for s in out if s]
+
+
 def content_tokens(text: str) -> list[str]:
     """Canonical tokens of ``text`` that are not function words."""
     return [t for t in tokens(text) if t not in FUNCTION_WORDS]
@@ -297,4 +329,4 @@ def content_tokens(text: str) -> list[str]:
 
 __all__ = ["NEAR_DUPLICATE", "FUNCTION_WORDS", "Token", "analyse", "tokens", "stems", "canonical", "content_tokens",
            "mentions", "find_mention", "name_parts", "equivalent", "is_no_answer", "yes_no", "similarity",
-           "near_duplicate", "containment"]
+           "near_duplicate", "containment", "sentences"]

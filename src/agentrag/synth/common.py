@@ -121,9 +121,16 @@ def call_text(llm: LLM, messages: list[Message], *, stage: str,
     return prov.raw_output, prov, None
 
 
+def reason_kind(reason: str) -> str:
+    """A rejection reason's kind: the text before the first colon, or ``verifier: <check>`` for a
+    decision of the verifier (``"verifier: role: ..."``)."""
+    parts = reason.split(":")
+    return f"verifier: {parts[1].strip()}" if parts[0] == "verifier" and len(parts) > 2 else parts[0]
+
+
 def reason_counts(reasons: Iterable[str | None]) -> dict[str, int]:
-    """``{reason kind: count}``; the kind is the text before the first colon."""
-    return dict(Counter((r or "").split(":")[0] for r in reasons if r))
+    """``{reason kind: count}`` (:func:`reason_kind`)."""
+    return dict(Counter(reason_kind(r) for r in reasons if r))
 
 
-__all__ = ["prompt_hash", "derive_seed", "parse_json", "call_json", "call_text", "reason_counts"]
+__all__ = ["prompt_hash", "derive_seed", "parse_json", "call_json", "call_text", "reason_kind", "reason_counts"]

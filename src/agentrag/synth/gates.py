@@ -18,6 +18,7 @@ from agentrag.match import (
     FUNCTION_WORDS,
     analyse,
     containment,
+    content_tokens,
     find_mention,
     is_no_answer,
     mentions,
@@ -31,6 +32,9 @@ from agentrag.synth.verifier import verify
 #: share of a document's canonical tokens found, in order, in a distractor at or above which the
 #: distractor, keeping every name and number of the document, is the document again with additions
 COPY_CONTAINMENT = 0.98
+#: a source of fewer content tokens than this (a bare name, a short phrase) is no document a
+#: distractor could copy "with additions": every document about it contains it
+COPY_MIN_TOKENS = 6
 #: a sentence repeated this many times makes a text degenerate
 REPEATS = 3
 #: below this share of distinct tokens (in a text of 40+ tokens) a text is degenerate
@@ -95,9 +99,13 @@ def answer_support(answer: str, evidence: Sequence[str], *, question: str = "", 
     return _verified(verifier, "role", shown, stage, answer=answer, question=question)
 
 
-def _is_number(text: str) -> bool:
+def is_number(text: str) -> bool:
+    """A number, alone or with a unit ("81", "56 years", "1.5 km")."""
     t = tokens(text)
-    return len(t) == 1 and t[0].replace(".", "", 1).isdigit()
+    return 1 <= len(t) <= 2 and t[0].replace(".", "", 1).isdigit() and (len(t) == 1 or not t[1].isdigit())
+
+
+_is_number = is_number
 
 
 def _verified(verifier: Any, check: str, evidence: Sequence[str], stage: str, **fields: Any) -> str | None:
@@ -276,9 +284,13 @@ def _names(text: str) -> set[str]:
 
 
 def _keeps_facts(source: str, other: str) -> bool:
-    """Every name and number of ``source`` is in ``other``."""
-    have = {t.stem for t in analyse(other)}
-    return all(t.stem in have for t in analyse(source) if t.canon.isdigit() or t.surface[:1].isupper())
+    """Every name and number of ``source`` is in ``other``, as often (a fact changed where its
+    name also occurs elsewhere is a changed fact)."""
+    from collections import Counter
+
+    have = Counter(t.stem for t in analyse(other))
+    need = Counter(t.stem for t in analyse(source) if t.canon.isdigit() or t.surface[:1].isupper())
+    return all(have[stem] >= n for stem, n in need.items())
 
 
 def distractor_problem(distractor: str, source: str, *, fact: str = "", answer: str = "", verifier: Any = None,
@@ -288,12 +300,14 @@ def distractor_problem(distractor: str, source: str, *, fact: str = "", answer: 
     it), filler (degenerate), or (verifier) it restates the true fact or is not of its declared type."""
     if near_duplicate(distractor, source):
         return f"copy: the distractor is the source again (similarity {similarity(distractor, source):.2f})"
-    if containment(source, distractor) >= COPY_CONTAINMENT and _keeps_facts(source, distractor):
+    if (len(content_tokens(source)) >= COPY_MIN_TOKENS and containment(source, distractor) >= COPY_CONTAINMENT
+            and _keeps_facts(source, distractor)):
         return "copy: the distractor is the source with additions (every fact of the source kept)"
     reason = degenerate(distractor)
     if reason:
         return f"filler: {reason}"
-    if not _names(source) & _names(distractor):
+    names = _names(source)
+    if names and not names & _names(distractor):
         return "no_cue: the distractor shares no distinctive word with its source"
     if answer and mentions(answer, distractor) and not fact:
         fact = answer
@@ -307,7 +321,34 @@ def distractor_problem(distractor: str, source: str, *, fact: str = "", answer: 
     return None
 
 
-__all__ = ["COPY_CONTAINMENT", "REPEATS", "DISTINCT_SHARE", "visible", "is_yes_no_question", "answer_support",
+__all__ = ["COPY_CONTAINMENT", "COPY_MIN_TOKENS", "is_number", "REPEATS", "DISTINCT_SHARE", "visible", "is_yes_no_question", "answer_support",
            "leakage", "repeated", "distinct_count", "one_sided", "degenerate", "synthesis_wording", "invented_facts",
            "thought_problem", "explanation_question", "explanation_answer", "question_problem", "single_document",
            "distractor_problem"]
+
+
+_WH_WORD = r"(?:what|who|whom|whose|which|where|when|how|why|is|was|are|were|did|does|do)"
+_JOINED = re.compile(rf"\b(?:and|also|as well as)\b,?\s+(?:\w+\s+)?{_WH_WORD}\b|;", re.IGNORECASE)
+_DOCUMENT_REFERENCE = re.compile(
+    r"\b(?:according to|in|from|mentioned in|described in|given in)\s+the\s+(?:document|passage|text|article|"
+    r"paragraph)s?\b|\b(?:this|the given) (?:document|passage|text|article)\b", re.IGNORECASE)
+
+
+def joined_questions(question: str) -> str | None:
+    """Question shape, not matching: two questions asked in one ("..., and which ...?", a ";", two
+    question marks) instead of one nested in the other."""
+    q = question or ""
+    if q.count("?") > 1:
+        return "two question marks"
+    m = _JOINED.search(q)
+    return f"joined by {m.group(0).strip()!r}" if m else None
+
+
+def document_reference(question: str) -> str | None:
+    """Question wording, not matching: a question that refers to its document ("according to the
+    passage", "in this article"), which a reader of a benchmark does not have."""
+    m = _DOCUMENT_REFERENCE.search(question or "")
+    return f"document_reference: {m.group(0)!r}" if m else None
+
+
+__all__ += ["joined_questions", "document_reference"]

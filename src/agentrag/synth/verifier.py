@@ -16,7 +16,9 @@ Each check is one :class:`Check`: a name, what it asks, and which answer keeps t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +71,31 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
     Check("restates", "The document states the true fact {fact!r} (in any wording).", False),
     Check("distractor_type", "The document is a {kind} distractor for the fact {fact!r}: {definition}", True),
     Check("same_entity", "{a!r} and {b!r} name the same entity or value.", True),
+    Check("one_answer", "Exactly one entity, title or value is named by {answer!r} as the answer to {question!r} "
+          "(a single name may contain 'and', '&' or '/'); it is not two or more separate answers.", True),
+    Check("bridge_restated", "Bridge restated: the final answer {a!r} names the same entity or value as the "
+          "earlier answer {b!r} (another written form, a part of its name or another of its names).", False),
 )}
+
+
+_GUARD = threading.Lock()
+_IN_FLIGHT: dict[Any, list[Any]] = {}  # key -> [lock, holders]
+
+
+@contextmanager
+def _inflight(key: Any) -> Iterator[None]:
+    """Serialise the callers of one question (a per-key lock, dropped when its last holder leaves)."""
+    with _GUARD:
+        entry = _IN_FLIGHT.setdefault(key, [threading.Lock(), 0])
+        entry[1] += 1
+    try:
+        with entry[0]:
+            yield
+    finally:
+        with _GUARD:
+            entry[1] -= 1
+            if entry[1] == 0:
+                _IN_FLIGHT.pop(key, None)
 
 
 def verify(llm: LLM, check: str, evidence: str | list[str], *, stage: str, sampling: Mapping[str, Any] | None = None,
@@ -84,7 +110,16 @@ def verify(llm: LLM, check: str, evidence: str | list[str], *, stage: str, sampl
     user = (f"Evidence:\n{shown}\n\nStatement: {spec.statement.format(**fields)}\n\n"
             "Does the statement hold? Answer with the JSON object only.")
     messages = [Message(role="system", content=_SYSTEM), Message(role="user", content=user)]
-    base = dict(sampling or {"temperature": 0.0, "max_tokens": 160})
+    base = dict(sampling or {"temperature": 0.0, "max_tokens": 160, "seed": 0})
+    # one question asked by several items at once (the same document checked in two trees) is
+    # sent once; the others wait and read the response cache, so no answer is paid twice
+    key = (id(llm), user, repr(sorted(base.items())))
+    with _inflight(key):
+        return _ask(llm, spec, check, messages, base, stage)
+
+
+def _ask(llm: LLM, spec: Check, check: str, messages: list[Message], base: dict[str, Any],
+         stage: str) -> tuple[bool, Verdict, Provenance]:
     last_error = ""
     for attempt in range(ATTEMPTS):
         params = dict(base)

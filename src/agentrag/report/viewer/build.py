@@ -24,6 +24,9 @@ def _loader(kind: str) -> Callable[[Path, Limits], Payload]:
     if kind == "eval":
         from agentrag.report.viewer.eval_view import eval_payload
         return eval_payload
+    if kind == "suite":
+        from agentrag.report.viewer.suite_view import suite_payload
+        return suite_payload
     from agentrag.synth.registry import synthesizer_class
 
     where = synthesizer_class(kind).viewer
@@ -38,7 +41,7 @@ def _run_parts(payload: Payload, kind: str, run_dir: Path) -> None:
     from agentrag.report.viewer.common import read_config, read_json
     from agentrag.report.viewer.header import run_header, synth_summary
 
-    config, metrics = read_config(run_dir), read_json(run_dir, "metrics.json")
+    config, metrics = read_config(run_dir), read_json(run_dir, "suite.json" if kind == "suite" else "metrics.json")
     per_record = [d["usage"] for d in payload.details if isinstance(d.get("usage"), list)]
     payload.header = run_header(kind, config, metrics, per_record)
     payload.summary += synth_summary(kind, metrics, {str(t.get("title")) for t in payload.summary})

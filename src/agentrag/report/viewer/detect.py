@@ -9,11 +9,11 @@ from agentrag.errors import UserError
 
 
 def signatures() -> dict[str, tuple[str, ...]]:
-    """Run kind -> the files that mark it (all must exist), in the order they are tried: eval's,
-    then each registered synthesizer's (:attr:`~agentrag.synth.driver.Synthesizer.run_files`)."""
+    """Run kind -> the files that mark it (all must exist), in the order they are tried: an eval
+    suite's, eval's, then each registered synthesizer's (:attr:`~agentrag.synth.driver.Synthesizer.run_files`)."""
     from agentrag.synth.registry import SYNTHESIZERS, synthesizer_class
 
-    out: dict[str, tuple[str, ...]] = {"eval": ("results.jsonl",)}
+    out: dict[str, tuple[str, ...]] = {"suite": ("suite.json",), "eval": ("results.jsonl",)}
     for name in SYNTHESIZERS:
         files = synthesizer_class(name).run_files
         if files:
@@ -28,7 +28,7 @@ def detect_run_kind(run_dir: str | os.PathLike[str]) -> str:
     if not d.exists():
         raise UserError(f"run directory {str(d)!r} does not exist")
     if not d.is_dir():
-        raise UserError(f"{str(d)!r} is not a directory: pass a run directory (the --out of eval or synth)")
+        raise UserError(f"{str(d)!r} is not a directory: pass a run directory (the --out of eval, eval --suite or synth)")
     kinds = signatures()
     for kind, files in kinds.items():
         if all((d / f).is_file() for f in files):

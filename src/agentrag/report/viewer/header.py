@@ -10,9 +10,13 @@ from typing import Any
 
 from agentrag.render import fmt_cell
 
-#: the configuration keys the header names for an eval run (a synthesizer declares its own: ``key_config``)
-EVAL_KEY_CONFIG: tuple[str, ...] = ("agent", "agent_config.max_steps", "agent_config.top_k",
-                                    "agent_config.max_tokens", "limit", "concurrency", "correct_by")
+#: the configuration keys the header names for the runs that are not a synthesizer's (a synthesizer
+#: declares its own: ``key_config``)
+KEY_CONFIG: dict[str, tuple[str, ...]] = {
+    "eval": ("agent", "agent_config.max_steps", "agent_config.top_k", "agent_config.max_tokens", "limit",
+             "concurrency", "correct_by"),
+    "suite": ("reference", "limit", "concurrency", "correct_by", "resamples"),
+}
 MODEL_KEYS = ("llm", "teacher", "judge", "executor_llm", "agent_config.executor_llm", "tagger")
 DATA_KEYS = ("dataset", "datasets", "kb")
 
@@ -28,8 +32,8 @@ def flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _short(v: Any) -> str:
-    if isinstance(v, list):
-        return ", ".join(str(x) for x in v)
+    if isinstance(v, list):  # a suite's datasets are {name, path, fmt} entries: their names
+        return ", ".join(str(x.get("name") or x.get("path")) if isinstance(x, Mapping) else str(x) for x in v)
     return fmt_cell(v)
 
 
@@ -73,8 +77,8 @@ def run_header(kind: str, config: Mapping[str, Any], metrics: Mapping[str, Any],
 
 def key_config(kind: str) -> tuple[str, ...]:
     """The configuration keys the header names for a run of ``kind`` (when present)."""
-    if kind == "eval":
-        return EVAL_KEY_CONFIG
+    if kind in KEY_CONFIG:
+        return KEY_CONFIG[kind]
     from agentrag.synth.registry import SYNTHESIZERS, synthesizer_class
 
     return tuple(synthesizer_class(kind).key_config) if kind in SYNTHESIZERS else ()
@@ -83,7 +87,7 @@ def key_config(kind: str) -> tuple[str, ...]:
 def synth_summary(kind: str, metrics: Mapping[str, Any], have: set[str]) -> list[dict[str, Any]]:
     """The synthesizer's report sections (its statistics, LLM usage, unfinished items) as summary
     entries (title, text, headers, rows, svg), skipping titles the page already has."""
-    if not metrics or kind == "eval":
+    if not metrics or kind in ("eval", "suite"):
         return []
     from agentrag.synth.driver import run_sections
 
@@ -131,4 +135,4 @@ def failure_help(reason: str | None, config: Mapping[str, Any], finish: str | No
     return None
 
 
-__all__ = ["run_header", "synth_summary", "failure_help", "usage_totals", "key_config", "EVAL_KEY_CONFIG"]
+__all__ = ["run_header", "synth_summary", "failure_help", "usage_totals", "key_config", "KEY_CONFIG"]

@@ -110,7 +110,8 @@ def report_sections(metrics: dict[str, Any]) -> list[Any]:
     notes = "; ".join(f"{k}: {v}" for k, v in metrics.get("funnel_notes", {}).items())
     tool_calls = {str(k): v for k, v in metrics["tool_calls"].items()}
     d = metrics["distractors"]
-    types = sorted(set(d["created"]) | set(d["met_documents"]))
+    rejected = d.get("rejected", {})
+    types = sorted(set(d["created"]) | set(d["met_documents"]) | set(rejected))
     unfinished = metrics.get("unfinished", 0)
     return [
         Section(title="Funnel", text=notes + (f"; unfinished (outage, lost worker or bug; rerun to finish): "
@@ -125,8 +126,11 @@ def report_sections(metrics: dict[str, Any]) -> list[Any]:
         Section(title="Distractors",
                 text=(f"navigation: {'plain (ablation, no K~)' if metrics.get('ablation_no_distractors') else 'constrained (Eq. 8)'}; "
                       f"seeds meeting the distractor quota: {metrics.get('seeds_meeting_distractor_quota', 0)}"),
-                headers=["type", "documents created", "documents met by the teacher"],
-                rows=[[t, d["created"].get(t, 0), d["met_documents"].get(t, 0)] for t in types]),
+                headers=["type", "documents kept", "documents rejected (reason: count)",
+                         "documents met by the teacher"],
+                rows=[[t, d["created"].get(t, 0),
+                       ", ".join(f"{k}: {v}" for k, v in rejected.get(t, {}).items()) or "-",
+                       d["met_documents"].get(t, 0)] for t in types]),
         Section(title="Success rate by distractor type met", headers=["type met", "trajectories", "kept", "rate"],
                 rows=[[t, v["trajectories"], v["kept"], v["success_rate"]]
                       for t, v in d["success_by_type_met"].items()], caption="cf. the paper's Fig. 4 (right)"),

@@ -53,6 +53,8 @@ class RagShaperComponents:
     main_kb: Retriever
     distractor_kb: Callable[[list[Passage]], Retriever]
     tagger: LLM | None = None
+    #: the gates' verifier LLM (questions of meaning about QA pairs and distractors); None: ``curator``
+    verifier: LLM | None = None
     agent_factory: AgentFactory | None = None
     #: For executors running items in other processes (Ray): a picklable zero-argument callable
     #: that builds these components there (once per worker process), and how a worker opens the

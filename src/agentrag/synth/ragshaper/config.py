@@ -96,6 +96,28 @@ class RagShaperConfig(Config):
     export: bool = True
 
 
+def check_kb_methods(cfg: RagShaperConfig, kb: Any, where: str = "--kb") -> None:
+    """Pre-flight, before any LLM call: the retrieval methods the configuration reads K with
+    (``curator.method``, ``elicit.method``) exist and ``kb`` can serve them (a KB built with
+    ``--method bm25`` has no dense index). Raises :class:`UserError` naming the ``--set`` keys."""
+    from agentrag.kb.config import METHODS
+
+    roles = (("curator.method", cfg.curator.method), ("elicit.method", cfg.elicit.method))
+    for key, method in roles:
+        if method not in METHODS:
+            raise UserError(f"{key}={method!r} is no retrieval method; pass --set {key}=" + "|".join(METHODS))
+    if getattr(kb, "dense", True) is not None:
+        return
+    dense = [(key, method) for key, method in roles if method != "bm25"]
+    if dense:
+        used = ", ".join(f"{key}={method}" for key, method in dense)
+        fix = " ".join(f"--set {key}=bm25" for key, _ in dense)
+        raise UserError(f"{where} {getattr(kb, 'directory', kb)}: this knowledge base has no dense index (it was "
+                        f"built with `agentrag kb build --method bm25`), but the configuration reads it with "
+                        f"dense retrieval ({used}). Pass {fix} to read it with BM25, or rebuild the KB with "
+                        "`agentrag kb build --method hybrid` (or dense)")
+
+
 def load_preset(name: str) -> dict[str, Any]:
     """The settings of a shipped preset (``paper``: §4.1 of the paper; ``demo``: small sizes)."""
     if name not in PRESETS:
@@ -131,5 +153,5 @@ class RagShaperRunConfig(RagShaperConfig):
         return self.concurrency or default_items_in_flight(self.llm, self.teacher, self.tagger)
 
 
-__all__ = ["DISTRACTOR_TYPES", "PRESETS", "load_preset", "preset_base", "RagShaperRunConfig", "CuratorConfig", "DistractorConfig", "QAConfig",
+__all__ = ["DISTRACTOR_TYPES", "PRESETS", "check_kb_methods", "load_preset", "preset_base", "RagShaperRunConfig", "CuratorConfig", "DistractorConfig", "QAConfig",
            "ElicitConfig", "RagShaperConfig"]

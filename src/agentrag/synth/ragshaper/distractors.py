@@ -1,16 +1,25 @@
 """The distractor curation tool (§3.1.1, Table 1): original fact + type + guideline -> documents
-that are confusable with the fact yet can be told apart from it by a careful reader."""
+that are confusable with the fact yet can be told apart from it by a careful reader.
+
+Each written document passes :func:`check_distractor` (on :func:`agentrag.synth.gates.distractor_problem`)
+or is dropped with its reason: a near-duplicate of the original fact (or of a document kept
+before it in the same call), the fact with additions, filler, no cue shared with the fact, and
+-- asked of the verifier -- a restatement of the true fact or a document that is not of its
+declared type (:data:`TYPE_DEFINITIONS`)."""
 
 from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agentrag.llm.base import LLM
+from agentrag.match import near_duplicate
 from agentrag.records import Message, Provenance
 from agentrag.synth.common import call_json
+from agentrag.synth.gates import distractor_problem
 from agentrag.synth.ragshaper.config import DISTRACTOR_TYPES, DistractorConfig
 from agentrag.synth.ragshaper.schema import DistractorDoc
 
@@ -34,6 +43,18 @@ TYPE_GUIDE: dict[str, str] = {
         "Cognition level. Written as a personal review or opinion piece with a confident tone that "
         "contains one objectively wrong core claim about the fact; the opinion framing "
         "('I feel', 'in my view') marks it as unreliable."),
+}
+
+# What the verifier is asked a document of each type is (Table 1, in our words).
+TYPE_DEFINITIONS: dict[str, str] = {
+    "doppelganger": ("it is about the same topic as the fact but a different edition, version, date, ID or "
+                     "namesake, stated explicitly, so that one detail differs from the fact."),
+    "false_shortcut": ("it claims a direct link from the first entity to the final conclusion, skipping an "
+                       "intermediate step of the real chain, with vague, hedged or wrong justification."),
+    "fragmented_puzzle": ("it gives only one part of the information the fact needs (one year, one member, one "
+                          "piece), locally plausible but incomplete."),
+    "subjective_fallacy": ("it is written as an opinion or review in a subjective, confident tone and makes an "
+                           "objectively wrong core claim about the fact."),
 }
 
 SYSTEM = (
@@ -70,11 +91,45 @@ def distractor_model(n: int) -> type[DistractorDocuments]:
                                                         json_schema_extra={"minItems": n, "maxItems": n})))
 
 
+def check_distractor(text: str, original_fact: str, distractor_type: str, *, kept: Sequence[str] = (),
+                     verifier: LLM | None = None) -> str | None:
+    """Why a written document is no distractor of ``distractor_type`` for ``original_fact``
+    (None: keep it): empty, a near-duplicate of a document ``kept`` before it, or what
+    :func:`agentrag.synth.gates.distractor_problem` finds (a copy of the fact, the fact with
+    additions, filler, no cue; with a ``verifier``: it restates the fact, or it is not of its type)."""
+    if not text.strip():
+        return "empty: the document has no text"
+    if any(near_duplicate(text, k) for k in kept):
+        return "duplicate: the same document twice in one call"
+    body = _without_title(original_fact)
+    if body != original_fact:  # the fact's text without its title line ("Title\ntext", "Title: text")
+        reason = distractor_problem(text, body)
+        if reason and reason.startswith("copy"):
+            return reason
+    return distractor_problem(text, original_fact, fact=original_fact, verifier=verifier, stage="distractor",
+                              kind=distractor_type.replace("_", " "),
+                              definition=TYPE_DEFINITIONS.get(distractor_type, ""))
+
+
+def _without_title(fact: str) -> str:
+    """``fact`` without a leading title line (``"Title\ntext"``) or title prefix (``"Title: text"``,
+    how the curator's latest document becomes the original fact)."""
+    head, sep, rest = fact.partition("\n")
+    if sep and rest.strip():
+        return rest
+    head, sep, rest = fact.partition(": ")
+    if sep and rest.strip() and len(head.split()) <= 8 and not any(c in head for c in ".!?"):
+        return rest
+    return fact
+
+
 def write_distractors(llm: LLM, *, original_fact: str, seed: str, distractor_type: str, guideline: str,
                       seed_id: str, node_id: str, source_passage_id: str | None,
-                      cfg: DistractorConfig,
-                      seed_value: int = 0) -> tuple[list[DistractorDoc], Provenance, str | None]:
-    """Run the tool once. Returns (documents, provenance, error); an error leaves no documents."""
+                      cfg: DistractorConfig, seed_value: int = 0, verifier: LLM | None = None,
+                      rejected: list[str] | None = None) -> tuple[list[DistractorDoc], Provenance, str | None]:
+    """Run the tool once. Returns (documents, provenance, error); an error leaves no documents.
+    Each document is checked (:func:`check_distractor`, asking ``verifier`` when given); the
+    reason of every dropped one is appended to ``rejected`` as ``"<type>: <reason>"``."""
     if distractor_type not in DISTRACTOR_TYPES:
         distractor_type = "doppelganger"
     n = cfg.docs_per_call
@@ -91,20 +146,24 @@ def write_distractors(llm: LLM, *, original_fact: str, seed: str, distractor_typ
         err = err or "no output"
         return [], prov, f"schema_failure: {err}" if err.startswith("parse_error") else err
     docs: list[DistractorDoc] = []
-    fact_norm = " ".join(original_fact.lower().split())
+    reasons: list[str] = []
     for j, d in enumerate(obj.documents[:n]):
         text, title = d.text.strip(), d.title.strip()
-        norm = " ".join(text.lower().split())
-        if not text or norm == fact_norm or any(" ".join(d.text.lower().split()) == norm for d in docs):
-            log.debug("distractor %s.%s.d%d dropped: empty, a copy of the fact or a duplicate", seed_id, node_id, j)
+        reason = check_distractor(text, original_fact, distractor_type, kept=[k.text for k in docs], verifier=verifier)
+        if reason:
+            log.debug("distractor %s.%s.d%d dropped: %s", seed_id, node_id, j, reason)
+            reasons.append(f"{distractor_type}: {reason}")
             continue
         docs.append(DistractorDoc(id=f"{seed_id}.{node_id}.d{j}", seed_id=seed_id, node_id=node_id,
                                   distractor_type=distractor_type, title=title, text=text,
                                   original_fact=original_fact, guideline=guideline,
                                   source_passage_id=source_passage_id, provenance=prov))
+    if rejected is not None:
+        rejected.extend(reasons)
     if not docs:
-        return [], prov, "schema_failure: every document was empty or a copy of the fact"
+        kinds = sorted({r.split(": ")[1] for r in reasons})
+        return [], prov, f"rejected: every document failed the distractor checks ({', '.join(kinds)})"
     return docs, prov, None
 
 
-__all__ = ["TYPE_GUIDE", "DocText", "DistractorDocuments", "distractor_model", "write_distractors"]
+__all__ = ["TYPE_GUIDE", "TYPE_DEFINITIONS", "check_distractor", "DocText", "DistractorDocuments", "distractor_model", "write_distractors"]

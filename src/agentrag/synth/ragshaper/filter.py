@@ -1,5 +1,6 @@
 """Filtering (§3.4): keep trajectories whose predicted answer has F1 > 0.9 against the synthesized
-answer and whose final answer is in the answer format, and export the kept ones as SFT data
+answer (the official EM/F1 normalization, :mod:`agentrag.eval.metrics`), is no no-answer
+(:func:`agentrag.match.is_no_answer`) and whose final answer is in the answer format, and export the kept ones as SFT data
 (TRL conversational + LLaMA-Factory sharegpt)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from agentrag.agents.messages import answer_of
 from agentrag.eval.metrics import f1
+from agentrag.match import equivalent, is_no_answer
 from agentrag.records import Trajectory
 from agentrag.synth.ragshaper.schema import FilterRecord
 
@@ -29,21 +31,25 @@ def answer_format_error(traj: Trajectory) -> str | None:
     said = answer_of(traj.steps[-1])
     if said is None:
         return "the final answer is not inside <answer></answer> tags (nor a Final_Answer call)"
-    if said.strip() != traj.answer.strip():
+    if not equivalent(said, traj.answer):
         return f"the answer {traj.answer!r} is not what the final turn's answer tags say ({said!r})"
     return None
 
 
 def filter_trajectory(traj: Trajectory, answer: str, threshold: float = 0.9) -> FilterRecord:
     """The keep/drop decision for one trajectory: kept when its final answer is in the answer
-    format (:func:`answer_format_error`) and its F1 is strictly above ``threshold``. The reason
-    of a drop is named ``answer_not_in_format: ...`` or ``f1_below_threshold: ...``."""
+    format (:func:`answer_format_error`), says there is an answer, and its F1 is strictly above
+    ``threshold``. The reason of a drop is named ``answer_not_in_format: ...``, ``no_answer: ...``
+    or ``f1_below_threshold: ...``."""
     score = f1(traj.answer, [answer]) if traj.answer else 0.0
     form = answer_format_error(traj)
-    kept = score > threshold and form is None
+    no_answer = bool(traj.answer) and is_no_answer(traj.answer)
+    kept = score > threshold and form is None and not no_answer
     reason = None
     if form is not None:
         reason = f"answer_not_in_format: {form}"
+    elif no_answer:
+        reason = f"no_answer: the prediction {traj.answer!r} says there is no answer"
     elif not kept:
         reason = f"f1_below_threshold: f1={score:.3f} <= {threshold} (finish_reason={traj.finish_reason})"
     return FilterRecord(id=traj.id, qa_id=str(traj.metadata.get("qa_id", "")), prediction=traj.answer,

@@ -1,116 +1,73 @@
-"""Grounded QA checks (§3.2, Fig. 12): the hops of a synthesized question are counted from the
-path's documents, not from what the model says.
+"""What a synthesized question's path shows (§3.2, Fig. 12), read from the path's documents and
+never from what the model says. Every comparison goes through the matching core
+(:mod:`agentrag.match`: canonical tokens, written forms folded away).
 
-A reasoning step is *grounded* when its quoted ``evidence`` is found in one positive document
-of the path: exactly (after normalization, :func:`tokens`) or by token containment, the share
-of the evidence's tokens that occur in the document in the same order (longest matching blocks
-of ``difflib.SequenceMatcher``), at least ``threshold`` (0.8 by default) -- **and** the matched
-tokens include at least ``MIN_CONTENT_WORDS`` (3) content words, words that are not function
-words (:data:`FUNCTION_WORDS`: articles, prepositions, pronouns, auxiliaries, conjunctions). A
-generic phrase such as "town founded in" (two content words) occurs in many documents and
-grounds nothing; "founded in 1820 by Ott Brem" does. The number of hops is the number of
-distinct documents that ground a step; evidence quoted from a distractor document (K~)
-supports no hop.
-
-The answer checks of Fig. 12 live here too: no span of three or more answer words inside the
-question, compared on normalized forms ("&" and "and", "U.S." and "US", "St." and "Saint" are
-the same), no question asking for a reason or explanation, no explanation as the answer.
+- A reasoning step is *grounded* when its quoted ``evidence`` is found in the **text** of one
+  positive (main-KB) document of the path: :func:`agentrag.match.containment` (the share of the
+  evidence's canonical tokens found in the document in order) at least ``threshold`` (0.8 by
+  default), **and** the matched tokens include at least :data:`MIN_CONTENT_WORDS` (3) content
+  words that are not words of the document's title. A generic phrase ("town founded in") or a
+  snippet of a title ("Ott Brem merchant" in the document "Ott Brem") grounds nothing; "founded
+  in 1820 by the merchant Ott Brem" does. Evidence quoted from a distractor (K~) supports no hop.
+- :func:`answering_document`: a positive document that states the answer and covers the
+  question's content words (:data:`SINGLE_DOCUMENT_COVERAGE`), i.e. one document answers the
+  question alone (the lexical test before the verifier's).
+- :func:`answer_span_in_question` and :func:`answer_is_a_choice`: the answer inside the question
+  (a span of three answer words), and the comparison exception ("X or Y?" answered "Y").
 """
 
 from __future__ import annotations
 
-import difflib
-import re
-import string
 from typing import Any
 
+from agentrag.match import FUNCTION_WORDS, containment, content_tokens, mentions, stems, tokens
 from agentrag.synth.ragshaper.schema import DocRef
 
 #: evidence with fewer tokens than this is not a quotation (one word occurs almost anywhere)
 MIN_EVIDENCE_TOKENS = 3
-#: content words a grounding match must contain: fewer is a generic phrase, not a quotation
+#: content words (not function words, not words of the document's title) a grounding match must
+#: contain: fewer is a generic phrase or a title, not a quotation
 MIN_CONTENT_WORDS = 3
-#: words that carry no content of their own (a match made of them grounds nothing)
-FUNCTION_WORDS = frozenset("""
-a an the of in on at to for from by with without into onto over under about after before during
-since until than as and or but nor so yet if then that which who whom whose what when where why how
-is are was were be been being am has have had do does did will would shall should can could may
-might must it its he she they them his her their this these those there here not no also only
-very more most such some any each other all both one de la le von van
-""".split())
-#: question openings or phrasings that ask for an explanation ("how many", "how long" ... ask for a value)
-_EXPLAIN_Q = re.compile(r"^\s*(why\b|how\b(?!\s+(many|much|long|old|far|tall|big|large|often|high|deep)\b)|"
-                        r"describe\b|explain\b)|\b(what|which)\s+(is|was|are|were)\s+(the\s+)?(main\s+|primary\s+)?"
-                        r"(reasons?|causes?|explanations?|rationale|motivations?|purpose)\b|"
-                        r"\bfor\s+what\s+(reason|purpose)\b|\bhow\s+come\b|\bin\s+what\s+way\b",
-                        re.IGNORECASE)
-#: answer openings of an explanation rather than an entity or value
-_EXPLAIN_A = re.compile(r"^\s*(because|due to|since|as a result|in order to|so that|by (means of|using|being)|"
-                        r"it (is|was) because)\b", re.IGNORECASE)
-_PUNCT = str.maketrans({c: " " for c in string.punctuation})
-_ARTICLES = {"a", "an", "the"}
-#: multi-word names and their abbreviation (applied to lower-cased text)
-_PHRASES = ((re.compile(r"\bunited states of america\b|\bunited states\b|\busa\b"), "us"),
-            (re.compile(r"\bunited kingdom\b"), "uk"))
-#: single-word forms and their abbreviation ("Saint" and "St." are the same word)
-_WORDS = {"saint": "st", "mount": "mt", "fort": "ft", "company": "co", "corporation": "corp",
-          "incorporated": "inc", "limited": "ltd", "brothers": "bros", "doctor": "dr", "number": "no"}
+#: share of the question's content tokens that one answer-stating document must contain to answer
+#: the question alone (lexically; below it the verifier decides)
+SINGLE_DOCUMENT_COVERAGE = 0.8
 
 
-def normalize(text: str) -> str:
-    """Lower case; "&" as "and"; dotted abbreviations closed up ("U.S." -> "us"), apostrophes
-    dropped, digit groups joined ("1,200" -> "1200"); other punctuation as spaces; "United
-    States"/"USA" -> "us", "Saint" -> "st" and the like."""
-    t = text.lower().replace("&", " and ")
-    t = re.sub(r"(?<=\b\w)\.(?=\w\b\.?)", "", t)  # u.s. -> us. ; d.c. -> dc.
-    t = re.sub(r"(?<=\d),(?=\d{3}\b)", "", t).replace("'", "").replace("\u2019", "")
-    for pattern, short in _PHRASES:
-        t = pattern.sub(short, t)
-    return " ".join(_WORDS.get(w, w) for w in t.translate(_PUNCT).split())
+def is_positive(doc: DocRef) -> bool:
+    """A main-KB document (not a distractor of K~)."""
+    return doc.distractor_type is None and doc.kb != "distractor"
 
 
-def tokens(text: str) -> list[str]:
-    """Normalized words (:func:`normalize`) without articles."""
-    return [w for w in normalize(text).split() if w not in _ARTICLES]
+def doc_text(doc: DocRef) -> str:
+    """The document as the agent reads it: title and text."""
+    return f"{doc.title}\n{doc.text}" if doc.title else doc.text
 
 
-def content_words(words: list[str]) -> list[str]:
-    """The words of ``words`` that are not function words."""
-    return [w for w in words if w not in FUNCTION_WORDS]
+def matched_content_words(evidence: str, document: str, title: str = "") -> int:
+    """How many content words of ``evidence`` (not function words, not words of ``title``) are
+    part of its in-order match with ``document`` (canonical tokens)."""
+    from rapidfuzz.distance import LCSseq
 
-
-def containment(evidence: str, document: str) -> float:
-    """Share of ``evidence`` tokens found in ``document`` in order (1.0 for an exact quotation)."""
-    ev, doc = tokens(evidence), tokens(document)
-    if not ev or not doc:
-        return 0.0
-    if f" {' '.join(ev)} " in f" {' '.join(doc)} ":
-        return 1.0
-    matcher = difflib.SequenceMatcher(None, ev, doc, autojunk=False)
-    return sum(b.size for b in matcher.get_matching_blocks()) / len(ev)
-
-
-def matched_content_words(evidence: str, document: str) -> int:
-    """How many content words of ``evidence`` are part of its in-order match with ``document``."""
-    ev, doc = tokens(evidence), tokens(document)
-    matcher = difflib.SequenceMatcher(None, ev, doc, autojunk=False)
-    return sum(len(content_words(ev[b.a:b.a + b.size])) for b in matcher.get_matching_blocks())
+    ev, doc = stems(evidence), stems(document)
+    skip = FUNCTION_WORDS | set(stems(title))
+    return sum(1 for op in LCSseq.opcodes(ev, doc) if op.tag == "equal"
+               for w in ev[op.src_start:op.src_end] if w not in skip)
 
 
 def ground_steps(steps: list[dict[str, Any]], docs: list[DocRef], threshold: float = 0.8) -> list[dict[str, Any]]:
     """Per reasoning step: the best-matching positive document of the path, its containment and
     the content words matched; ``doc_id`` is None when no document reaches ``threshold`` with at
-    least ``MIN_CONTENT_WORDS`` content words matched (an invented hop or a generic phrase)."""
-    positives = [d for d in docs if d.distractor_type is None and d.kb != "distractor"]
+    least :data:`MIN_CONTENT_WORDS` content words matched (an invented hop, a generic phrase or a
+    title)."""
+    positives = [d for d in docs if is_positive(d)]
     out = []
     for i, step in enumerate(steps, start=1):
         evidence = str(step.get("evidence") or "")
         best_id, best, words = None, 0.0, 0
         if len(tokens(evidence)) >= MIN_EVIDENCE_TOKENS:
             for d in positives:
-                text = f"{d.title} {d.text}"
-                score = containment(evidence, text)
-                n = matched_content_words(evidence, text) if score > 0 else 0
+                score = containment(evidence, d.text)
+                n = matched_content_words(evidence, d.text, d.title) if score > 0 else 0
                 if score > 0 and (score, n) > (best, words):
                     best_id, best, words = d.id, score, n
         grounded = best_id is not None and best >= threshold and words >= MIN_CONTENT_WORDS
@@ -122,13 +79,18 @@ def ground_steps(steps: list[dict[str, Any]], docs: list[DocRef], threshold: flo
     return out
 
 
+def grounded_docs(grounding: list[dict[str, Any]]) -> list[str]:
+    """Distinct documents among the grounded steps, in step order."""
+    return list(dict.fromkeys(g["doc_id"] for g in grounding if g["doc_id"] is not None))
+
+
 def grounded_hops(grounding: list[dict[str, Any]]) -> int:
     """Distinct supporting documents among the grounded steps."""
-    return len({g["doc_id"] for g in grounding if g["doc_id"] is not None})
+    return len(grounded_docs(grounding))
 
 
 def answer_span_in_question(question: str, answer: str, n: int = 3) -> str | None:
-    """The first run of ``n`` or more answer words that also occurs in the question, else None."""
+    """The first run of ``n`` or more answer tokens that also occurs in the question, else None."""
     a, q = tokens(answer), f" {' '.join(tokens(question))} "
     for i in range(len(a) - n + 1):
         span = " ".join(a[i:i + n])
@@ -137,23 +99,36 @@ def answer_span_in_question(question: str, answer: str, n: int = 3) -> str | Non
     return None
 
 
-def explanation_question(question: str) -> bool:
-    """A question that asks for a reason or an explanation: why / how (not "how many", "how
-    long" ...) / describe / explain, "what is the reason (cause, purpose ...)", "for what reason",
-    "how come", "in what way"."""
-    return bool(_EXPLAIN_Q.search(question))
+def answer_is_a_choice(question: str, answer: str) -> bool:
+    """The question offers alternatives and the answer is one of them ("Which opened first, X or
+    Y?" -> "Y"; "in 1899, 1901 or 1905?" -> "1901"): the answer is in the question by design."""
+    a, q = tokens(answer), tokens(question)
+    if not a or "or" not in q:
+        return False
+    n = len(a)
+    for i in range(len(q) - n + 1):
+        if q[i:i + n] == a:
+            if q[i - 1:i] == ["or"] or "or" in q[i + n:i + n + 2]:
+                return True
+    return False
 
 
-def explanation_answer(answer: str) -> bool:
-    """An answer that explains ("because ...", "due to ...", "in order to ...") instead of naming a value."""
-    return bool(_EXPLAIN_A.match(answer))
+def answering_document(question: str, answer: str, docs: list[DocRef]) -> DocRef | None:
+    """A positive document that states ``answer`` and contains at least
+    :data:`SINGLE_DOCUMENT_COVERAGE` of the question's content tokens: it answers the question
+    alone. None when no document does (lexically; the verifier asks about the rest)."""
+    wanted = set(content_tokens(question)) - set(content_tokens(answer))
+    if len(wanted) < 2:
+        return None
+    for d in docs:
+        text = doc_text(d)
+        if is_positive(d) and mentions(answer, text):
+            have = set(tokens(text))
+            if len(wanted & have) / len(wanted) >= SINGLE_DOCUMENT_COVERAGE:
+                return d
+    return None
 
 
-def is_explanation(question: str, answer: str) -> bool:
-    """An explanation question or an explanation answer."""
-    return explanation_question(question) or explanation_answer(answer)
-
-
-__all__ = ["MIN_EVIDENCE_TOKENS", "MIN_CONTENT_WORDS", "FUNCTION_WORDS", "normalize", "tokens", "content_words",
-           "containment", "matched_content_words", "ground_steps", "grounded_hops", "answer_span_in_question",
-           "explanation_question", "explanation_answer", "is_explanation"]
+__all__ = ["MIN_EVIDENCE_TOKENS", "MIN_CONTENT_WORDS", "SINGLE_DOCUMENT_COVERAGE", "is_positive", "doc_text",
+           "matched_content_words", "ground_steps", "grounded_docs", "grounded_hops", "answer_span_in_question",
+           "answer_is_a_choice", "answering_document"]

@@ -2,20 +2,15 @@
 
 The generator sees the path's observations, actions and intents (negative documents marked as
 such) and reverse-engineers a question that needs the whole chain. A result is rejected, with
-the reason recorded, for: ``schema_failure``; ``answer_in_question`` (the answer, or any 3-word
-span of it, inside the question, on normalized forms, unless the question offers it as one of
-its alternatives: "X or Y?"); ``explanation_question`` (it asks why,
-how, for a reason or a cause); ``explanation_answer`` ("because ..."); ``answer_too_long``
-(more than one sentence or more than ``qa.max_answer_words``, 8, words); ``too_few_hops``
-(fewer than ``min_hops`` hops grounded in the path's documents by a quotation with at least
-three content words, see :mod:`.grounding`).
+the reason recorded, by the lexical checks (on the matching core) and then the verifier's questions
+(:func:`qa_problem`); docs/ragshaper.md lists every reason.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,19 +18,39 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentrag.errors import ParseError
 from agentrag.llm.base import LLM
 from agentrag.llm.structured import validate_structured
+from agentrag.match import (
+    FUNCTION_WORDS,
+    analyse,
+    find_mention,
+    is_no_answer,
+    mentions,
+    sentences,
+    tokens,
+    yes_no,
+)
 from agentrag.records import Message
 from agentrag.synth.common import call_json
+from agentrag.synth.gates import (
+    answer_support,
+    is_number,
+    question_problem,
+    single_document,
+    visible,
+)
 from agentrag.synth.ragshaper.config import QAConfig
 from agentrag.synth.ragshaper.grounding import (
     MIN_CONTENT_WORDS,
+    answer_is_a_choice,
     answer_span_in_question,
-    explanation_answer,
-    explanation_question,
+    answering_document,
+    doc_text,
     ground_steps,
+    grounded_docs,
     grounded_hops,
-    tokens,
+    is_positive,
 )
 from agentrag.synth.ragshaper.schema import DocRef, PathRecord, QARecord, TreeNode
+from agentrag.synth.verifier import verify
 
 SYSTEM = (
     "You turn an exploration record into one hard but fair question-answer pair.\n"
@@ -87,7 +102,12 @@ class QAPair(BaseModel):
     negative_aspect: list[NegativeAspect] = Field(default_factory=list, max_length=3)
 
 
-def render_for_qa(seed: str, nodes: list[TreeNode], max_chars: int = 500) -> str:
+#: characters of each document the QA writer is shown (:func:`render_for_qa`): an answer stated
+#: only after them is not what the writer read
+QA_DOC_CHARS = 500
+
+
+def render_for_qa(seed: str, nodes: list[TreeNode], max_chars: int = QA_DOC_CHARS) -> str:
     """Eq. 6 input: (o_1, a_1, i_1, ..., o_N, a_N, i_N) of the path."""
     lines = [f"Seed entity: {seed}"]
     for i, n in enumerate(nodes[1:], start=1):
@@ -104,31 +124,186 @@ def render_for_qa(seed: str, nodes: list[TreeNode], max_chars: int = 500) -> str
 
 
 def answer_in_question(question: str, answer: str) -> bool:
-    """The whole answer occurs in the question, compared on normalized forms
-    (:func:`~agentrag.synth.ragshaper.grounding.tokens`: "&"/"and", "U.S."/"US", punctuation)."""
-    a = " ".join(tokens(answer))
-    return bool(a) and f" {a} " in f" {' '.join(tokens(question))} "
-
-
-def answer_is_a_choice(question: str, answer: str) -> bool:
-    """The question offers alternatives and the answer is one of them ("Which opened first, X or
-    Y?" -> "Y"): a comparison question, where the answer is in the question by design."""
-    a, q = " ".join(tokens(answer)), f" {' '.join(tokens(question))} "
-    return bool(a) and " or " in q and (f" {a} or " in q or f" or {a} " in q)
-
-
-_SENTENCE_END = re.compile(r"(?<![A-Z])[.!?]\s+(?=[A-Z0-9])")
+    """The question names the answer in some written form (:func:`leak_problem`)."""
+    return leak_problem(question, answer) is not None
 
 
 def sentence_count(text: str) -> int:
-    return len([s for s in _SENTENCE_END.split(text.strip()) if s.strip()])
+    """Sentences of ``text`` (:func:`agentrag.match.sentences`: "St. Lysa" is one)."""
+    return len(sentences(text))
 
 
-def check_qa(obj: QAPair | dict[str, Any] | None, cfg: QAConfig,
-             docs: list[DocRef] | None = None) -> tuple[str | None, list[dict[str, Any]]]:
+def _joined(answer: str) -> bool:
+    """The answer joins words with "and", "&", "/" or a comma: maybe two entities (the verifier decides)."""
+    return "and" in tokens(answer) or any(c in answer for c in "&/,;")
+
+
+def form_problem(q: str, a: str, cfg: QAConfig) -> str | None:
+    """The question and the answer as texts (no LLM call): the question names no written form of
+    the answer (unless it offers it as an alternative), asks for no explanation, and the answer is
+    one short sentence of at most ``cfg.max_answer_words`` words naming, not explaining."""
+    return leak_problem(q, a) or question_type_problem(q, a, cfg)
+
+
+def leak_problem(q: str, a: str) -> str | None:
+    """The question names the answer: any written form of it (:func:`agentrag.match.find_mention`:
+    case, possessive, diacritics, abbreviations, numbers), a span of three answer tokens, or a
+    distinctive first or last word of a multi-word answer written as a name of its own in the
+    question ("Lee" for "Ann Lee"). Not when the question offers the answer as one of its
+    alternatives ("X or Y?"); a shared word that is a common noun ("What is the pyramid ..." for
+    "Transamerica Pyramid") or part of another name of the question ("Qaleh Now-e Khaleseh" for
+    "Qaleh Now Rural District") is no leak."""
+    if answer_is_a_choice(q, a) or yes_no(a) is not None or is_no_answer(a):
+        return None
+    found = find_mention(a, q)
+    if found is None:
+        part = find_mention(a, q, partial=True)
+        if part is not None and _alone_as_a_name(part[5:], q):
+            found = part
+    if found is not None:
+        return f"answer_in_question: the question names the answer {a!r} ({found})"
+    span = answer_span_in_question(q, a)
+    if span is not None:
+        return f"answer_in_question: the span {span!r} of the answer is in the question"
+    return None
+
+
+def _alone_as_a_name(part: str, q: str) -> bool:
+    """``part`` (a canonical token) is written capitalised in ``q`` and is not inside a longer run
+    of capitalised words (another name)."""
+    toks = analyse(q)
+
+    def capitalised_next(i: int, step: int) -> bool:  # over "of", "the" ...: "Number of the Beast"
+        j = i + step
+        while 0 <= j < len(toks) and toks[j].canon in FUNCTION_WORDS and not toks[j].surface[:1].isupper():
+            j += step
+        return 0 < j < len(toks) and toks[j].surface[:1].isupper()  # a question's first word is no name
+
+    return any(t.canon == part and t.surface[:1].isupper() and not capitalised_next(i, -1)
+               and not capitalised_next(i, 1) for i, t in enumerate(toks))
+
+
+def question_type_problem(q: str, a: str, cfg: QAConfig) -> str | None:
+    """Fig. 12's question and answer types: no explanation question or answer
+    (:func:`agentrag.synth.gates.question_problem`: "How wide", "What was the main purpose" and
+    titles such as "Because of Winn-Dixie" pass), one sentence (an abbreviation's period ends
+    none), at most ``cfg.max_answer_words`` words."""
+    problem = question_problem(q, a)
+    if problem:
+        return problem
+    if sentence_count(a) > 1:
+        return "answer_too_long: more than one sentence"
+    if len(a.split()) > cfg.max_answer_words:
+        return f"answer_too_long: {len(a.split())} words > {cfg.max_answer_words}"
+    return None
+
+
+def answer_problem(q: str, a: str, docs: list[DocRef], *, cut: int | None = None, aliases: Sequence[str] = (),
+                   verifier: LLM | None = None, verified_later: bool = False) -> str | None:
+    """The answer is what the path's main-KB documents state (cut at ``cut`` characters, what the
+    writer read): stated by one of them, never only by a distractor; a yes/no answer only to a
+    yes/no question; an alternative the question offers is a judgement (the verifier's; kept
+    without one); a number computed from stated numbers is kept only when the verifier agrees.
+    With a ``verifier``: the answer is stated in the role the question asks, and is one entity
+    (not two joined). ``verified_later``: a lexical pass whose verifier questions come after."""
+    full = [doc_text(d) for d in docs if is_positive(d)]
+    # what the writer was shown: each document's title and the first ``cut`` characters of its text
+    positives = [doc_text(d.model_copy(update={"text": visible(d.text, cut)})) for d in docs if is_positive(d)]
+    if answer_is_a_choice(q, a):
+        if verifier is None:
+            return None
+        keep, verdict, _ = verify(verifier, "supported", positives, stage="qa", claim=f"The answer to {q!r} is {a}.")
+        return None if keep else f"verifier: supported: {verdict.reason or 'rejected'}"
+    negatives = [doc_text(d) for d in docs if not is_positive(d)]
+    stated = answer_support(a, positives, question=q, aliases=aliases, distractors=negatives)
+    if stated and stated.startswith("not_stated") and cut is not None and any(mentions(a, t, aliases) for t in full):
+        stated = f"beyond_cut: {a!r} is stated only after the {cut} characters of its document the writer was shown"
+    computed = stated is not None and stated.startswith("not_stated") and is_number(a) and _states_numbers(positives)
+    if stated and not (computed and (verifier is not None or verified_later)):
+        return stated  # a number the path does not state is kept only when the verifier computes it
+    if verifier is None:
+        return None
+    reason = answer_support(a, positives, question=q, aliases=aliases, distractors=negatives, verifier=verifier,
+                            stage="qa")
+    if reason:
+        return reason
+    if _joined(a):
+        keep, verdict, _ = verify(verifier, "one_answer", [a], stage="qa", answer=a, question=q)
+        if not keep:
+            return f"verifier: one_answer: {verdict.reason or 'two entities joined'}"
+    return None
+
+
+def dependence_problem(q: str, a: str, hop_docs: list[DocRef], docs: list[DocRef], min_hops: int, *,
+                       verifier: LLM | None = None) -> str | None:
+    """The hops depend on each other (§3.2: the question "strictly requires the information
+    sequence found in the path"): no main-KB document of ``docs`` states the answer and the
+    question's words (lexical, :func:`.grounding.answering_document`); with a ``verifier``, no
+    document answers the question alone, and at least ``min_hops`` of the ``hop_docs`` (the
+    documents the reasoning steps quote) are each needed."""
+    alone = answering_document(q, a, docs)
+    if alone is not None:
+        return (f"single_document: {alone.id} ({alone.title!r}) states the answer and the question's words: "
+                "it answers the question alone")
+    if verifier is None:
+        return None
+    reason = single_document(q, a, [doc_text(d) for d in docs if is_positive(d)], verifier=verifier, stage="qa")
+    if reason:
+        return f"verifier: {reason}"
+    needed = 0
+    for d in hop_docs:
+        others = [f"OTHER DOCUMENT: {doc_text(o)}" for o in hop_docs if o.id != d.id]
+        keep, _, _ = verify(verifier, "needed", [f"THE DOCUMENT: {doc_text(d)}", *others], stage="qa",
+                            question=q, answer=a)
+        needed += keep
+    if needed < min_hops:
+        return (f"verifier: needed: {needed} of {len(hop_docs)} grounded hop documents are needed to answer "
+                f"< {min_hops} dependent hops")
+    return None
+
+
+def hop_problem(steps: list[dict[str, Any]], cfg: QAConfig, docs: list[DocRef]) -> tuple[str | None, list[dict[str, Any]]]:
+    """At least ``cfg.min_hops`` hops grounded in distinct main-KB documents of the path
+    (:func:`.grounding.ground_steps`). Returns (reason or None, per-step grounding)."""
+    grounding = ground_steps(steps, docs, cfg.evidence_match)
+    hops = grounded_hops(grounding)
+    if hops < cfg.min_hops:
+        generic = sum(1 for g in grounding if g.get("generic"))
+        note = f"; {generic} step(s) quoted only a generic phrase or a title" if generic else ""
+        return (f"too_few_hops: {hops} grounded hop(s) (distinct path documents quoted with containment "
+                f">= {cfg.evidence_match} and >= {MIN_CONTENT_WORDS} content words) < {cfg.min_hops}; "
+                f"the model claimed {len(steps)}{note}"), grounding
+    return None, grounding
+
+
+def _states_numbers(texts: list[str]) -> bool:
+    return any(t.isdigit() for e in texts for t in tokens(e))
+
+
+def qa_problem(q: str, a: str, steps: list[dict[str, Any]], cfg: QAConfig, docs: list[DocRef],
+               verifier: LLM | None = None, cut: int | None = QA_DOC_CHARS) -> tuple[str | None, list[dict[str, Any]]]:
+    """Every check of a QA pair, the lexical ones first (:func:`form_problem`,
+    :func:`answer_problem`, :func:`hop_problem`, :func:`dependence_problem` without the
+    verifier), then the verifier's questions (the answer's role and count, the single-document
+    shortcut, each hop needed). Returns (reason or None, per-step grounding)."""
+    reason = form_problem(q, a, cfg) or answer_problem(q, a, docs, cut=cut, verified_later=verifier is not None)
+    if reason:
+        return reason, []
+    reason, grounding = hop_problem(steps, cfg, docs)
+    by_id = {d.id: d for d in docs if is_positive(d)}
+    hop_docs = [by_id[i] for i in grounded_docs(grounding) if i in by_id]
+    reason = reason or dependence_problem(q, a, hop_docs, docs, cfg.min_hops)
+    if reason is None and verifier is not None:
+        reason = (answer_problem(q, a, docs, cut=cut, verifier=verifier)
+                  or dependence_problem(q, a, hop_docs, docs, cfg.min_hops, verifier=verifier))
+    return reason, grounding
+
+
+def check_qa(obj: QAPair | dict[str, Any] | None, cfg: QAConfig, docs: list[DocRef] | None = None,
+             verifier: LLM | None = None) -> tuple[str | None, list[dict[str, Any]]]:
     """(rejection reason or None, per-step grounding) for a generated QA pair (a decoded object
     is validated as :class:`QAPair` first). The hops are counted against ``docs``, the documents
-    of the path (none given: no hop is grounded)."""
+    of the path (none given: no hop is grounded); see :func:`qa_problem`."""
     if obj is None:
         return "schema_failure: no JSON object", []
     if not isinstance(obj, QAPair):
@@ -141,30 +316,7 @@ def check_qa(obj: QAPair | dict[str, Any] | None, cfg: QAConfig,
         return "schema_failure: 'question' missing or empty", []
     if not a.strip():
         return "schema_failure: 'answer' missing or empty", []
-    steps = [s.model_dump() for s in obj.reasoning_steps]
-    choice = answer_is_a_choice(q, a)
-    if answer_in_question(q, a) and not choice:
-        return "answer_in_question", []
-    span = None if choice else answer_span_in_question(q, a)
-    if span is not None:
-        return f"answer_in_question: the span {span!r} of the answer is in the question", []
-    if explanation_question(q):
-        return "explanation_question: the question asks for a reason or an explanation", []
-    if explanation_answer(a):
-        return "explanation_answer: the answer explains instead of naming an entity or value", []
-    if sentence_count(a) > 1:
-        return "answer_too_long: more than one sentence", []
-    if len(a.split()) > cfg.max_answer_words:
-        return f"answer_too_long: {len(a.split())} words > {cfg.max_answer_words}", []
-    grounding = ground_steps(steps, docs or [], cfg.evidence_match)
-    hops = grounded_hops(grounding)
-    if hops < cfg.min_hops:
-        generic = sum(1 for g in grounding if g.get("generic"))
-        note = f"; {generic} step(s) quoted only a generic phrase" if generic else ""
-        return (f"too_few_hops: {hops} grounded hop(s) (distinct path documents quoted with containment "
-                f">= {cfg.evidence_match} and >= {MIN_CONTENT_WORDS} content words) < {cfg.min_hops}; "
-                f"the model claimed {len(steps)}{note}"), grounding
-    return None, grounding
+    return qa_problem(q, a, [s.model_dump() for s in obj.reasoning_steps], cfg, docs or [], verifier)
 
 
 def _cut_off(raw: str) -> bool:
@@ -182,9 +334,10 @@ def _cut_off(raw: str) -> bool:
 
 
 def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConfig,
-                  seed: int = 0) -> QARecord:
+                  seed: int = 0, verifier: LLM | None = None) -> QARecord:
     """One QA record for ``path``: accepted, or rejected with the reason (output that is not a
-    valid :class:`QAPair`, or a request over the context window, included). Every other LLM
+    valid :class:`QAPair`, or a request over the context window, included); ``verifier`` asks the
+    questions of meaning (:func:`check_qa`; None: the lexical checks only). Every other LLM
     failure raises (an outage leaves the path unfinished; a 401/404 stops the run)."""
     start = time.monotonic()
     messages = [Message(role="system", content=SYSTEM),
@@ -197,7 +350,7 @@ def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConf
         err = f"parse_error: output cut off at max_tokens={cfg.max_tokens} before the JSON object closed"
     reason = err
     if err is None:
-        reason, grounding = check_qa(obj, cfg, [d for n in nodes for d in n.docs])
+        reason, grounding = check_qa(obj, cfg, [d for n in nodes for d in n.docs], verifier)
     if err is not None and err.startswith("parse_error"):
         reason = f"schema_failure: {err}"
     return QARecord(
@@ -210,4 +363,6 @@ def synthesize_qa(llm: LLM, path: PathRecord, nodes: list[TreeNode], cfg: QAConf
         elapsed=time.monotonic() - start, provenance=prov)
 
 
-__all__ = ["QAPair", "ReasoningStep", "NegativeAspect", "render_for_qa", "check_qa", "answer_in_question", "answer_is_a_choice", "sentence_count", "synthesize_qa"]
+__all__ = ["QAPair", "ReasoningStep", "NegativeAspect", "render_for_qa", "check_qa", "answer_in_question", "answer_is_a_choice",
+           "sentence_count", "QA_DOC_CHARS", "form_problem", "leak_problem", "question_type_problem", "answer_problem",
+           "hop_problem", "dependence_problem", "qa_problem", "synthesize_qa"]

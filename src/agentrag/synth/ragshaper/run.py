@@ -28,11 +28,11 @@ from agentrag.synth.driver import (
 from agentrag.synth.ragshaper import analysis
 from agentrag.synth.ragshaper.build import RagShaperRecipe, role_refs
 from agentrag.synth.ragshaper.components import RagShaperComponents, read_seeds
-from agentrag.synth.ragshaper.config import RagShaperConfig, RagShaperRunConfig
+from agentrag.synth.ragshaper.config import RagShaperConfig, RagShaperRunConfig, check_kb_methods
 from agentrag.synth.ragshaper.pipeline import RagShaperPipeline
 
 #: objects a Python caller may pass instead of the config's references
-GIVEN = ("llm", "curator", "teacher", "tagger", "main_kb", "retriever", "distractor_kb", "agent_factory",
+GIVEN = ("llm", "curator", "teacher", "tagger", "verifier", "main_kb", "retriever", "distractor_kb", "agent_factory",
          "seeds", "components")
 
 
@@ -82,6 +82,7 @@ def check_inputs(cfg: RagShaperRunConfig, out: str | os.PathLike[str],
           and not isinstance(main_kb, KnowledgeBase)):
         raise UserError("a main_kb that is not a KnowledgeBase needs distractor_kb= (a function of the distractor "
                         "passages returning a retriever for K~), or distractors.enabled=false")
+    check_kb_methods(cfg, main_kb)  # before any LLM call
     if seeds is not None:
         entities = [str(s).strip() for s in seeds if str(s).strip()]
         if not entities:
@@ -107,14 +108,19 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
     viewer = "agentrag.report.viewer.ragshaper_view:ragshaper_payload"
     stages = (
         Stage("explore", "seeds", "trees", ("curator action parses",), "InfoCurator trees (Eq. 2-4)"),
-        Stage("distractors", "distractor tool calls", "K~ documents", ("not empty", "not a copy of the fact"),
-              "distractor curation tool (Table 1)"),
+        Stage("distractors", "distractor tool calls", "K~ documents",
+              ("not a copy of the fact", "not the fact with additions", "no filler", "a cue",
+               "verifier: no restated fact", "verifier: its declared type"), "distractor curation tool (Table 1)"),
         Stage("paths", "trees", "paths", (), "Eq. 5 path selection"),
         Stage("qa", "paths", "questions", ("schema", "answer not in question", "no explanation",
-                                           "one sentence", "grounded hops >= min_hops"), "QA synthesis (Eq. 6)"),
+                                           "one sentence", "answer stated by a main-path document",
+                                           "grounded hops >= min_hops", "no single document answers",
+                                           "verifier: role, one answer, single document, each hop needed"),
+              "QA synthesis (Eq. 6)"),
         Stage("elicit", "questions", "trajectories", ("within the context window",),
               "teacher under constrained navigation (Eq. 7-8)"),
-        Stage("filter", "trajectories", "kept trajectories", ("F1 > threshold",), "§3.4"),
+        Stage("filter", "trajectories", "kept trajectories", ("F1 > threshold", "no no-answer", "answer format"),
+              "§3.4"),
         Stage("tag", "trajectories", "behaviour tags", ("valid tag",), "LLM tagger (Fig. 4 left)"),
         Stage("export", "kept trajectories", "SFT records", ("no malformed turn",), "SFT export"),
     )
@@ -129,14 +135,16 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
             return given["components"]  # type: ignore[no-any-return]
         recipe = RagShaperRecipe.from_config(cfg, run.path)  # how Ray workers rebuild them
         comps = recipe(kb=inputs.main_kb, llms=_given_llms(given))
-        extra = {k: given[k] for k in ("distractor_kb", "agent_factory") if given.get(k) is not None}
+        extra = {k: given[k] for k in ("distractor_kb", "agent_factory", "verifier") if given.get(k) is not None}
         if extra or any(k in given for k in ("main_kb", "retriever", "llm", "curator", "teacher", "tagger")):
             # objects of this process cannot be rebuilt in a worker process from the references
             extra["rebuild"] = None
         return replace(comps, **extra)
 
     def llm_roles(self, comps: RagShaperComponents) -> dict[str, Any]:
-        return {"curator": comps.curator, "teacher": comps.teacher, "tagger": comps.tagger}
+        # the verifier is counted on its own row only when it is not the curator (its default)
+        return {"curator": comps.curator, "teacher": comps.teacher, "tagger": comps.tagger,
+                "verifier": comps.verifier}
 
     def finished_key(self, cfg: RagShaperRunConfig, inputs: RagShaperInputs) -> str:
         return config_key(cfg, json.dumps([inputs.source, inputs.entities], ensure_ascii=False))
@@ -157,7 +165,8 @@ def run_ragshaper(cfg: RagShaperConfig, out: str | os.PathLike[str], *, progress
     """Run RAGShaper into the run directory ``out`` (rerun = resume); returns ``metrics.json``.
 
     ``given`` objects replace the config's references: ``llm`` (every role), ``curator``,
-    ``teacher``, ``tagger`` (LLM objects), ``main_kb`` / ``retriever`` (K), ``distractor_kb`` (a
+    ``teacher``, ``tagger``, ``verifier`` (LLM objects; the verifier of the QA and distractor gates
+    defaults to the curator), ``main_kb`` / ``retriever`` (K), ``distractor_kb`` (a
     function of the distractor passages returning K~; needed with a ``main_kb`` that is not a
     :class:`~agentrag.kb.KnowledgeBase`), ``agent_factory``, ``seeds`` (a list of entities) or
     ``components`` (a whole :class:`RagShaperComponents`). Raises :class:`~agentrag.errors.EndpointError`

@@ -42,6 +42,8 @@ class TreeNode(Record):
     error: str | None = None
     repaired: list[str] = Field(default_factory=list,
                                 description="what the curator left out or got wrong and a rule filled in")
+    rejected: list[str] = Field(default_factory=list,
+                                description="distractor documents the checks dropped: '<type>: <reason>'")
     provenance: Provenance | None = None
 
 

@@ -47,7 +47,7 @@ def _explore_one(state: Any, seed: SeedRecord) -> tuple[InfoTree, list[Distracto
 def _qa_one(state: Any, path: PathRecord) -> QARecord:
     by_id = {n.id: n for n in state.data[path.seed_id].nodes}
     return synthesize_qa(state.comps.curator, path, [by_id[i] for i in path.node_ids], state.cfg.qa,
-                         seed=state.cfg.seed)
+                         seed=state.cfg.seed, verifier=state.comps.verifier or state.comps.curator)
 
 
 def _elicit_one(state: Any, qa: QARecord) -> Trajectory:
@@ -85,7 +85,8 @@ class StageTask(WorkerTask):
         self._state = self._prepare(comps, tilde[1] if tilde else None)
 
     def _prepare(self, comps: RagShaperComponents, kb_tilde: Retriever | None) -> _StageState:
-        curator = InfoCurator(comps.curator, comps.main_kb, self.cfg) if self.stage == "explore" else None
+        curator = (InfoCurator(comps.curator, comps.main_kb, self.cfg, verifier=comps.verifier or comps.curator)
+                   if self.stage == "explore" else None)
         return _StageState(comps, self.cfg, self.data, curator, kb_tilde)
 
     def setup(self) -> _StageState:

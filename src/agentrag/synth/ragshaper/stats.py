@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentrag.records import Trajectory
+from agentrag.synth.common import reason_kind
 from agentrag.synth.ragshaper.config import RagShaperConfig
 from agentrag.synth.ragshaper.schema import (
     DistractorDoc,
@@ -47,7 +48,17 @@ class RunRecords:
 def _add(c: Counter[str], reason: str | None) -> None:
     """One reason into ``c`` by kind (what :func:`agentrag.synth.common.reason_counts` counts)."""
     if reason:
-        c[reason.split(":")[0]] += 1
+        c[reason_kind(reason)] += 1
+
+
+def distractor_rejection(rejected: str) -> tuple[str, str]:
+    """(type, reason kind) of a dropped distractor document (``"<type>: <reason>"``); a decision
+    of the verifier is ``verifier: <check>``."""
+    dtype, _, reason = rejected.partition(": ")
+    parts = reason.split(": ")
+    if "verifier" in parts[:-1]:
+        return dtype, f"verifier: {parts[parts.index('verifier') + 1]}"
+    return dtype, parts[0]
 
 
 @dataclass
@@ -69,6 +80,8 @@ class Tally:
     per_seed: dict[str, float] = field(default_factory=dict)
     distractors: int = 0
     created: Counter[str] = field(default_factory=Counter)
+    #: dropped distractor documents: type -> reason kind -> count
+    dropped: dict[str, Counter[str]] = field(default_factory=dict)
     paths: int = 0
     accepted: int = 0
     qa_rejected: Counter[str] = field(default_factory=Counter)
@@ -144,6 +157,9 @@ class Tally:
                         _add(self.tool_errors, n.error)
                 for rep in n.repaired:
                     self.repaired[_repair_kind(rep)] += 1
+                for rej in n.rejected:
+                    dtype, kind = distractor_rejection(rej)
+                    self.dropped.setdefault(dtype, Counter())[kind] += 1
             self.quota[(tree.distractor_calls, docs_per_seed[tree.id])] += 1
             self.per_seed[tree.seed] = round(tree.elapsed, 1)
             seeds_by_id[tree.id] = tree.seed
@@ -176,7 +192,9 @@ class Tally:
 
     def distractor_block(self) -> dict[str, Any]:
         """Types created, documents met by type, and success by type met (Fig. 4 right)."""
-        return {"created": dict(self.created), "met_documents": dict(self.met_docs),
+        return {"created": dict(self.created),
+                "rejected": {k: dict(v) for k, v in sorted(self.dropped.items())},
+                "met_documents": dict(self.met_docs),
                 "success_by_type_met": {k: {"trajectories": n, "kept": kept, "success_rate": round(kept / n, 3)}
                                         for k, (n, kept) in self.by_type.items()}}
 

@@ -112,11 +112,13 @@ class InfoCurator:
     """Grows one information tree per seed with a curator LLM, a retriever over K and (unless
     ablated) the distractor tool, whose documents are returned for the secondary KB K~."""
 
-    def __init__(self, llm: LLM, retriever: Retriever, cfg: RagShaperConfig, distractor_llm: LLM | None = None):
+    def __init__(self, llm: LLM, retriever: Retriever, cfg: RagShaperConfig, distractor_llm: LLM | None = None,
+                 verifier: LLM | None = None):
         self.llm = llm
         self.retriever = retriever
         self.cfg = cfg
         self.distractor_llm = distractor_llm or llm
+        self.verifier = verifier  # checks each distractor document's type and that it restates no fact
         self._search_has_method = "method" in inspect.signature(retriever.search).parameters
 
     def n_children(self, depth: int, rng: random.Random) -> int:
@@ -240,7 +242,7 @@ class InfoCurator:
         docs, prov, err = write_distractors(
             self.distractor_llm, original_fact=fact, seed=tree.seed, distractor_type=dtype, guideline=guideline,
             seed_id=tree.id, node_id=node.id, source_passage_id=source.id if source else None,
-            cfg=self.cfg.distractors, seed_value=self.cfg.seed)
+            cfg=self.cfg.distractors, seed_value=self.cfg.seed, verifier=self.verifier, rejected=node.rejected)
         if node.provenance is not None:
             node.provenance.usage = node.provenance.usage + prov.usage
         if err:

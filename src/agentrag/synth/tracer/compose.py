@@ -58,6 +58,12 @@ def _chain_text(chain: Sequence[Hop]) -> str:
             f"Previous atomic question: {last.atomic_question}")
 
 
+def _removed(reply: QAPair) -> dict[str, Any]:
+    """The no-answer aliases a reply gave, removed from its golds (counted in the report)."""
+    removed = reply.no_answer_aliases()
+    return {"no_answer_aliases_removed": removed} if removed else {}
+
+
 def candidate_hop(oracle: Oracle, chain: Sequence[Hop], doc: Hit, templates: Sequence[str]) -> Hop:
     """Link ``doc`` to the chain, filter the new atomic pair, compose and verify; a failed step is a
     flagged (unverified) hop with the reason and raw output."""
@@ -65,7 +71,7 @@ def candidate_hop(oracle: Oracle, chain: Sequence[Hop], doc: Hit, templates: Seq
     level = len(chain) + 1
     allowed = " or ".join(templates)
     user = (f"{_chain_text(chain)}\nAllowed templates: {allowed}\n\nNew passage title: {doc.title}\n"
-            f"New passage: {doc.text[:cfg.atomic.max_doc_chars]}")
+            f"New passage: {oracle.view(doc.text)}")
     link, prov, err = oracle.json(LINK_SYSTEM, user, LinkPair, name="link", stage=f"hop{level}.link",
                                   max_tokens=cfg.compose.max_tokens, temperature=cfg.compose.temperature)
     base: dict[str, Any] = {"level": level, "doc_id": doc.id, "doc_title": doc.title, "doc_text": doc.text}
@@ -78,7 +84,7 @@ def candidate_hop(oracle: Oracle, chain: Sequence[Hop], doc: Hit, templates: Seq
     pair = filter_pair(oracle, AtomicPair(id=f"h{level}", question=q, answer=a, aliases=aliases),
                        (doc.title, doc.text))
     atomic: dict[str, Any] = {"template": template, "atomic_question": q, "atomic_answer": a, "atomic_aliases": aliases}
-    checks = [Check(name="link", passed=True, raw=[prov.raw_output or ""]), *pair.checks]
+    checks = [Check(name="link", passed=True, raw=[prov.raw_output or ""], details=_removed(link)), *pair.checks]
     if pair.status != "accepted":
         return Hop(**base, **atomic, question="", answer="", reason=f"atomic: {pair.reason}", checks=checks)
     last = chain[-1]
@@ -93,7 +99,7 @@ def candidate_hop(oracle: Oracle, chain: Sequence[Hop], doc: Hit, templates: Seq
     cq, ca, caliases = composed.question, composed.answer, composed.clean_aliases()
     if template == "inference" and not caliases:
         caliases = aliases  # the final answer of an inference step is the new atomic answer
-    checks.append(Check(name="compose", passed=True, raw=[prov.raw_output or ""]))
+    checks.append(Check(name="compose", passed=True, raw=[prov.raw_output or ""], details=_removed(composed)))
     cand = Hop(**base, **atomic, question=cq, answer=ca, aliases=caliases, checks=checks)
     return verify(oracle, chain, cand)
 
@@ -112,11 +118,11 @@ def extend(oracle: Oracle, kb: Retriever, chain_id: str, chain: Sequence[Hop], e
         hop = candidate_hop(oracle, chain, doc, templates)
         if hop.verified:
             return HopRecord(id=rid, chain_id=chain_id, level=level, status="verified", hop=hop, attempts=attempts,
-                             calls=oracle.calls, elapsed=time.monotonic() - start, provenance=prov)
+                             calls=oracle.calls, cuts=oracle.cuts, elapsed=time.monotonic() - start, provenance=prov)
         attempts.append(hop)
     reason = "no related document retrieved" if not docs else "; ".join(a.reason or "?" for a in attempts)
     return HopRecord(id=rid, chain_id=chain_id, level=level, status="failed", reason=reason, attempts=attempts,
-                     calls=oracle.calls, elapsed=time.monotonic() - start, provenance=prov)
+                     calls=oracle.calls, cuts=oracle.cuts, elapsed=time.monotonic() - start, provenance=prov)
 
 
 __all__ = ["related_docs", "candidate_hop", "extend"]

@@ -29,7 +29,9 @@ class AtomicConfig(Config):
 
     pairs_per_doc: int = Field(default=2, ge=1, description="n: QA pairs the LLM writes per document")
     max_answer_words: int = Field(default=8, ge=1, description="longer answers are malformed")
-    max_doc_chars: int = Field(default=1200, ge=100, description="document text shown to the LLM")
+    max_doc_chars: int | None = Field(default=None, ge=100, description="document text shown to the LLMs: "
+                                      "None = whole documents; else a window of this size per hop, around the "
+                                      "passage that states the hop's fact (each cut counted)")
     max_tokens: int = 320
     temperature: float = 0.7
 

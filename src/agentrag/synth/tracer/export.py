@@ -12,6 +12,8 @@ one item per chain and verified hop count L >= 2, in FlashRAG form::
 ``lower_hop_questions`` are the chain's own questions at levels 1..L-1 (what
 :func:`agentrag.eval.hops.lower_hop_items` reads for MaxD). ``benchmark_<L>hop.jsonl`` holds the
 L-hop items only. Only hops whose every gate passed are exported (:func:`audit_exports` checks it).
+No gold is a no-answer string (the matching core's vocabulary): such an alias is left out, an item
+with such an answer at any level is dropped, and both are counted (``no_answer`` in the counts).
 """
 
 from __future__ import annotations
@@ -26,21 +28,34 @@ from typing import Any
 from agentrag.records import QAItem, dump_record, read_jsonl
 from agentrag.runs import replace_if_changed
 from agentrag.synth.tracer.oracle import is_no_answer, real_golds
-from agentrag.synth.tracer.schema import AtomicPair, AtomicRecord, Chain, Check, HopRecord
+from agentrag.synth.tracer.schema import AtomicPair, AtomicRecord, Chain, Check, Hop, HopRecord
 
 
 def benchmark_item(chain: Chain, level: int) -> QAItem:
+    """The benchmark row of ``chain`` at ``level`` hops; golds that are no-answer strings (the
+    matching core's vocabulary) are left out of every level's ``golden_answers``."""
     hops = chain.hops[:level]
     top = hops[-1]
     meta: dict[str, Any] = {
         "hops": level, "type": chain.template, "chain_id": chain.id, "domain": chain.doc_domain,
         "supporting_doc_ids": [h.doc_id for h in hops], "supporting_titles": [h.doc_title for h in hops],
         "templates": [h.template for h in hops],
-        "lower_hop_questions": [{"level": h.level, "question": h.question, "golden_answers": h.golds}
+        "lower_hop_questions": [{"level": h.level, "question": h.question, "golden_answers": real_golds(h.golds)}
                                 for h in hops[:-1]],
         "source": "agentrag-tracer",
     }
-    return QAItem(id=f"{chain.id}-{level}hop", question=top.question, golden_answers=top.golds, metadata=meta)
+    return QAItem(id=f"{chain.id}-{level}hop", question=top.question, golden_answers=real_golds(top.golds),
+                  metadata=meta)
+
+
+def exportable(hops: Sequence[Hop]) -> bool:
+    """Every level's answer is an answer: not a no-answer string, and some gold left (the item is
+    dropped, and counted, otherwise)."""
+    return all(not is_no_answer(h.answer) and real_golds(h.golds) for h in hops)
+
+
+def _no_answer_golds(hops: Sequence[Hop]) -> int:
+    return sum(len(h.golds) - len(real_golds(h.golds)) for h in hops)
 
 
 def _flashrag(item: QAItem) -> dict[str, Any]:
@@ -55,13 +70,18 @@ def export_benchmark(chains: Iterable[Chain], out_dir: str | Path) -> dict[str, 
     names = ["chains.jsonl", "benchmark.jsonl", *(f"benchmark_{h}hop.jsonl" for h in (2, 3, 4))]
     files = dict.fromkeys(names[1:], 0)
     by: Counter[tuple[int, str]] = Counter()
+    no_answer = {"items_dropped": 0, "golds_removed": 0}
     with ExitStack() as stack:
         fh = {name: stack.enter_context((out / (name + ".tmp")).open("w", encoding="utf-8")) for name in names}
         for c in chains:
             fh["chains.jsonl"].write(dump_record(c) + "\n")
             for level in range(2, c.depth + 1):
-                if not all(h.verified and not is_no_answer(h.answer) for h in c.hops[:level]):
+                if not all(h.verified for h in c.hops[:level]):
                     continue
+                if not exportable(c.hops[:level]):
+                    no_answer["items_dropped"] += 1  # a level whose answer says there is none
+                    continue
+                no_answer["golds_removed"] += _no_answer_golds(c.hops[level - 1:level])
                 item = benchmark_item(c, level)
                 line = json.dumps(_flashrag(item), ensure_ascii=False) + "\n"
                 for name in ("benchmark.jsonl", f"benchmark_{level}hop.jsonl"):
@@ -72,7 +92,7 @@ def export_benchmark(chains: Iterable[Chain], out_dir: str | Path) -> dict[str, 
     for name in names:
         replace_if_changed(out / (name + ".tmp"), out / name)
     return {"files": files, "items": files["benchmark.jsonl"],
-            "by_hops_type": {f"{h}hop/{t}": n for (h, t), n in sorted(by.items())}}
+            "by_hops_type": {f"{h}hop/{t}": n for (h, t), n in sorted(by.items())}, "no_answer": no_answer}
 
 
 def _atomic_seeds(run: Path) -> dict[str, AtomicPair]:
@@ -133,4 +153,4 @@ def audit_exports(run_dir: str | Path) -> list[str]:
     return problems
 
 
-__all__ = ["benchmark_item", "export_benchmark", "audit_exports"]
+__all__ = ["benchmark_item", "exportable", "export_benchmark", "audit_exports"]

@@ -12,20 +12,30 @@ pydantic model (:mod:`agentrag.synth.tracer.outputs`). Model output that fails p
 validation, or a request over the context window, comes back as an error string: the gate that
 asked fails with that reason (a flagged record). Every other LLM failure propagates (the failure
 policy): an outage leaves the item unfinished, a 401/404 stops the run.
+
+No-answer strings ("unknown", "N/A", "null", "not stated" ...) are the matching core's one
+vocabulary (:func:`agentrag.match.is_no_answer`), for golds, aliases and predictions alike.
+Questions of meaning that strings cannot decide go to the verifier LLM (:attr:`Oracle.verifier`,
+asked through :mod:`agentrag.synth.verifier`; the generator unless another is given); its calls
+are counted with the others. Documents are shown whole unless ``atomic.max_doc_chars`` is set; then a longer
+document is cut to a window of that size chosen per hop, around the passage that states the hop's
+fact (:meth:`Oracle.view`), and every cut is counted (``cuts``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from agentrag.eval.judge import JudgeReply, LLMJudge
-from agentrag.eval.metrics import em, f1, normalize_answer
+from agentrag.eval.metrics import em, f1
 from agentrag.llm.base import LLM
+from agentrag.match import is_no_answer, mentions
 from agentrag.records import Message, Provenance
 from agentrag.synth.common import call_json
 from agentrag.synth.tracer.config import TracerConfig
@@ -35,18 +45,46 @@ from agentrag.synth.tracer.schema import Check
 
 M = TypeVar("M", bound=BaseModel)
 
-NO_ANSWER = frozenset({"", "unknown", "none", "not mentioned", "no answer", "n a", "not available",
-                       "not known", "cannot be determined", "not specified"})
+#: characters that end a sentence (where a per-hop window may start)
+_SENTENCE_END = ".!?\n"
 
 
-def is_no_answer(text: str) -> bool:
-    """An empty answer or a no-answer phrase ("unknown", "none" ...), after normalisation."""
-    return normalize_answer(text) in NO_ANSWER
-
-
-def real_golds(golds: list[str]) -> list[str]:
-    """The golds that can be matched: empty and no-answer golds dropped."""
+def real_golds(golds: Sequence[str]) -> list[str]:
+    """The golds that can be matched: empty and no-answer golds (the core's vocabulary) dropped."""
     return [g for g in golds if not is_no_answer(g)]
+
+
+def window(text: str, cut: int, facts: Sequence[str] = ()) -> str:
+    """``cut`` characters of ``text``: from its start when the first sentence stating one of
+    ``facts`` (the hop's answer and aliases, matched by the core) ends inside them or none does,
+    else from the start of that sentence (so the fact is always shown)."""
+    if len(text) <= cut:
+        return text
+    starts = [0] + [i + 1 for i, ch in enumerate(text[:-1]) if ch in _SENTENCE_END and text[i + 1].isspace()]
+    forms = [f for f in facts if f and not is_no_answer(f)]
+    if forms:
+        for k, start in enumerate(starts):
+            end = starts[k + 1] if k + 1 < len(starts) else len(text)
+            if mentions(forms[0], text[start:end], forms[1:]):
+                if end <= cut:
+                    break
+                begin = min(start + (1 if text[start:start + 1].isspace() else 0), len(text) - cut)
+                return text[begin:begin + cut]
+    return text[:cut]
+
+
+class _Counted:
+    """An LLM whose chat calls are counted by the oracle (the verifier's calls)."""
+
+    def __init__(self, llm: LLM, paid: Callable[[], None]):
+        self._llm, self._paid = llm, paid
+
+    def chat(self, *args: Any, **kwargs: Any) -> Any:
+        self._paid()
+        return self._llm.chat(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llm, name)
 
 
 def call_seed(run_seed: int, item: str, name: str, index: int) -> int:
@@ -70,9 +108,11 @@ class Grade:
 class Oracle:
     """LLM calls of one work item (see the module docstring); ``calls`` counts what it paid for."""
 
-    def __init__(self, llm: LLM, judge: LLM | None, cfg: TracerConfig, item: str = ""):
+    def __init__(self, llm: LLM, judge: LLM | None, cfg: TracerConfig, item: str = "", verifier: LLM | None = None):
         self.llm, self.judge_llm, self.cfg, self.item = llm, judge or llm, cfg, item
+        self.verifier_llm = verifier or llm
         self.calls = 0
+        self.cuts = 0  # documents shown cut (``atomic.max_doc_chars``)
         self._sampled: dict[str, int] = {}
         self._lock = threading.Lock()  # irreducibility asks its answers from several threads
 
@@ -96,13 +136,29 @@ class Oracle:
                                    temperature=temperature, **extra)
         return obj, prov, err
 
+    def view(self, text: str, facts: Sequence[str] = ()) -> str:
+        """What an LLM is shown of a document: the whole text, or with ``atomic.max_doc_chars`` set a
+        window chosen per hop around the passage stating ``facts`` (:func:`window`), counted in ``cuts``."""
+        cut = self.cfg.atomic.max_doc_chars
+        if cut is None or len(text) <= cut:
+            return text
+        with self._lock:
+            self.cuts += 1
+        return window(text, cut, facts)
+
+    @property
+    def verifier(self) -> LLM:
+        """The verifier LLM, its calls counted with this item's."""
+        return _Counted(self.verifier_llm, self._paid)  # type: ignore[return-value]
+
     def answer(self, question: str, docs: list[tuple[str, str]] | None) -> tuple[str | None, str, str | None]:
-        """A short answer, closed-book when ``docs`` is None; returns (answer, raw output, error)."""
+        """A short answer, closed-book when ``docs`` is None (``docs``: (title, text shown), each text
+        already chosen by :meth:`view`); returns (answer, raw output, error)."""
         if docs is None:
             system, user = ANSWER_CLOSED_SYSTEM, f"Question: {question}"
         else:
             system = ANSWER_DOCS_SYSTEM
-            user = f"Documents:\n{doc_block(docs, self.cfg.atomic.max_doc_chars)}\n\nQuestion: {question}"
+            user = f"Documents:\n{doc_block(docs)}\n\nQuestion: {question}"
         obj, prov, err = self.json(system, user, ShortAnswer, name="answer", stage="answer",
                                    max_tokens=self.cfg.verify.max_answer_tokens)
         raw = prov.raw_output or ""
@@ -143,4 +199,4 @@ class Oracle:
                      judge_score=g.judge_score, raw=[raw, *g.raw])
 
 
-__all__ = ["Oracle", "Grade", "NO_ANSWER", "is_no_answer", "real_golds", "call_seed"]
+__all__ = ["Oracle", "Grade", "is_no_answer", "real_golds", "window", "call_seed"]

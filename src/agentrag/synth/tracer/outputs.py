@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from agentrag.match import is_no_answer
 from agentrag.synth.tracer.config import DOMAINS
 
 Domain = Literal[DOMAINS]  # type: ignore[valid-type]
@@ -63,7 +64,13 @@ class QAPair(_Out):
     aliases: Aliases = Field(default_factory=list)
 
     def clean_aliases(self) -> list[str]:
-        return [a for a in dict.fromkeys(self.aliases) if a != self.answer]
+        """The aliases without repeats, the answer itself, or no-answer strings ("unknown", "N/A" ...:
+        the matching core's vocabulary), which would make a no-answer a gold."""
+        return [a for a in dict.fromkeys(self.aliases) if a != self.answer and not is_no_answer(a)]
+
+    def no_answer_aliases(self) -> list[str]:
+        """The aliases :meth:`clean_aliases` removed because they say there is no answer (counted)."""
+        return [a for a in dict.fromkeys(self.aliases) if a != self.answer and is_no_answer(a)]
 
 
 class AtomicPairs(_Out):

@@ -67,9 +67,10 @@ ANSWER_DOCS_SYSTEM = (
 )
 
 
-def doc_block(docs: list[tuple[str, str]], max_chars: int) -> str:
-    """Documents as numbered ``[i] Title\\ntext`` blocks, each cut at ``max_chars``."""
-    return "\n\n".join(f"[{i}] {title}\n{text[:max_chars]}" for i, (title, text) in enumerate(docs, start=1))
+def doc_block(docs: list[tuple[str, str]]) -> str:
+    """Documents as numbered ``[i] Title\\ntext`` blocks (each text as shown: whole, or the window
+    :meth:`~agentrag.synth.tracer.oracle.Oracle.view` chose)."""
+    return "\n\n".join(f"[{i}] {title}\n{text}" for i, (title, text) in enumerate(docs, start=1))
 
 
 __all__ = ["ANNOTATE_SYSTEM", "ATOMIC_SYSTEM", "LINK_SYSTEM", "COMPOSE_SYSTEM", "AUDIT_SYSTEM",

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
-from agentrag.synth.tracer.schema import AtomicRecord, Chain, DocRecord, HopRecord
+from agentrag.synth.tracer.schema import AtomicRecord, Chain, Check, DocRecord, HopRecord
 
 Counts = dict[str, tuple[int, int, dict[str, int]]]
 
@@ -54,11 +54,36 @@ def reason_key(reason: str | None) -> str:
         return "unknown"
     parts = [p.strip() for p in reason.split(":")]
     head = parts[0]
+    if head == "verifier" and len(parts) > 1:
+        return f"verifier: {parts[1]}"
+    if head == "structural" and len(parts) > 2 and parts[1] == "verifier":
+        return f"structural: verifier: {parts[2]}"
     if head in ("structural", "atomic", "link", "compose", "semantic") and len(parts) > 1:
         return f"{head}: {parts[1].split(' ')[0] if head != 'atomic' else parts[1]}"
     if len(parts) > 1 and parts[1].split(" ")[0] in ("parse_error", "context_limit", "judge"):
         return f"{head}: {parts[1]}"
     return head
+
+
+class _Notes:
+    """What the checks of the stage records note beyond their verdicts: the verifier's decisions
+    per check, the no-answer aliases removed, and the documents shown cut."""
+
+    def __init__(self) -> None:
+        self.verifier: dict[str, Counter[str]] = {}
+        self.aliases_removed = 0
+        self.cuts: Counter[str] = Counter()
+
+    def checks(self, checks: Iterable[Check]) -> None:
+        for c in checks:
+            self.aliases_removed += len(c.details.get("no_answer_aliases_removed") or [])
+            for name in c.details.get("verifier") or []:
+                rejected = c.passed is False and f"verifier: {name}:" in c.reason
+                self.verifier.setdefault(name, Counter())["rejected" if rejected else "kept"] += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"verifier_decisions": {k: dict(v) for k, v in sorted(self.verifier.items())},
+                "no_answer_aliases_removed": self.aliases_removed, "doc_cuts": dict(self.cuts)}
 
 
 def tracer_counts(annotated: Iterable[DocRecord], selected: Sequence[DocRecord], atomic: Iterable[AtomicRecord],
@@ -81,15 +106,18 @@ def tracer_counts(annotated: Iterable[DocRecord], selected: Sequence[DocRecord],
     n_atomic = ok_atomic = atomic_calls = n_pairs = ok_pairs = 0
     atomic_rejected: Counter[str] = Counter()
     pair_rejected: Counter[str] = Counter()
+    notes = _Notes()
     for r in atomic:
         n_atomic += 1
         atomic_calls += r.calls
+        notes.cuts["atomic"] += r.cuts
         if r.status == "ok":
             ok_atomic += 1
         else:
             atomic_rejected[reason_key(r.reason)] += 1
         for x in r.pairs:
             n_pairs += 1
+            notes.checks(x.checks)
             if x.status == "accepted":
                 ok_pairs += 1
             else:
@@ -110,6 +138,9 @@ def tracer_counts(annotated: Iterable[DocRecord], selected: Sequence[DocRecord],
             n_recs += 1
             spent += h.calls
             n_attempts += len(h.attempts)
+            notes.cuts[f"hop{level}"] += h.cuts
+            for a in [*h.attempts, *([h.hop] if h.hop is not None else [])]:
+                notes.checks(a.checks)
             for a in h.attempts:
                 candidate_rejected[reason_key(a.reason)] += 1
             if h.status == "verified":
@@ -145,6 +176,7 @@ def tracer_counts(annotated: Iterable[DocRecord], selected: Sequence[DocRecord],
         "domain_mix_benchmark": dict(bench_domains),
         "calls_by_stage": {"sample": sample_calls, "atomic": atomic_calls},
         "calls_by_level": calls_by_level,
+        **notes.as_dict(),
     }
     return counts, details
 
@@ -175,6 +207,17 @@ def report_sections(m: Mapping[str, Any]) -> list[dict[str, Any]]:
         {"title": "LLM usage", "text": "Per LLM, keyed by the roles it plays (metrics.json `llm`): cache hits "
          "and misses, calls that reached the backend, tokens.", "headers": ["roles", "usage"],
          "rows": _llm_rows(m.get("llm") or {})},
+        {"title": "Gates: verifier, no-answer golds, document cuts",
+         "text": "What the verifier LLM decided where strings could not (per check: items kept and rejected), "
+                 "no-answer aliases removed from the golds (and, at export, items dropped for a no-answer "
+                 "answer), and documents shown cut to `atomic.max_doc_chars` (per stage; none when documents "
+                 "are shown whole).",
+         "headers": ["what", "count"],
+         "rows": [*[[f"verifier: {k}", ", ".join(f"{d}: {n}" for d, n in v.items())]
+                    for k, v in (m.get("verifier_decisions") or {}).items()],
+                  ["no-answer aliases removed", m.get("no_answer_aliases_removed", 0)],
+                  ["export: no-answer", (m.get("export") or {}).get("no_answer", {})],
+                  ["documents cut", m.get("doc_cuts", {})]]},
         {"title": "Domain mix (sampled documents)", "headers": ["domain", "docs"],
          "rows": [[k, v] for k, v in sorted(m["domain_mix_docs"].items())]},
         {"title": "Exports", "text": str(m["export"])},

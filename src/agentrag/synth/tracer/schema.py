@@ -69,6 +69,7 @@ class AtomicRecord(Record):
     pairs: list[AtomicPair] = Field(default_factory=list)
     calls: int = 0
     elapsed: float = 0.0
+    cuts: int = 0  # documents shown cut to ``atomic.max_doc_chars`` (0: every document shown whole)
     provenance: Provenance = Field(default_factory=lambda: Provenance(stage="atomic"))
 
 
@@ -112,6 +113,7 @@ class HopRecord(Record):
     attempts: list[Hop] = Field(default_factory=list)
     calls: int = 0
     elapsed: float = 0.0
+    cuts: int = 0  # documents shown cut to ``atomic.max_doc_chars`` (0: every document shown whole)
     provenance: Provenance = Field(default_factory=lambda: Provenance(stage="hop"))
 
 

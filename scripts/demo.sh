@@ -31,10 +31,10 @@ $AG synth ragshaper --kb "$KB_DIR" --seeds "$N_SEEDS" --llm embedded --out "$OUT
 # --- Tracer step: a verified hop-aware benchmark from N_DOCS documents, 2 hops, embedded model ---
 # (titles of the HotpotQA dev / 2Wiki dev files are excluded from sampling and retrieval; a 135M model
 # rarely passes the three-stage verification, so an empty benchmark is an honest outcome)
-$AG synth tracer --kb "$KB_DIR" --llm embedded --docs "$N_DOCS" --max-hops 2 --out "$OUT/tracer" \
+$AG synth tracer --kb "$KB_DIR" --llm embedded --limit "$N_DOCS" --max-hops 2 --out "$OUT/tracer" \
   --exclude "$SHARED_DATA/hotpotqa/dev_distractor_200.jsonl" --exclude "$SHARED_DATA/2wikimultihopqa/dev_with_context_164.jsonl" \
   --set compose.candidates_per_hop=1 --set concurrency=1
-$AG synth tracer review --run "$OUT/tracer"
+$AG synth tracer review --out "$OUT/tracer"
 if [ -s "$OUT/tracer/benchmark.jsonl" ]; then
   $AG eval --dataset "$OUT/tracer/benchmark.jsonl" --kb "$KB_DIR" --agent react --llm embedded --limit 1 --maxd \
     --concurrency 1 --out "$OUT/eval_tracer" --set agent_config.max_steps=3 --set agent_config.top_k=3

@@ -25,6 +25,7 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.kb.remote",
     "agentrag.kb.reference",
     "agentrag.kb.build",
+    "agentrag.progress",
     "agentrag.kb.serving",
     "agentrag.kb.routing",
     "agentrag.protocols",
@@ -68,6 +69,10 @@ _EXPORTS: dict[str, str] = {
     "preflight_config": "agentrag.synth.driver",
     # knowledge-base build and serving
     "collect_gold": "agentrag.kb.build", "kb_config": "agentrag.kb.build", "PROGRESS_ENV": "agentrag.kb.build",
+    "inputs_key": "agentrag.kb.build", "built_from": "agentrag.kb.build",
+    # progress: the heartbeat of long calls (their progress= argument)
+    "Heartbeat": "agentrag.progress", "ProgressArg": "agentrag.progress", "progress_for": "agentrag.progress",
+    "HEARTBEAT_S": "agentrag.progress", "RATE_WINDOW_S": "agentrag.progress",
     "trajectory_navigation": "agentrag.kb.serving", "open_kb": "agentrag.kb.serving",
     "NAVIGATION_METHOD": "agentrag.kb.serving", "ErrorWatch": "agentrag.kb.routing",
     # synthesizers: RAGShaper

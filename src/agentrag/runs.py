@@ -326,7 +326,7 @@ def _acquire(path: Path) -> str:
             holder = fh.read().strip() or "another process"
             fh.close()
             raise RunLockedError(f"run directory {str(path)!r} is being written by {holder}; wait for it to "
-                                 "finish (or stop it), or pass another --out") from exc
+                                 "finish (or stop it), or pass another run directory (the CLI's --out)") from exc
         fh.seek(0)
         fh.truncate()
         fh.write(f"process {os.getpid()} ({' '.join(sys.argv[:3])[:120]})\n")

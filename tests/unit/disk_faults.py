@@ -104,3 +104,71 @@ class FullDisk:
         self.writes_failed += 1
         if self.fail_times is not None and self.writes_failed >= self.fail_times:
             self.full = False
+
+
+class ReadOnly:
+    """``root`` (a directory, existing or not) and everything under it on a read-only file system:
+    creating a directory, opening a file for writing, and renaming, replacing or removing a file
+    there raise ``OSError(EROFS)`` naming the path, as a read-only mount does; reading works."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+        import os
+
+        self.root = os.path.realpath(root)
+        self.refused: list[str] = []
+        inside = self.inside
+
+        def refuse(path: Any) -> None:
+            if inside(path):
+                self.refused.append(str(path))
+                raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+        real_open, real_os_open = io.open, os.open
+        real_mkdir, real_path_mkdir = os.mkdir, Path.mkdir
+        real_replace, real_rename, real_unlink = os.replace, os.rename, os.unlink
+
+        def fake_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+            if any(c in mode for c in "wax+"):
+                refuse(file)
+            return real_open(file, mode, *args, **kwargs)
+
+        def fake_os_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+            if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC):
+                refuse(path)
+            return real_os_open(path, flags, *args, **kwargs)
+
+        def fake_path_mkdir(self: Path, *args: Any, **kwargs: Any) -> None:
+            refuse(self)
+            real_path_mkdir(self, *args, **kwargs)
+
+        def fake_mkdir(path: Any, *args: Any, **kwargs: Any) -> None:
+            refuse(path)
+            real_mkdir(path, *args, **kwargs)
+
+        def two(real: Callable[..., Any]) -> Callable[..., Any]:
+            def fake(src: Any, dst: Any, *args: Any, **kwargs: Any) -> Any:
+                refuse(src)
+                refuse(dst)
+                return real(src, dst, *args, **kwargs)
+            return fake
+
+        def fake_unlink(path: Any, *args: Any, **kwargs: Any) -> None:
+            refuse(path)
+            real_unlink(path, *args, **kwargs)
+
+        monkeypatch.setattr(io, "open", fake_open)
+        monkeypatch.setattr(builtins, "open", fake_open)
+        monkeypatch.setattr(os, "open", fake_os_open)
+        monkeypatch.setattr(os, "mkdir", fake_mkdir)
+        monkeypatch.setattr(Path, "mkdir", fake_path_mkdir)
+        monkeypatch.setattr(os, "replace", two(real_replace))
+        monkeypatch.setattr(os, "rename", two(real_rename))
+        monkeypatch.setattr(os, "unlink", fake_unlink)
+
+    def inside(self, path: Any) -> bool:
+        import os
+
+        if isinstance(path, int):  # a file descriptor: opened (for reading) before
+            return False
+        p = os.path.realpath(os.fspath(path))
+        return p == self.root or p.startswith(self.root + os.sep)

@@ -74,16 +74,15 @@ def _rejected(trees: list[InfoTree]) -> dict[str, dict[str, int]]:
 def details(trees: list[InfoTree], distractors: list[DistractorDoc], qas: list[QARecord], trajs: list[Trajectory],
             filters: list[FilterRecord], tags: list[TagRecord] | None, cfg: RagShaperConfig, notes: Any,
             seed_source: str = "") -> dict[str, Any]:
-    per_seed: dict[str, float] = {t.seed: round(t.elapsed, 1) for t in trees}
     seeds_by_id = {t.id: t.seed for t in trees}
+    qa_s = {q.id: q.elapsed for q in qas}
+    chains: dict[str, list[float]] = {}
     for q in qas:
-        s = seeds_by_id.get(q.seed_id)
-        if s is not None:
-            per_seed[s] = round(per_seed.get(s, 0) + q.elapsed, 1)
+        chains.setdefault(seeds_by_id.get(q.seed_id, ""), []).append(q.elapsed)
     for tr in trajs:
-        s = seeds_by_id.get(str(tr.metadata.get("seed_id")))
-        if s is not None:
-            per_seed[s] = round(per_seed.get(s, 0) + tr.elapsed, 1)
+        chains.setdefault(seeds_by_id.get(str(tr.metadata.get("seed_id")), ""), []).append(
+            qa_s.get(str(tr.metadata.get("qa_id")), 0.0) + tr.elapsed)
+    per_seed: dict[str, float] = {t.seed: round(t.elapsed + max(chains.get(t.seed, [0.0])), 1) for t in trees}
     docs_per_seed = Counter(d.seed_id for d in distractors)
     kept = {f.id: f.kept for f in filters}
     met_docs: Counter[str] = Counter()

@@ -76,3 +76,35 @@ def test_every_synthesizer_prints_its_funnel_one_way(monkeypatch):
     ])
     assert lines == ["  items            10 -> 9     annotation: 1",
                      "  conversations     9 -> 6     failed_gates: 2  unfinished: 1"]
+
+
+def _synth_commands():
+    import typer
+
+    from agentrag.cli.main import app
+
+    root = typer.main.get_command(app)
+    synth = root.commands["synth"]
+    for name, cmd in synth.commands.items():
+        opts = {o for p in cmd.params for o in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))
+                if o.startswith("--")}
+        yield name, opts
+
+
+def test_advice_names_only_options_the_command_has():
+    import re
+
+    from agentrag.cli.funnel import REASON_HINTS, WORD_HINTS
+
+    reasons = [*REASON_HINTS, *(words[0] + "_x" for words, _ in WORD_HINTS), "something_else"]
+    for name, opts in _synth_commands():
+        assert "--print-config" in opts, name
+        lines = [line for r in reasons for line in explain_empty(
+            [{"stage": "qa", "in": 3, "out": 0, "rejected": {r: 3}}], {"qa": {}}, opts)]
+        lines += explain_empty([{"stage": "qa", "in": 0, "out": 0, "rejected": {}}], None, opts)
+        lines += explain_empty([{"stage": "qa", "in": 2, "out": 0, "rejected": {}}], None, opts)
+        named = {o for line in lines for o in re.findall(r"--[a-z][\w-]*", line)}
+        assert named <= opts, (name, named - opts)
+    evipath = dict(_synth_commands())["evipath"]
+    assert "--seeds" not in " ".join(explain_empty([{"stage": "qa", "in": 0, "out": 0, "rejected": {}}], None,
+                                                   evipath))

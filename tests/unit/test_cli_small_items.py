@@ -52,15 +52,59 @@ def test_view_out_does_not_overwrite_a_file_that_is_not_a_viewer_page(tmp_path):
     assert "viewer-data" in notes.read_text()
 
 
-def test_a_csv_input_gets_a_conversion_hint(tmp_path):
+def _hint_command(output: str) -> list[str]:
+    """The conversion command the hint prints (its last line), as argv."""
+    import shlex
+
+    line = [ln for ln in output.splitlines() if "-m agentrag.convert" in ln][-1]
+    return shlex.split(line.strip())
+
+
+def test_a_csv_input_gets_a_conversion_hint_that_writes_a_new_loadable_file(tmp_path):
     data = tmp_path / "qa.csv"
-    data.write_text("id,question,answer\nq1,who?,me\n")
+    data.write_text("id,question,answer\nq1,who?,me\nq2,when?,1990\n")
+    (tmp_path / "qa.jsonl").write_text("precious\n")  # the obvious target exists: it must survive
     r = runner.invoke(app, ["eval", "--dataset", str(data), "--kb", str(tmp_path), "--out", str(tmp_path / "o")])
     out = " ".join(r.output.split())
-    assert r.exit_code == 2 and "looks like CSV" in out and "csv.DictReader" in out and "qa.jsonl" in out
-    (tmp_path / "kbin.jsonl").write_text("title,text\nA,b\n")  # a CSV under a .jsonl name
-    r = runner.invoke(app, ["kb", "build", str(tmp_path / "kbin.jsonl"), "--out", str(tmp_path / "kb")])
+    assert r.exit_code == 2 and "looks like CSV" in out and "agentrag.convert" in out and " > " not in out
+    cmd = _hint_command(r.output)
+    assert Path(cmd[-1]) not in (data, tmp_path / "qa.jsonl")
+    subprocess.run(cmd, check=True, capture_output=True)
+    assert (tmp_path / "qa.jsonl").read_text() == "precious\n" and data.read_text().startswith("id,")
+    from agentrag.eval.datasets import load_dataset
+
+    items = load_dataset(cmd[-1])
+    assert [(i.id, i.golden_answers) for i in items] == [("q1", ["me"]), ("q2", ["1990"])]
+    again = subprocess.run(cmd, capture_output=True, text=True)  # a second run refuses, keeps the file
+    assert again.returncode == 2 and "exists" in again.stderr
+    assert len(load_dataset(cmd[-1])) == 2
+
+
+def test_a_csv_named_jsonl_is_never_converted_onto_itself(tmp_path):
+    src = tmp_path / "kbin.jsonl"  # a CSV under a .jsonl name
+    src.write_text("title,text\nA,b\n")
+    before = src.read_bytes()
+    r = runner.invoke(app, ["kb", "build", str(src), "--out", str(tmp_path / "kb")])
     assert r.exit_code == 2 and "looks like CSV" in " ".join(r.output.split())
+    cmd = _hint_command(r.output)
+    assert Path(cmd[-1]) != src and not Path(cmd[-1]).exists()
+    subprocess.run(cmd, check=True, capture_output=True)
+    assert src.read_bytes() == before
+    assert [json.loads(x) for x in Path(cmd[-1]).read_text().splitlines()] == [{"title": "A", "text": "b"}]
+    from agentrag.convert import csv_to_jsonl
+
+    with pytest.raises(Exception, match="exists"):
+        csv_to_jsonl(src, src)
+    assert src.read_bytes() == before
+
+
+def test_csv_answers_cells_become_lists():
+    from agentrag.convert import convert_row
+
+    assert convert_row({"question": "q", "golden_answers": '["a", "b"]'}, 3) == \
+        {"id": "row3", "question": "q", "golden_answers": ["a", "b"]}
+    assert convert_row({"id": "x", "question": "q", "answers": "[not json"}, 1)["golden_answers"] == ["[not json"]
+    assert convert_row({"title": "T", "text": "t"}, 1) == {"title": "T", "text": "t"}
 
 
 def test_a_json_error_on_a_json_file_gets_no_csv_hint(tmp_path):

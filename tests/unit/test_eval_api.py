@@ -165,3 +165,62 @@ def test_limit_zero_evaluates_nothing(tmp_path):
                  llm=llm, retriever=FakeRetriever(PASSAGES))
     assert m["n"] == 0 and llm.calls == 0
     assert (tmp_path / "run" / "results.jsonl").read_text() == ""
+
+
+def test_flashrag_gold_ids_feed_recall_and_the_viewer_marks_the_same(tmp_path):
+    from agentrag.report.viewer.eval_view import gold_passages
+
+    path = tmp_path / "qa.jsonl"
+    recs = [{"id": "q0", "question": "What is the capital of country 0?", "golden_answers": ["City 0"],
+             "metadata": {"supporting_passage_ids": ["p0", "p7"]}},
+            {"id": "q1", "question": "What is the capital of country 1?", "golden_answers": ["City 1"],
+             "metadata": {"supporting_doc_ids": ["p1"]}},
+            {"id": "q2", "question": "What is the capital of country 2?", "golden_answers": ["City 2"]}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    out = tmp_path / "run"
+    run_eval(EvalConfig(dataset=str(path), agent="plan_step", concurrency=1), out,
+             llm=ScriptedLLM(default=plan_step_policy), retriever=FakeRetriever(PASSAGES))
+    results = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    golds = gold_passages(out)
+    assert golds["q0"][0] == ["p0", "p7"] and golds["q1"][0] == ["p1"] and golds["q2"][0] == []
+    hits0 = {h["id"] for s in results["q0"]["trajectory"]["steps"] for h in s.get("hits", [])}
+    assert results["q0"]["recall"] == len({"p0", "p7"} & hits0) / 2 and "p0" in hits0
+    assert results["q1"]["recall"] == 1.0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**recs[0], "metadata": {"supporting_passage_ids": "p0"}}) + "\n")
+    with pytest.raises(UserError, match=r"bad.jsonl:1: field 'metadata.supporting_passage_ids'"):
+        agentrag.eval.load_dataset(bad)
+
+
+def test_an_llm_backend_object_gets_the_runs_response_cache(tmp_path):
+    """A backend passed as an object (what resolve_llm returns) is cached like a reference: the run
+    writes llm_cache.sqlite, and the same questions in a fresh run directory over that cache cost
+    no backend call; a fake is used as given."""
+    import shutil
+
+    from test_eval_outages import stub_reply
+
+    from agentrag.llm.cache import CachedLLM, with_response_cache
+    from agentrag.llm.openai_backend import OpenAIBackend
+    from agentrag.testing import StubOpenAIServer
+
+    data = dataset(tmp_path, n=2)
+    with StubOpenAIServer(reply=stub_reply) as srv:
+        llm = OpenAIBackend("stub", base_url=srv.base_url, max_retries=0)
+        cfg = EvalConfig(dataset=str(data), agent="plan_step", concurrency=1)
+        first = run_eval(cfg, tmp_path / "a", llm=llm, judge=llm, retriever=FakeRetriever(PASSAGES))
+        assert (tmp_path / "a" / "llm_cache.sqlite").stat().st_size > 0 and first["em"] == 1.0
+        assert set(first["llm"]) == {"agent+judge"} and first["llm"]["agent+judge"]["misses"] == srv.requests > 0
+        (tmp_path / "b").mkdir()
+        for f in (tmp_path / "a").glob("llm_cache.sqlite*"):  # with its WAL
+            shutil.copy(f, tmp_path / "b" / f.name)
+        before = srv.requests
+        second = run_eval(cfg, tmp_path / "b", llm=llm, judge=llm, retriever=FakeRetriever(PASSAGES))
+        assert srv.requests == before and second["llm"]["agent+judge"]["hits"] > 0 and second["em"] == 1.0
+    fake = ScriptedLLM(default="x")
+    assert with_response_cache(fake, tmp_path / "c.sqlite") is fake
+    wrapped = CachedLLM(llm, tmp_path / "d.sqlite")
+    assert with_response_cache(wrapped, tmp_path / "c.sqlite") is wrapped
+    made: dict[int, Any] = {}
+    one = with_response_cache(llm, tmp_path / "c.sqlite", made)
+    assert isinstance(one, CachedLLM) and with_response_cache(llm, tmp_path / "c.sqlite", made) is one

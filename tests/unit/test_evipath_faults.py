@@ -170,7 +170,7 @@ def test_metrics_shape_and_llm_block_in_metrics_and_report(tmp_path: Path, recor
     assert [r["stage"] for r in m["funnel"]] == ["items", "plans", "paths", "sub_answers", "selections", "gates",
                                                  "conversations", "export"]
     for row in m["funnel"]:
-        assert set(row) == {"stage", "input", "output", "in", "out", "rejected", "unfinished"}
+        assert set(row) == {"stage", "input", "output", "in", "out", "rejected", "unfinished", "unit"}
         assert row["input"] and row["output"] and row["unfinished"] == 0
     assert "llm_calls" not in m
     (role, stats), = m["llm"].items()

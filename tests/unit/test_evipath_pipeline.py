@@ -299,3 +299,23 @@ def test_deductive_mode_reraises_llm_errors_the_agent_swallowed(tmp_path: Path, 
     m = _run(tmp_path / "ctx", Failing(records, ContextLimitError("9098 > 8192")), musique, mode="deductive",
              retriever=FakeRetriever(passages), agent_top_k=3)
     assert m["unfinished"] == 0 and {r["stage"]: r for r in m["funnel"]}["paths"]["rejected"].get("context_limit") == 1
+
+
+def test_the_funnel_adds_up_within_each_unit(tmp_path: Path, records, musique: Path):
+    """Each stage's in is the out above it; where the counted thing changes (items -> sub-questions
+    -> conversations) the row's unit says so, and the counts follow from the paths."""
+    m = _run(tmp_path / "run", GoldDecompositionLLM(records), musique)
+    rows = m["funnel"]
+    assert [r["unit"] for r in rows] == ["items", "items", "items", "sub-questions", "sub-questions", "items",
+                                         "conversations", "conversations"]
+    for above, row in zip(rows, rows[1:]):
+        if row["unit"] == above["unit"]:
+            assert row["in"] == above["out"] - row["unfinished"], (above, row)
+    f = {r["stage"]: r for r in rows}
+    n_sub = sum(int(k) * v for k, v in m["subquestions_per_item"].items())
+    assert f["sub_answers"]["in"] == n_sub and f["conversations"]["in"] == f["gates"]["out"] + n_sub
+    assert "0" not in m["subquestions_per_item"]
+    from agentrag.report.viewer.common import funnel_table
+
+    table = funnel_table(m)
+    assert table is not None and "counts" in str(table)

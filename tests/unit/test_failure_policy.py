@@ -286,7 +286,7 @@ def test_driver_metrics_report_and_unfinished(tmp_path: Path) -> None:
     assert m["synthesizer"] == "echo" and m["answers"] == 2 and m["unfinished"] == 1
     assert m["unfinished_by_stage"] == {"answer": 1} and "down" in m["unfinished_items"]
     assert m["funnel"] == [{"stage": "answer", "input": "questions", "output": "answers.jsonl", "in": 3, "out": 2,
-                            "rejected": {}, "unfinished": 1}]
+                            "rejected": {}, "unfinished": 1, "unit": "items"}]
     assert set(m["llm"]) == {"answerer"} and "wall_s" in m and m["bugs"] == 0
     assert json.loads((out / "metrics.json").read_text()) == json.loads(json.dumps(m, default=str))
     report = (out / "report.md").read_text()

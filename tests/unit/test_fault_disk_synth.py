@@ -29,14 +29,20 @@ SHARED = Path(os.environ.get("AGENTRAG_SHARED", Path(__file__).resolve().parents
 World = Callable[[Path, pytest.MonkeyPatch], Any]
 
 
-@contextmanager
-def reasonrag(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[StubOpenAIServer, Any]]:
-    from test_reasonrag_faults import SETS, llm_yaml, reply
-    from test_reasonrag_pipeline import QUESTION, fork_seed, retriever
+def patch_reasonrag(monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_reasonrag_pipeline import retriever
 
     import agentrag.kb
 
     monkeypatch.setattr(agentrag.kb, "resolve_retriever", lambda ref: retriever())
+
+
+@contextmanager
+def reasonrag(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[StubOpenAIServer, Any]]:
+    from test_reasonrag_faults import SETS, llm_yaml, reply
+    from test_reasonrag_pipeline import QUESTION, fork_seed
+
+    patch_reasonrag(monkeypatch)
     data = tmp / "q.jsonl"
     data.write_text(json.dumps(QUESTION.model_dump(include={"id", "question", "golden_answers"})) + "\n")
     sets = [x for s in [*SETS, f"seed={fork_seed()}"] for x in ("--set", s)]
@@ -46,13 +52,17 @@ def reasonrag(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Stub
                                                         "--llm", str(llm), "--out", str(out), *sets])
 
 
+def patch_evipath(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evipath_fakes import ContentWordEmbedder
+
+    monkeypatch.setattr("agentrag.kb.embedders.load_embedder", lambda *a, **k: ContentWordEmbedder())
+
+
 @contextmanager
 def evipath(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[StubOpenAIServer, Any]]:
     from test_evipath_faults import N, cli, gold_stub, llm_yaml
 
-    from evipath_fakes import ContentWordEmbedder
-
-    monkeypatch.setattr("agentrag.kb.embedders.load_embedder", lambda *a, **k: ContentWordEmbedder())
+    patch_evipath(monkeypatch)
     musique = SHARED / "data" / "musique" / "train_100.jsonl"
     records = [json.loads(line) for line in musique.read_text().splitlines()[:N]]
     with gold_stub(records, []) as srv:
@@ -75,18 +85,21 @@ def tracer(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[StubOpe
         yield srv, lambda out: _cli(out, kb, srv.base_url)
 
 
+def patch_ragshaper(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentrag.testing import HashEmbedder
+
+    load = _KB_LOAD
+    monkeypatch.setattr(KnowledgeBase, "load",
+                        classmethod(lambda cls, d, **kw: load(cls, d, embedder=HashEmbedder(32), **kw)))
+
+
 @contextmanager
 def ragshaper(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[StubOpenAIServer, Any]]:
     from ragshaper_stub import WorldStub, build_kb, llm_yaml
     from test_ragshaper_faults import _argv
 
-    from agentrag.kb import KnowledgeBase
-    from agentrag.testing import HashEmbedder
-
     kb = tmp / "kb" if (tmp / "kb").exists() else build_kb(tmp / "kb")
-    load = _KB_LOAD
-    monkeypatch.setattr(KnowledgeBase, "load",
-                        classmethod(lambda cls, d, **kw: load(cls, d, embedder=HashEmbedder(32), **kw)))
+    patch_ragshaper(monkeypatch)
     seeds = tmp / "seeds.txt"
     seeds.write_text("Ada Varn\nOtt Brem\n")
     with WorldStub() as srv:
@@ -117,6 +130,10 @@ _KB_LOAD = KnowledgeBase.load.__func__  # type: ignore[attr-defined]
 
 WORLDS = {"reasonrag": reasonrag, "evipath": evipath, "tracer": tracer, "ragshaper": ragshaper,
           "annotated": annotated}
+#: what each world patches in the process that runs the command (a subprocess applies it too)
+PATCHES: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
+    "reasonrag": patch_reasonrag, "evipath": patch_evipath, "ragshaper": patch_ragshaper,
+    "tracer": lambda monkeypatch: None, "annotated": lambda monkeypatch: None}
 LLM_WORLDS = [w for w in WORLDS if w != "annotated"]
 
 

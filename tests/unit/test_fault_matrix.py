@@ -22,11 +22,15 @@ from agentrag.testing import FakeRetriever, StubOpenAIServer
 pytestmark = pytest.mark.timeout(240)
 
 
-@contextmanager
-def eval_world(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[StubOpenAIServer, Any]]:
+def patch_eval(monkeypatch: pytest.MonkeyPatch) -> None:
     import agentrag.kb
 
     monkeypatch.setattr(agentrag.kb, "resolve_retriever", lambda ref: FakeRetriever(PASSAGES), raising=False)
+
+
+@contextmanager
+def eval_world(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[StubOpenAIServer, Any]]:
+    patch_eval(monkeypatch)
     data = dataset(tmp, 2)
     with StubOpenAIServer(reply=stub_reply) as srv:
         llm = llm_yaml(tmp, "agent", srv.base_url, max_retries=0)

@@ -43,8 +43,11 @@ def test_build_kb_bm25_on_shared_hotpotqa_and_search(hotpot: Path, tmp_path: Pat
     assert hits >= 18  # BM25 finds a supporting paragraph for nearly every question
     again = KnowledgeBase.load(tmp_path / "kb")  # a plain directory, loadable without the corpus
     assert [h.id for h in again.search([question], 5)[0]] == [h.id for h in kb.search([question], 5)[0]]
-    with pytest.raises(UserError, match="already exists"):
-        build_kb(hotpot, tmp_path / "kb", method="bm25")
+    same = build_kb(hotpot, tmp_path / "kb", method="bm25", name="hotpot", progress=False)  # a verbatim rerun
+    assert same.reused and not kb.reused and len(same) == len(kb) and same.gold() == gold
+    with pytest.raises(UserError, match=r"already exists \(built from other files or settings\); pass another "
+                                        r"output directory \(the CLI's --out\), or overwrite=True"):
+        build_kb(hotpot, tmp_path / "kb", method="bm25")  # another name: another KB
     assert len(build_kb([hotpot], tmp_path / "kb", method="bm25", overwrite=True, progress=False)) == len(kb)
 
 
@@ -99,3 +102,22 @@ def test_navigation_app_serves_eq8_from_python(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no dense index"):  # the dense default fails at startup
         open_kb(KnowledgeBase.build([Passage(id="b", title="B", text="bm25 only")], tmp_path / "b",
                                     KBConfig(method="bm25"), progress=False), method="dense")
+
+
+def test_build_kb_reuses_a_complete_kb_only_for_the_same_inputs(tmp_path: Path) -> None:
+    import os
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"title": f"T{i}", "text": f"text {i}"}) + "\n" for i in range(6)))
+    first = build_kb(corpus, tmp_path / "kb", method="bm25", progress=False)
+    created = (tmp_path / "kb" / "params.json").read_text()
+    again = build_kb(str(corpus), tmp_path / "kb", method="bm25", progress=False)
+    assert again.reused and not first.reused and (tmp_path / "kb" / "params.json").read_text() == created
+    st = corpus.stat()
+    os.utime(corpus, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # the corpus file changed
+    with pytest.raises(UserError, match="built from other files or settings"):
+        build_kb(corpus, tmp_path / "kb", method="bm25", progress=False)
+    (tmp_path / "other").mkdir()  # a directory that is no KB: refused, never replaced
+    with pytest.raises(UserError, match=r"other already exists; pass another output directory"):
+        build_kb(corpus, tmp_path / "other", method="bm25", progress=False)
+    assert list((tmp_path / "other").iterdir()) == []

@@ -92,7 +92,8 @@ def test_library_code_sets_no_process_wide_state():
 #: import areas of its own layer or below, never above
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "_version"}),
-    frozenset({"_extras", "config", "records", "paths", "threads", "render", "match", "protocol"}),
+    frozenset({"_extras", "config", "records", "paths", "threads", "render", "match", "protocol", "progress",
+               "convert"}),
     frozenset({"exec", "llm", "protocols", "runs"}),
     frozenset({"kb", "agents"}),  # agents must not import kb (FORBIDDEN): both read the seams in protocols
     frozenset({"export", "eval", "train", "doctor"}),

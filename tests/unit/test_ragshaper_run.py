@@ -58,6 +58,9 @@ def test_cli_and_python_api_write_the_same_metrics(tmp_path: Path, fakes) -> Non
     assert api["llm"]["teacher"]["misses"] > 0
     for key in ("funnel", "tool_calls", "distractors", "tags", "llm"):
         assert cli[key] == api[key], key
+    # a seed's time (exploration + its longest QA + elicitation chain) fits in the run's wall time
+    assert api["seconds_per_seed"] and all(s <= api["wall_s"] + 0.1 for s in api["seconds_per_seed"].values())
+    assert [r["unit"] for r in api["funnel"]][:3] == ["seeds", "distractor tool calls", "trees"]
     assert (cli_out / "config.yaml").read_text() == (api_out / "config.yaml").read_text()
     # one backend per distinct reference, each behind the run's own response cache
     assert sorted(ref for ref, _ in fakes["made"]) == ["curator", "curator", "teacher", "teacher"]

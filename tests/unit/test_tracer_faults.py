@@ -181,7 +181,7 @@ def test_metrics_shape_funnel_and_llm_usage_in_the_report(tmp_path: Path) -> Non
     declared = [s.name for s in TracerSynth.stages]
     assert [r["stage"] for r in m["funnel"]] == declared  # every stage of a 4-hop run, in declared order
     for row in m["funnel"]:
-        assert set(row) == {"stage", "input", "output", "in", "out", "rejected", "unfinished"}
+        assert set(row) == {"stage", "input", "output", "in", "out", "rejected", "unfinished", "unit"}
     pairs = next(r for r in m["funnel"] if r["stage"] == "pairs")
     assert (pairs["in"], pairs["out"], pairs["rejected"]) == (2, 1, {"numeric_answer": 1})
     assert next(r for r in m["funnel"] if r["stage"] == "export")["out"] == 3

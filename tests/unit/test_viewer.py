@@ -116,7 +116,8 @@ def test_synth_payloads(runs: dict[str, Path]) -> None:
     assert len(rs.rows) == 2 and any(t["title"] == "Funnel" for t in rs.summary)
     nodes = rs.details[0]["nodes"]
     assert any(n["dtype"] for n in nodes) and any(n["paths"] for n in nodes)
-    traj = rs.details[0]["qa"][0]["traj"]
+    # a QA the gates rejected has no trajectory; the typed documents are in one that was elicited
+    traj = next(q["traj"] for d in rs.details for q in d["qa"] if q["traj"])
     assert any(rs.docs.rows[h[0]][4] for s in traj["steps"] for h in s["hits"])  # K~ documents typed
     rr = build_payload(runs["reasonrag"])
     d = rr.details[0]

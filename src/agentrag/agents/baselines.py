@@ -3,7 +3,8 @@ answer out of a free-text reply, one answering turn, and a retrieval recorded as
 
 The baselines are fixed pipelines, not protocols the model drives: the code decides when to
 retrieve and with which query, the model only writes text. Their trajectories use the agents'
-records, so eval, the viewer and the exports read them as they read any agent's:
+records, so eval and the viewer read them as they read any agent's (the SFT export writes each LLM
+call as the single-turn chat it was, :mod:`agentrag.export.pipelines`):
 
 - a retrieval is a step whose action is a ``search`` call with the query the pipeline used and
   whose observation is the documents retrieved (``Doc i (Title: t) text``, protocol tags escaped);

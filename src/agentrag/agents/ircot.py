@@ -53,6 +53,9 @@ class IrcotAgent(BaseAgent):
     def _run(self, item: QAItem, traj: Trajectory) -> None:
         cfg = self.config
         tool = self.new_tool(SEARCH_ACTION, traj=traj, neutralize=True)
+        traj.metadata["max_paragraphs"] = cfg.max_paragraphs  # the SFT export rebuilds each request
+        if cfg.doc_chars is not None:
+            traj.metadata["doc_chars"] = cfg.doc_chars
         paragraphs: list[Hit] = []
         self._gather(paragraphs, retrieval_step(self, tool, item.question, traj).hits)
         sentences: list[str] = []

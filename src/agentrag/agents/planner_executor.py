@@ -132,6 +132,8 @@ class PlannerExecutorAgent(BaseAgent):
         messages = [Message(role="system", content=PLANNER_SYSTEM),
                     Message(role="user", content=f"Question: {item.question}")]
         traj.messages = messages
+        if cfg.max_passage_chars is not None:  # the evidence the executor saw (the SFT export rebuilds it)
+            traj.metadata["max_passage_chars"] = cfg.max_passage_chars
         searches = errors = 0
         for turn_no in range(cfg.max_steps):
             last = turn_no == cfg.max_steps - 1 or searches >= cfg.max_searches

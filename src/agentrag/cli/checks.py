@@ -23,6 +23,16 @@ def check_port_free(host: str, port: int) -> None:
                             "there?); pick another --port, or stop that server") from None
 
 
+def free_port(host: str) -> int:
+    """A port the OS says is free on ``host`` (what ``--port 0`` serves on; printed with the URL)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
 def looks_like_csv(path: Path) -> bool:
     """A .csv/.tsv file, or one whose first line is comma- or tab-separated text, not JSON."""
     if path.suffix.lower() in (".csv", ".tsv"):
@@ -36,18 +46,24 @@ def looks_like_csv(path: Path) -> bool:
 
 
 def csv_hint(message: str) -> str:
-    """For an "invalid JSON" error on a file that looks like CSV: how to convert it to JSONL."""
+    """For an "invalid JSON" error on a file that looks like CSV: a command that converts it to JSONL
+    under a new name (never the input itself, never an existing file; QA rows get ``golden_answers``
+    as a list, so the output loads as a FlashRAG dataset)."""
     import re
+    import shlex
+    import sys
+
+    from agentrag.convert import free_name
 
     m = re.match(r"(.+?):\d+: invalid JSON", message)
     if m is None or not Path(m.group(1)).is_file() or not looks_like_csv(Path(m.group(1))):
         return ""
     src = m.group(1)
-    dst = str(Path(src).with_suffix(".jsonl"))
-    sep = "'\\t'" if src.lower().endswith(".tsv") else "','"
-    return (f"\n  {src} looks like CSV; inputs are JSONL (one JSON object per line). Convert it, e.g.:\n"
-            f"  python -c \"import csv,json,sys; [print(json.dumps(r)) for r in csv.DictReader(open(sys.argv[1]), "
-            f"delimiter={sep})]\" {src} > {dst}")
+    dst = str(free_name(src))
+    python = sys.executable or "python"  # the interpreter agentrag runs in: it can import agentrag.convert
+    return (f"\n  {src} looks like CSV; inputs are JSONL (one JSON object per line). Convert it to a new file "
+            f"(it refuses to write over one), then pass that file:\n"
+            f"  {shlex.quote(python)} -m agentrag.convert {shlex.quote(src)} {shlex.quote(dst)}")
 
 
-__all__ = ["check_port_free", "looks_like_csv", "csv_hint"]
+__all__ = ["check_port_free", "free_port", "looks_like_csv", "csv_hint"]

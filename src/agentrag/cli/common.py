@@ -33,8 +33,24 @@ from agentrag.exec import Progress
 
 # Markup is off: what the CLI prints (paths, queries, titles, error messages) is user text and
 # must appear verbatim ("/tmp/[run]/x" is a path, not a style tag). Style with ``styled`` instead.
-console = Console(stderr=False, markup=False)
-err_console = Console(stderr=True, markup=False)
+#: the width of output that is not a terminal (a file, a pipe): wide, so that tables are not cut,
+#: while plain lines are never wrapped at all (soft wrap)
+PIPED_WIDTH = 200
+
+
+def _console(stderr: bool) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if tty:
+        return Console(stderr=stderr, markup=False)
+    return Console(stderr=stderr, markup=False, soft_wrap=True, width=PIPED_WIDTH)
+
+
+console = _console(stderr=False)
+err_console = _console(stderr=True)
 
 C = TypeVar("C", bound=Config)
 
@@ -106,6 +122,16 @@ def need_out(out: Path | None) -> Path:
     return out
 
 
+class _Stderr:
+    """``sys.stderr`` looked up at each write (a test runner or a redirect may replace it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def setup_logging(verbose: bool = False) -> None:
     """Configure logging once, for the CLI only (the library never configures logging).
 
@@ -113,7 +139,12 @@ def setup_logging(verbose: bool = False) -> None:
     HTTP client's line per request, a model loader's progress are noise); ``--verbose`` prints
     DEBUG from agentrag and INFO from the libraries."""
     level = logging.DEBUG if verbose else logging.INFO
-    handler = RichHandler(console=err_console, show_path=False, rich_tracebacks=False)
+    handler: logging.Handler
+    if err_console.is_terminal:
+        handler = RichHandler(console=err_console, show_path=False, rich_tracebacks=False)
+    else:  # a file or a pipe: one plain, unwrapped line per record
+        handler = logging.StreamHandler(_Stderr())
+        handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)-7s %(message)s", datefmt="%H:%M:%S"))
     # the handler's own level: a library logger set to DEBUG by its package still prints nothing
     # below INFO unless --verbose
     handler.setLevel(level)

@@ -4,7 +4,8 @@ paths only for files that were written."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,8 @@ from agentrag.cli.common import console, styled
 
 #: advice per rejection reason (exact name); the most common reasons of each synthesizer
 REASON_HINTS: dict[str, str] = {
-    "context_limit": "requests went over the model's context window: raise the LLM's n_ctx (embedded: "
-                     "--set-able in an --llm YAML file) or use a model with a longer context",
+    "context_limit": "requests went over the model's context window: raise the LLM's n_ctx (a key of an "
+                     "--llm YAML file) or use a model with a longer context",
     "explanation_answer": "the model wrote explanations where a short answer was asked: a stronger "
                           "instruction-following --llm (e.g. a 7B+ instruct model)",
     "answer_too_long": "answers longer than qa.max_answer_words: raise qa.max_answer_words or use a stronger --llm",
@@ -48,14 +49,58 @@ DEFAULT_HINT = ("a stronger --llm (the embedded 135M model fails most gates), or
                 "(--limit, --seeds)")
 
 
-def hint_for(reason: str) -> str:
+#: an option a hint names, and the one to name instead on a command without it
+FALLBACK_OPTIONS = {"--teacher": "--llm", "--judge": "--llm"}
+#: what a hint says for an option the command lacks, when no fallback option exists either
+MISSING_OPTION_WORDS = {"--llm": "model", "--teacher": "teacher model", "--judge": "judge model"}
+#: the options that give a synthesizer its input, in the order they are named
+INPUT_OPTIONS = ("--dataset", "--seeds", "--kb", "--limit")
+
+
+def fit_options(hint: str, options: Collection[str] | None) -> str:
+    """``hint`` naming only options of the command (``options``; None: any): an option it lacks
+    gives way to its fallback (``--teacher`` -> ``--llm``) or leaves a parenthesised list."""
+    if options is None:
+        return hint
+    for opt, alt in FALLBACK_OPTIONS.items():
+        if opt not in options and alt in options:
+            hint = re.sub(re.escape(opt) + r"(?![\w-])", alt, hint)
+    for opt, word in MISSING_OPTION_WORDS.items():
+        if opt not in options:
+            hint = re.sub(re.escape(opt) + r"(?![\w-])", word, hint)
+
+    def keep(m: re.Match[str]) -> str:
+        items = [x for x in m.group(1).split(", ") if x.split()[0] in options]
+        return f"({', '.join(items)})" if items else ""
+
+    hint = re.sub(r"\(((?:--[\w-]+(?:, )?)+)\)", keep, hint)
+    return re.sub(r"\s+or more input\s*$|,? or more input \(\)", "", hint).strip()
+
+
+def default_hint(options: Collection[str] | None = None) -> str:
+    return fit_options(DEFAULT_HINT, options)
+
+
+def hint_for(reason: str, options: Collection[str] | None = None) -> str:
+    """The advice for a rejection ``reason``, naming only the command's ``options``."""
     if reason in REASON_HINTS:
-        return REASON_HINTS[reason]
+        return fit_options(REASON_HINTS[reason], options)
     low = reason.lower()
     for words, hint in WORD_HINTS:
         if any(w in low for w in words):
-            return hint
-    return DEFAULT_HINT
+            return fit_options(hint, options)
+    return default_hint(options)
+
+
+def command_options() -> set[str] | None:
+    """The option names of the command being run (None outside a command)."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return None
+    return {o for p in ctx.command.params for o in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))
+            if o.startswith("--")}
 
 
 def empty_stage(funnel: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -67,23 +112,27 @@ def empty_stage(funnel: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None
     return next((r for r in fed if int(r.get("out", 0)) == 0), fed[-1])
 
 
-def explain_empty(funnel: Sequence[Mapping[str, Any]], config: Mapping[str, Any] | None = None) -> list[str]:
-    """The closing lines of a run whose funnel ended at 0 (none otherwise)."""
+def explain_empty(funnel: Sequence[Mapping[str, Any]], config: Mapping[str, Any] | None = None,
+                  options: Collection[str] | None = None) -> list[str]:
+    """The closing lines of a run whose funnel ended at 0 (none otherwise); the advice names only
+    ``options`` (the command's; None: any)."""
     row = empty_stage(funnel)
     if row is None:
         if funnel and all(int(r.get("in", 0)) == 0 for r in funnel):
-            return ["nothing was produced: no stage had any input (check --dataset/--seeds/--kb and --limit)"]
+            given = [o for o in INPUT_OPTIONS if options is None or o in options]
+            check = f" (check {', '.join(given)})" if given else ""
+            return [f"nothing was produced: no stage had any input{check}"]
         return []
     stage, rejected = str(row.get("stage")), dict(row.get("rejected") or {})
     lines = [f"nothing was produced: stage '{stage}' ended at 0 ({row.get('in')} in, 0 out)."]
     if rejected:
         reason, count = max(rejected.items(), key=lambda kv: kv[1])
         lines.append(f"  top rejection: {reason} ({count} of {row.get('in')})")
-        lines.append(f"  what helps: {hint_for(reason)}")
+        lines.append(f"  what helps: {hint_for(reason, options)}")
     elif int(row.get("unfinished", 0)):
         lines.append(f"  {row['unfinished']} items unfinished at this stage: rerun the same command to finish them")
     else:
-        lines.append(f"  no rejection recorded; what helps: {DEFAULT_HINT}")
+        lines.append(f"  no rejection recorded; what helps: {default_hint(options)}")
     if config is not None and isinstance(config.get(stage), dict):
         lines.append(f"  this stage's settings: {stage}.* (agentrag ... --print-config shows them)")
     return lines
@@ -93,10 +142,16 @@ def print_funnel(funnel: Sequence[Mapping[str, Any]]) -> None:
     """One line per stage of a synthesizer's funnel (``metrics.json``): in -> out, rejections by
     reason, and the items an outage left unfinished; stage names padded to the longest."""
     width = max((len(str(row["stage"])) for row in funnel), default=0)
+    units = {row.get("unit") or "items" for row in funnel}
+    before = None
     for row in funnel:
         rej = ", ".join(f"{k}: {v}" for k, v in row["rejected"].items())
         left = f"  unfinished: {row['unfinished']}" if row.get("unfinished") else ""
-        console.print(f"  {row['stage']:<{width}} {row['in']:>5} -> {row['out']:<5} {rej}{left}", markup=False)
+        unit = row.get("unit") or "items"
+        # where the counted thing changes (items -> sub-questions), "in" is not the "out" above: say so
+        what = f"[{unit}] " if len(units) > 1 and unit != before else ""
+        before = unit
+        console.print(f"  {row['stage']:<{width}} {row['in']:>5} -> {row['out']:<5} {what}{rej}{left}", markup=False)
 
 
 def print_empty_funnel(metrics: Mapping[str, Any], out: Path) -> bool:
@@ -106,7 +161,8 @@ def print_empty_funnel(metrics: Mapping[str, Any], out: Path) -> bool:
 
     cfg_path = out / "config.yaml"
     config = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) if cfg_path.exists() else None
-    lines = explain_empty(metrics.get("funnel") or [], config if isinstance(config, dict) else None)
+    lines = explain_empty(metrics.get("funnel") or [], config if isinstance(config, dict) else None,
+                          command_options())
     for line in lines:
         console.print(styled((line, "yellow")), soft_wrap=True)
     return bool(lines)
@@ -124,5 +180,5 @@ def print_outputs(label_paths: Sequence[tuple[str, Path | str]]) -> None:
         console.print("   ".join(shown), soft_wrap=True)
 
 
-__all__ = ["explain_empty", "empty_stage", "hint_for", "print_funnel", "print_empty_funnel", "print_outputs", "written",
+__all__ = ["explain_empty", "empty_stage", "hint_for", "fit_options", "command_options", "print_funnel", "print_empty_funnel", "print_outputs", "written",
            "REASON_HINTS"]

@@ -4,26 +4,27 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import resource
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from agentrag.cli.checks import check_port_free
+from agentrag.cli.checks import check_port_free, free_port
 from agentrag.cli.common import (
     ConfigOpt,
     SetOpt,
     alias,
     console,
     err_console,
+    is_tty,
     pick,
     styled,
     user_errors,
 )
-from agentrag.cli.progress import embedding_progress_lines
+from agentrag.cli.progress import LogProgress, progress_output
 from agentrag.errors import UserError
 from agentrag.kb.retrieve_api import DEFAULT_MAX_WORK
 
@@ -91,20 +92,24 @@ def build(
     Passages of several files are deduplicated on (title, text). For raw multi-hop files the gold
     passage ids of every question are kept in gold.json (used by `kb eval-recall`). The build
     writes into DIR.partial and renames it when done; rerunning after an interruption resumes
-    the ingestion and the embeddings. Passages are streamed to disk, so memory stays bounded.
+    the ingestion and the embeddings; rerunning after it finished, with the same files and
+    options, reuses the KB. Passages are streamed to disk, so memory stays bounded.
     """
-    from agentrag.kb.build import PROGRESS_ENV, build_kb
+    from agentrag.kb.build import build_kb
 
     with user_errors():
         t0 = time.perf_counter()
         method = pick(method, method_alias, "--method", "-m")
-        bar = err_console.is_terminal or bool(os.environ.get(PROGRESS_ENV))
-        with contextlib.nullcontext() if bar else embedding_progress_lines(out):
+        with progress_output(unit="passages") as progress:
             kb = build_kb(inputs, out, config, fmt=fmt, name=name, method=method, embedder=embedder,
                           backend=backend, index_type=index_type, overrides=set_ or [], overwrite=overwrite,
-                          progress=bar)
+                          progress=progress)
         total = time.perf_counter() - t0
         n_gold = len(kb.gold())
+    if kb.reused:
+        console.print(styled("reused ", (str(out), "bold"), f": {len(kb)} passages, {n_gold} questions with gold "
+                             "ids (built from these files and options; --overwrite rebuilds it)"))
+        return
     secs = kb.params["build_seconds"]
     console.print(styled("built ", (str(out), "bold"), f": {len(kb)} passages, {n_gold} questions with gold ids"))
     console.print("  " + ", ".join(f"{k} {v:.1f}s" for k, v in secs.items()) + f", total {total:.1f}s")
@@ -192,14 +197,22 @@ def search(
         if method is not None and is_kb_url(kb):
             raise UserError("--method does not apply to a retrieval server (the server chooses it: "
                             "`agentrag kb serve DIR --method ...`)")
-        if method is not None:
-            hits = r.search(queries, k, threshold, method=method)  # type: ignore[call-arg]
-        else:
-            hits = r.search(queries, k, threshold)
+        # into a log: a heartbeat while the first dense search loads the embedder (seconds to a minute)
+        with contextlib.nullcontext() if is_tty() else LogProgress(unit="queries").running() as beat:
+            if beat is not None:
+                beat("search", 0, len(queries))
+            if method is not None:
+                hits = r.search(queries, k, threshold, method=method)  # type: ignore[call-arg]
+            else:
+                hits = r.search(queries, k, threshold)
+            if beat is not None:
+                beat("search", len(queries), len(queries))
     for q, per_q in zip(queries, hits, strict=True):
         if as_json:
             for h in per_q:
-                console.print_json(json.dumps({"query": q, **h.model_dump(exclude={"schema_version"})}))
+                # JSONL: one compact object per line, never wrapped (jq, pandas.read_json(lines=True))
+                sys.stdout.write(json.dumps({"query": q, **h.model_dump(exclude={"schema_version"})},
+                                            ensure_ascii=False) + "\n")
             continue
         console.print(styled((q, "bold")))
         for i, h in enumerate(per_q, 1):
@@ -212,7 +225,7 @@ def serve(
     kb_pos: Annotated[Path | None, typer.Argument(metavar="[KB]", help="KB directory to serve (or --kb).")] = None,
     kb_opt: KBOpt = None,
     host: Annotated[str, typer.Option(help="Interface to bind (127.0.0.1 = this machine only).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    port: Annotated[int, typer.Option(help="TCP port; 0 picks a free one (printed with the URL).")] = 8000,
     token: Annotated[str | None, typer.Option(envvar="AGENTRAG_KB_TOKEN",
                                               help="Require 'Authorization: Bearer TOKEN' on every route "
                                               "(/retrieve, /health, ...). Default: no token.")] = None,
@@ -270,6 +283,8 @@ def serve(
         if workers > 1 and navigation == "constrained":
             raise UserError(f"--workers {workers} with --navigation constrained: the per-trajectory state "
                             "lives in one process; serve constrained navigation with --workers 1")
+        if port == 0:  # a free port, chosen now so that the URL printed below is the one served
+            port = free_port(host)
         check_port_free(host, port)
         # one search now: a method the KB cannot serve (dense on a BM25-only KB) fails here, not per request
         probe = method or (NAVIGATION_METHOD if distractors is not None else None)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentrag.cli.checks import check_port_free
+from agentrag.cli.checks import check_port_free, free_port
 from agentrag.cli.common import (
     SetOpt,
     console,
@@ -49,7 +49,7 @@ def _read_json(path: Path, what: str) -> Any:
 def serve(
     llm: LLMOpt = "embedded",
     host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    port: Annotated[int, typer.Option(help="TCP port; 0 picks a free one (printed with the URL).")] = 8000,
     sets: SetOpt = None,
 ) -> None:
     """Serve a backend (by default the embedded SmolLM2) at http://HOST:PORT/v1 (OpenAI chat API).
@@ -61,6 +61,8 @@ def serve(
         from agentrag.llm.resolve import resolve_llm
         from agentrag.llm.server import serve as run_server
 
+        if port == 0:  # a free port, chosen now so that the URL printed below is the one served
+            port = free_port(host)
         check_port_free(host, port)
         backend = resolve_llm(llm, **_overrides(sets))
         err_console.print(f"serving {backend.model!r} on http://{host}:{port}/v1 (Ctrl-C to stop)")

@@ -6,6 +6,7 @@ import importlib
 import importlib.metadata as md
 import os
 import platform
+import sys
 from typing import Annotated
 
 import typer
@@ -90,6 +91,21 @@ def register_groups(target: typer.Typer, groups: list[str]) -> None:
 register_groups(app, GROUPS)
 
 
+def whole_help_when_piped() -> None:
+    """``--help`` into a file or a pipe: typer renders it for an 80-column terminal and cuts option
+    text with "…"; give it the wide width the CLI's other output uses there."""
+    from typer import rich_utils
+
+    from agentrag.cli.common import PIPED_WIDTH
+
+    try:
+        piped = not sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        piped = True
+    if piped and not rich_utils.MAX_WIDTH:
+        rich_utils.MAX_WIDTH = PIPED_WIDTH
+
+
 def main() -> None:
     # OpenMP (llama.cpp, torch) reads this once, at first import: passive waiting keeps idle worker
     # threads from spinning, which on a busy small machine makes the embedded model ~10x slower.
@@ -100,6 +116,7 @@ def main() -> None:
     # no "Loading weights" bars of transformers (and hub bars) in normal output; export =0 to see them
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     install_interrupt_handler()
+    whole_help_when_piped()
     try:
         app()
     except SystemExit as exc:

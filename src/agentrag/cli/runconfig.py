@@ -32,12 +32,23 @@ def has_results(path: Path) -> bool:
 
 
 def print_config(cfg: Any) -> None:
-    """``--print-config``: the fully resolved configuration as YAML on stdout, then exit 0."""
+    """``--print-config``: the fully resolved configuration as YAML on stdout, then exit 0. A
+    ``concurrency`` left to its default (null: it follows the LLMs) gets the value it resolves to
+    as a comment on its line."""
     from agentrag.config import dump_config
 
-    sys.stdout.write(dump_config(cfg))
+    sys.stdout.write(resolved_comments(cfg, dump_config(cfg)))
     sys.stdout.flush()
     raise typer.Exit(0)
+
+
+def resolved_comments(cfg: Any, text: str) -> str:
+    """``text`` (the YAML of ``cfg``) with ``concurrency: null`` annotated by what it resolves to."""
+    resolve = getattr(cfg, "items_in_flight", None)
+    if getattr(cfg, "concurrency", 0) is not None or not callable(resolve):
+        return text
+    note = f"concurrency: null  # resolved: {resolve()} items in flight (the default for the LLMs named)"
+    return "\n".join(note if line == "concurrency: null" else line for line in text.split("\n"))
 
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -118,4 +129,4 @@ def run_dir_for(out: Path, cfg: Any, *, force_new: bool = False, may_change: tup
         n += 1
 
 
-__all__ = ["RESUMABLE_KEYS", "INPUT_FILES", "has_results", "print_config", "config_diff", "run_dir_for"]
+__all__ = ["RESUMABLE_KEYS", "INPUT_FILES", "has_results", "print_config", "resolved_comments", "config_diff", "run_dir_for"]

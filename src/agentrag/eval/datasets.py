@@ -3,7 +3,9 @@
 ``load_dataset(path, fmt="auto")`` returns :class:`~agentrag.records.QAItem` records. The format
 is detected from the first record's keys (override with ``fmt``):
 
-- ``flashrag``: ``{id, question, golden_answers, metadata?}``;
+- ``flashrag``: ``{id, question, golden_answers, metadata?}``; gold passage ids (for recall) come
+  from ``metadata.supporting_passage_ids`` (or ``supporting_doc_ids``, or a top-level
+  ``supporting_passage_ids``);
 - ``hotpotqa``: ``{_id, question, answer, type, level, supporting_facts, context}`` → hops = 2;
 - ``2wiki``: ``{_id, type, question, answer, supporting_facts, evidences, context}`` → hops by
   type: comparison / compositional / inference = 2, bridge_comparison = 4 (the number of distinct
@@ -110,7 +112,25 @@ def _from_flashrag(r: _Rec) -> QAItem:
     meta = r.get("metadata", dict, required=False, default={}) or {}
     hops = meta.get("hops") if isinstance(meta.get("hops"), int) else None
     return QAItem(id=r.text("id"), question=r.text("question"), golden_answers=[str(g) for g in golds],
-                  metadata=dict(meta), hops=hops)
+                  metadata=dict(meta), hops=hops, supporting_passage_ids=_flashrag_gold_ids(r, meta))
+
+
+GOLD_ID_FIELDS = ("supporting_passage_ids", "supporting_doc_ids")
+
+
+def _flashrag_gold_ids(r: _Rec, meta: dict[str, Any]) -> list[str]:
+    """Gold passage ids a FlashRAG record carries: a top-level ``supporting_passage_ids``, else
+    ``metadata.supporting_passage_ids`` or ``metadata.supporting_doc_ids`` (Tracer's export)."""
+    for where, obj in (("", r.obj), ("metadata.", meta)):
+        for name in GOLD_ID_FIELDS:
+            ids = obj.get(name)
+            if ids is None:
+                continue
+            if not isinstance(ids, list) or not all(isinstance(x, (str, int)) for x in ids):
+                raise r.fail(where + name, f"expected a list of passage ids, got {ids!r:.60}")
+            if ids:
+                return [str(x) for x in ids]
+    return []
 
 
 def _from_hotpot_like(r: _Rec, fmt: str) -> QAItem:

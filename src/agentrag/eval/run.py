@@ -40,11 +40,12 @@ from agentrag.eval.judge import LLMJudge
 from agentrag.eval.report import write_eval_report
 from agentrag.eval.result import EvalResult
 from agentrag.eval.runner import EvalConfig, run_pending, summarize
-from agentrag.exec import Executor, ItemBugs, Progress, ThreadExecutor
+from agentrag.exec import Executor, ItemBugs, ThreadExecutor
 from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
 from agentrag.llm.preflight import preflight_llm
 from agentrag.llm.reference import config_llm_refs
 from agentrag.llm.usage import llm_usage
+from agentrag.progress import ProgressArg, progress_for
 from agentrag.records import QAItem
 from agentrag.runs import FINISHED, LOCK_NAME, RunDir, config_key, records_key
 
@@ -97,7 +98,7 @@ def check_inputs(cfg: EvalConfig, out: str | os.PathLike[str], *, llm: Any = Non
 
 def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None = None, *, llm: Any = None,
              retriever: Any = None, judge: Any = None, executor: Executor | None = None,
-             progress: Progress | None = None, on_result: Callable[[EvalResult], object] | None = None,
+             progress: ProgressArg = None, on_result: Callable[[EvalResult], object] | None = None,
              preflight: bool = False, **overrides: Any) -> dict[str, Any]:
     """Evaluate an agent on a QA dataset into the run directory ``out`` (rerun = resume); returns
     the object written to ``metrics.json``.
@@ -105,14 +106,18 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
     ``cfg`` (an :class:`EvalConfig`) and/or ``overrides`` (its keys: ``dataset``, ``kb``, ``agent``,
     ``llm``, ``judge``, ``limit``, ``concurrency``, ...) say what to run. ``llm``, ``retriever`` and
     ``judge`` take references (strings: ``llm="openai:m@URL"``, ``retriever="runs/kb"``) or
-    objects (an LLM, a retriever, an LLM or :class:`LLMJudge`) in place of the config's; objects are used as given (no response cache is added) and cannot be
+    objects (an LLM, a retriever, an LLM or :class:`LLMJudge`) in place of the config's; an LLM backend
+    object (embedded, openai, hf) goes behind the run's ``llm_cache.sqlite`` as a reference does
+    (other objects, e.g. fakes, are used as given); objects cannot be
     sent to a distributed executor. ``executor`` defaults to a thread pool of ``concurrency``;
     with another executor (Ray) every worker builds its own LLM, retriever, agent and judge from
-    the config. ``progress("eval", done, total)`` follows the items; ``on_result`` gets each
-    result as it is written. With ``preflight`` (the CLI's default) every LLM endpoint the config
-    names gets one cheap request (:func:`agentrag.llm.preflight.preflight_llm`; the retrieval
-    server is checked once, with the inputs) once the run directory is locked, before the config
-    is written and the first item starts. See the module
+    the config. ``progress``: heartbeat lines on stderr (``True``; by default when the session is
+    interactive), none (``False``), or your callback ``progress("eval", done, total)`` (see
+    :mod:`agentrag.progress`); ``on_result`` gets each result as it is written. With
+    ``preflight`` (the CLI's default) every LLM endpoint the config names gets one cheap request
+    (:func:`agentrag.llm.preflight.preflight_llm`; the retrieval server is checked once, with the
+    inputs) once the run directory is locked, before the config is written and the first item
+    starts. See the module
     docstring for what is raised.
     """
     from agentrag.threads import passive_openmp
@@ -165,7 +170,10 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
         if in_process:
             from agentrag.agents import build_agent
             from agentrag.llm import resolve_llm
+            from agentrag.llm.cache import with_response_cache
 
+            made: dict[int, Any] = {}  # backends passed as objects get the run's cache, as references do
+            llm, judge = (with_response_cache(x, cache, made) for x in (llm, judge))
             agent_llm = llm if llm is not None else resolve_llm(cfg.llm, cache=cache)
             if judge is not None:
                 the_judge = judge if isinstance(judge, LLMJudge) else LLMJudge(judge)
@@ -180,9 +188,10 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
             from agentrag.eval.worker import EvalTask
 
             agent = EvalTask(cfg.model_dump(), cache)
-        results, stage = run_pending(agent, items, run, judge=the_judge, concurrency=width, maxd=cfg.maxd,
-                                     correct_by=cfg.correct_by, progress=progress, on_result=on_result,
-                                     executor=executor)
+        with progress_for(progress) as beat:
+            results, stage = run_pending(agent, items, run, judge=the_judge, concurrency=width, maxd=cfg.maxd,
+                                         correct_by=cfg.correct_by, progress=beat, on_result=on_result,
+                                         executor=executor)
         # streamed from results.jsonl: no result (nor trajectory) is held for the statistics
         metrics = summarize(results, n_requested=len(items), unfinished={**stage.unfinished, **stage.bugs})
         metrics["bugs"] = len(stage.bugs)

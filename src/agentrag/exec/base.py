@@ -15,8 +15,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: ``progress(stage, done, total)``: how a run reports per-item work done (a CLI bar, a log line)
-Progress = Callable[[str, int, int], None]
 R = TypeVar("R")
 
 _in_flight = 0

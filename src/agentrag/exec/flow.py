@@ -28,8 +28,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from agentrag.exec.base import Executor, Progress
+from agentrag.exec.base import Executor
 from agentrag.exec.policy import StageResult, item_key, settle_failure
+from agentrag.progress import Progress
 
 #: a task of a flow: (stage name, the item of that stage)
 Task = tuple[str, Any]
@@ -103,6 +104,10 @@ def run_flow(executor: Executor, fns: Mapping[str, Callable[[Any], Any]], writer
     feed = Feed(first, hold=follow_up_bound(executor) if hold is None else hold)
     for stage, _ in feed.queue:
         queued[stage] += 1
+    if progress:  # every stage with work says it started before its first item finishes
+        for stage, n in queued.items():
+            if n:
+                progress(stage, 0, n)
     fn = Dispatch(fns)
     while len(feed):  # one pass normally; again only if an executor stopped pulling early
         stream = executor.map(fn, feed)
@@ -115,9 +120,14 @@ def run_flow(executor: Executor, fns: Mapping[str, Callable[[Any], Any]], writer
                     settle_failure(r, out.item, out.error, _key)
                 else:
                     r.done += 1
+                    grown = set()
                     for nxt in writers[stage](out.item[1], out.result) or ():
                         queued[nxt[0]] += 1
                         feed.push(nxt)
+                        grown.add(nxt[0])
+                    if progress:  # a follow-up stage's total grows (its first task: its start line)
+                        for other in grown - {stage}:
+                            progress(other, res[other].total, queued[other])
                 if progress:
                     progress(stage, r.total, queued[stage])
         finally:

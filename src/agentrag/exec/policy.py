@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentrag.errors import AgentRagError, classify
-from agentrag.exec.base import Executor, Progress
+from agentrag.exec.base import Executor
+from agentrag.progress import Progress
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
-"""SFT chats of the text-protocol agents (``search_r1``, ``reason_ground``) in the form each agent
-sent them: its own prompts and turn format, no tool schema and no ``<tool_call>`` the agent never
+"""SFT chats of the text-protocol agents (``search_r1``, ``reason_ground``, ``planner_executor``;
+the baselines' are in :mod:`agentrag.export.pipelines`) in the form each agent sent them: its own prompts and turn format, no tool schema and no ``<tool_call>`` the agent never
 wrote (the generic export in :mod:`agentrag.export.sft` is for the function-calling agents).
 
 - ``search_r1``: one chat per trajectory: the agent's user prompt, then its stream cut into the
@@ -13,6 +13,15 @@ wrote (the generic export in :mod:`agentrag.export.sft` is for the function-call
   y<i, the latest query and its documents, the forced-answer instruction in the forced round),
   then the step y_i as the assistant turn. Rounds whose output had no usable tag are in later
   requests' history (as the agent sent them) but are not trained on.
+- ``planner_executor``: the planner's chat as the agent recorded it (``Trajectory.messages``:
+  the planner prompt I_p, ``Question: q``, then each planner turn as the model wrote it and the
+  user turn the agent answered it with: the executor's answer sentences as ``Observation:``, the
+  format reminder, the answer-now instruction appended to the last one), ending at the planner's
+  last turn; then one chat per executor call whose output parsed (EviPath trains both roles,
+  Eq. 7): the prompt I_e, the sub-question with the indexed evidence the executor saw (the
+  step's hits, cut at the agent's ``max_passage_chars`` when it had one), and the executor's
+  output (the step's ``raw``). A trajectory that recorded no planner turn (not run by the
+  agent) gives the executor chats only.
 """
 
 from __future__ import annotations
@@ -25,18 +34,31 @@ from agentrag.records import Message, Trajectory
 log = logging.getLogger(__name__)
 
 #: agents whose trajectories are exported by this module
-TEXT_PROTOCOL_AGENTS = ("search_r1", "reason_ground")
+TEXT_PROTOCOL_AGENTS = ("search_r1", "reason_ground", "planner_executor")
 
 
 def protocol_chats(traj: Trajectory, system_prompt: str | None = None) -> list[list[Message]] | None:
-    """The training chats of ``traj`` when its agent speaks a text protocol (module docstring),
-    else None. ``system_prompt`` (given by the user) replaces the agent's own system message
-    (reason_ground) or is put before the prompt (search_r1, which has none)."""
+    """The training chats of ``traj`` when its agent speaks a text protocol (module docstring) or
+    is a baseline, else None. ``system_prompt`` (given by the user) replaces the agent's own
+    system message (reason_ground, the baselines; the planner's for planner_executor) or is put
+    before the prompt (search_r1, which has none)."""
     if traj.agent == "search_r1":
         return [search_r1_chat(traj, system_prompt)]
     if traj.agent == "reason_ground":
         return reason_ground_chats(traj, system_prompt)
+    if traj.agent == "planner_executor":
+        return planner_executor_chats(traj, system_prompt)
+    from agentrag.export.pipelines import PIPELINE_AGENTS, pipeline_chats
+
+    if traj.agent in PIPELINE_AGENTS:
+        return [_with_system(c, system_prompt) for c in pipeline_chats(traj)]
     return None
+
+
+def _with_system(chat: list[Message], system_prompt: str | None) -> list[Message]:
+    if system_prompt is None or not chat or chat[0].role != "system":
+        return chat
+    return [Message(role="system", content=system_prompt), *chat[1:]]
 
 
 def search_r1_segments(traj: Trajectory) -> list[tuple[Literal["assistant", "user"], str]] | None:
@@ -110,4 +132,44 @@ def reason_ground_chats(traj: Trajectory, system_prompt: str | None = None) -> l
     return chats
 
 
-__all__ = ["TEXT_PROTOCOL_AGENTS", "protocol_chats", "search_r1_chat", "search_r1_segments", "reason_ground_chats"]
+def planner_chat(traj: Trajectory, system_prompt: str | None = None) -> list[Message] | None:
+    """The planner's chat of a planner_executor trajectory (module docstring); None when the
+    trajectory recorded no planner turn."""
+    msgs = traj.messages
+    last = max((i for i, m in enumerate(msgs) if m.role == "assistant"), default=None)
+    if last is None or len(msgs) < 3 or msgs[0].role != "system" or msgs[1].role != "user":
+        return None
+    head = [Message(role="system", content=system_prompt)] if system_prompt is not None else [msgs[0]]
+    return head + list(msgs[1:last + 1])
+
+
+def executor_chats(traj: Trajectory) -> list[list[Message]]:
+    """One chat per executor call of a planner_executor trajectory whose output parsed (module
+    docstring), in step order."""
+    from agentrag.agents.pe_protocol import EXECUTOR_SYSTEM, executor_user
+    from agentrag.agents.planner_executor import SEARCH, passage_text
+
+    max_chars = traj.metadata.get("max_passage_chars")
+    max_chars = max_chars if isinstance(max_chars, int) else None
+    chats = []
+    for step in traj.steps:
+        if step.action is None or step.action.name != SEARCH or step.raw is None or step.error or not step.hits:
+            continue
+        question = str(step.action.arguments.get("query", ""))
+        evidence = [passage_text(h, max_chars) for h in step.hits]
+        chats.append([Message(role="system", content=EXECUTOR_SYSTEM),
+                      Message(role="user", content=executor_user(question, evidence)),
+                      Message(role="assistant", content=step.raw)])
+    return chats
+
+
+def planner_executor_chats(traj: Trajectory, system_prompt: str | None = None) -> list[list[Message]]:
+    """The planner's chat, then the executor's chats (module docstring)."""
+    planner = planner_chat(traj, system_prompt)
+    if planner is None:
+        log.warning("trajectory %s: no planner turn recorded; only its executor calls are exported", traj.id)
+    return ([planner] if planner is not None else []) + executor_chats(traj)
+
+
+__all__ = ["TEXT_PROTOCOL_AGENTS", "protocol_chats", "search_r1_chat", "search_r1_segments", "reason_ground_chats",
+           "planner_chat", "executor_chats", "planner_executor_chats"]

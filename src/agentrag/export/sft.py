@@ -125,11 +125,13 @@ def training_chats(traj: Trajectory, system_prompt: str | None = None,
                    tools: Sequence[dict[str, Any]] | None = None, *,
                    reasoning: bool = False) -> list[tuple[list[Message], list[dict[str, Any]]]]:
     """The chats ``traj`` is trained as, each with its tool list: the function-calling agents'
-    one chat (:func:`trajectory_messages`) with ``tools`` (default: the tools the agent offered
-    the model, ``metadata["tools"]``, else the search tool); the
+    one chat with ``tools`` (default: the tools the agent offered the model, ``metadata["tools"]``,
+    else the search tool): the conversation react and plan_step recorded
+    (:mod:`agentrag.export.recorded`), else the canonical view (:func:`trajectory_messages`); the
     text-protocol agents' chats as they sent them (:mod:`agentrag.export.protocol`), with
     ``tools`` only when given (they use none)."""
     from agentrag.export.protocol import protocol_chats
+    from agentrag.export.recorded import RECORDED_AGENTS, recorded_chat
 
     chats = protocol_chats(traj, system_prompt)
     if chats is not None:
@@ -137,6 +139,9 @@ def training_chats(traj: Trajectory, system_prompt: str | None = None,
     offered = traj.metadata.get("tools")
     tool_list = (list(tools) if tools is not None else list(offered) if isinstance(offered, list) and offered
                  else default_tools())
+    recorded = recorded_chat(traj, system_prompt, reasoning=reasoning) if traj.agent in RECORDED_AGENTS else None
+    if recorded is not None:
+        return [(recorded, tool_list)]
     return [(trajectory_messages(traj, system_prompt, tool_list, reasoning=reasoning), tool_list)]
 
 
@@ -186,13 +191,20 @@ def to_sharegpt(trajs: Iterable[Trajectory], system_prompt: str | None = None,
 def sharegpt_turns(msgs: Sequence[Message]) -> list[dict[str, str]]:
     """Chat messages as sharegpt turns: ``human``, ``function_call`` (an assistant turn with tool
     calls, :func:`function_call_value`), ``observation`` (the tool results; those of parallel calls
-    joined into one turn) and ``gpt``; system messages are left out (sharegpt keeps them apart)."""
+    joined into one turn) and ``gpt``; system messages are left out (sharegpt keeps them apart).
+    A user turn right after tool results (plan_step's step prompt, react's forced-answer
+    instruction) joins their observation turn after a blank line: LLaMA-Factory reads sharegpt
+    turns as alternating human/observation and gpt/function_call, and drops a record with two
+    of the first kind in a row."""
     conv: list[dict[str, str]] = []
     for m in msgs:
         if m.role == "system":
             continue
         if m.role == "user":
-            conv.append({"from": "human", "value": m.content or ""})
+            if conv and conv[-1]["from"] == "observation":
+                conv[-1]["value"] += "\n\n" + (m.content or "")
+            else:
+                conv.append({"from": "human", "value": m.content or ""})
         elif m.role == "tool":
             if conv and conv[-1]["from"] == "observation":  # parallel calls: one observation turn
                 conv[-1]["value"] += "\n" + (m.content or "")

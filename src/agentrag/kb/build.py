@@ -13,9 +13,11 @@ passages of all files, and indexes them (:meth:`KnowledgeBase.build`: written in
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
+import logging
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,9 @@ from agentrag.kb.config import KBConfig
 from agentrag.kb.ingest import FORMATS, MULTIHOP_FORMATS, file_format, gold_passages, read_corpus
 from agentrag.kb.store import KnowledgeBase
 from agentrag.paths import check_out_dir
+from agentrag.progress import ProgressArg, progress_for
+
+log = logging.getLogger(__name__)
 
 PathLike = str | os.PathLike[str]
 
@@ -43,6 +48,37 @@ def collect_gold(paths: Sequence[PathLike], fmt: str = "auto") -> dict[str, list
         if f in MULTIHOP_FORMATS:
             gold.update(gold_passages(path, f))
     return gold
+
+
+#: the ``params.json`` entry naming what a KB was built from (files, format, settings)
+INPUTS_KEY = "inputs_key"
+
+
+def inputs_key(paths: Sequence[Path], fmt: str, cfg: KBConfig, embedder: Embedder | None = None) -> str:
+    """What a build depends on: each corpus file (absolute path, size, modification time), the
+    format, the resolved config, and the name of an embedder object. A rerun with the same key
+    reuses the finished KB; an edited file or a changed option makes a new key."""
+    files = []
+    for p in paths:
+        try:
+            st = p.stat()
+        except OSError:
+            raise UserError(f"{p}: file not found") from None
+        files.append([str(p.resolve()), st.st_size, st.st_mtime_ns])
+    blob = {"files": files, "fmt": fmt, "config": cfg.model_dump(mode="json"),
+            "embedder": None if embedder is None else getattr(embedder, "name", type(embedder).__name__)}
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def built_from(directory: Path) -> str | None:
+    """The inputs key of the complete KB in ``directory`` (None: not a complete KB, or built
+    before keys were recorded)."""
+    try:
+        params = json.loads((directory / "params.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    key = params.get(INPUTS_KEY) if isinstance(params, dict) else None
+    return str(key) if key else None
 
 
 def kb_config(config: KBConfig | PathLike | None = None, *, name: str | None = None, method: str | None = None,
@@ -70,7 +106,7 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 def build_kb(corpus_paths: PathLike | Sequence[PathLike], out: PathLike, config: KBConfig | PathLike | None = None,
              *, fmt: str = "auto", name: str | None = None, method: str | None = None,
              embedder: Embedder | str | None = None, backend: str | None = None, index_type: str | None = None,
-             overrides: Sequence[str] = (), overwrite: bool = False, progress: bool | None = None) -> KnowledgeBase:
+             overrides: Sequence[str] = (), overwrite: bool = False, progress: ProgressArg = None) -> KnowledgeBase:
     """Build the KB directory ``out`` from corpus files and return it, opened.
 
     ``corpus_paths``: FlashRAG ``{id, contents}`` jsonl, ``{title, text}`` json/jsonl, or raw
@@ -80,8 +116,10 @@ def build_kb(corpus_paths: PathLike | Sequence[PathLike], out: PathLike, config:
     ``method``: ``hybrid`` (default), ``dense``, or ``bm25`` (no dense index: nothing embedded).
     ``embedder``: an :class:`~agentrag.kb.base.Embedder` object, or a sentence-transformers model
     name or path (default: the embedded all-MiniLM-L6-v2). ``config``, ``name``, ``backend``,
-    ``index_type`` and ``overrides``: see :func:`kb_config`. ``progress``: show the embedding
-    progress bar (default: when stderr is a terminal or ``$AGENTRAG_PROGRESS`` is set).
+    ``index_type`` and ``overrides``: see :func:`kb_config`. ``progress``: heartbeat lines for
+    each stage (ingest, bm25, embedding) on stderr (``True``; by default when the session is
+    interactive), none (``False``), or your callback ``(stage, done, total)`` (see
+    :mod:`agentrag.progress`); ``$AGENTRAG_PROGRESS`` adds a tqdm bar over the embedding.
 
     Raises :class:`~agentrag.errors.UserError` for a missing or malformed file, an unknown
     format, a bad config value, or an existing ``out`` without ``overwrite``.
@@ -95,14 +133,21 @@ def build_kb(corpus_paths: PathLike | Sequence[PathLike], out: PathLike, config:
     cfg = kb_config(config, name=name, method=method, embedder=embedder if isinstance(embedder, str) else None,
                     backend=backend, index_type=index_type, overrides=overrides)
     target = check_out_dir(out)
+    key = inputs_key(paths, fmt, cfg, emb_obj)
     if target.exists() and not overwrite:  # before reading any corpus file
-        raise UserError(f"{target} already exists; choose another --out or pass --overwrite")
+        if built_from(target) == key:  # a verbatim rerun: the finished KB is the answer
+            log.info("%s: a complete KB built from the same files and settings; reusing it", target)
+            kb = KnowledgeBase.load(target, embedder=emb_obj)
+            kb.reused = True
+            return kb
+        raise UserError(f"{target} already exists{'' if built_from(target) is None else ' (built from other files or settings)'}; "
+                        "pass another output directory (the CLI's --out), or overwrite=True (--overwrite) to replace it")
     gold = collect_gold(paths, fmt)
-    if progress is None:
-        progress = sys.stderr.isatty() or bool(os.environ.get(PROGRESS_ENV))
+    bar = bool(os.environ.get(PROGRESS_ENV))
     stream = itertools.chain.from_iterable(read_corpus(p, fmt) for p in paths)
-    return KnowledgeBase.build(stream, target, cfg, embedder=emb_obj, gold=gold or None, overwrite=overwrite,
-                               dedupe=True, progress=progress)
+    with progress_for(progress, unit="passages") as beat:
+        return KnowledgeBase.build(stream, target, cfg, embedder=emb_obj, gold=gold or None, overwrite=overwrite,
+                                   dedupe=True, progress=bar, report=beat, params={INPUTS_KEY: key})
 
 
-__all__ = ["build_kb", "collect_gold", "kb_config", "PROGRESS_ENV"]
+__all__ = ["build_kb", "collect_gold", "kb_config", "inputs_key", "built_from", "PROGRESS_ENV"]

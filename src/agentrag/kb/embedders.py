@@ -148,7 +148,8 @@ class OnnxInt8Embedder(_Base):
         mode = pooling or mode
         if mode not in ("mean", "cls"):
             raise UserError(f"embedder {self.name!r} pools with {mode!r}; the onnx-int8 backend supports "
-                            "mean and cls pooling; use --set embedder.backend=torch")
+                            "mean and cls pooling; use the torch backend (backend='torch' in Python, --backend torch "
+                            "on the CLI)")
         self.pooling = mode
         self.batch_size = batch_size
         self.query_prefix, self.passage_prefix = _prefixes(self.name, query_prefix, passage_prefix)
@@ -169,7 +170,8 @@ class OnnxInt8Embedder(_Base):
         if out.exists():
             return out
         quantization = require("onnxruntime.quantization", "kb",
-                               purpose="the onnx-int8 embedder backend (or --set embedder.backend=torch)")
+                               purpose="the onnx-int8 embedder backend (or the torch backend: backend='torch', "
+                               "--backend torch)")
         QuantType, quantize_dynamic = quantization.QuantType, quantization.quantize_dynamic
         out.parent.mkdir(parents=True, exist_ok=True)
         model: Any = st[0].auto_model

@@ -62,7 +62,7 @@ def import_kb(corpus: str | os.PathLike[str], out_dir: str | os.PathLike[str], c
     config = config or KBConfig()
     out = Path(out_dir)
     if out.exists() and not overwrite:
-        raise UserError(f"{out} already exists; choose another --out or pass --overwrite")
+        raise UserError(f"{out} already exists; pass another output directory (the CLI's --out), or overwrite=True (--overwrite) to replace it")
     partial = out.with_name(out.name + ".partial")
     if partial.exists():
         shutil.rmtree(partial)

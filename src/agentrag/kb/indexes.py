@@ -25,6 +25,7 @@ from agentrag.kb.base import Embedder
 from agentrag.kb.bm25_build import CHUNK_DOCS, build_bm25_files
 from agentrag.kb.bm25_query import QueryTokenizer
 from agentrag.kb.fusion import rrf_fuse  # re-exported: fusion lives in agentrag.kb.fusion
+from agentrag.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -303,7 +304,8 @@ class DenseIndex:
         pq_m = self.pq_m or next(m for m in (48, 32, 24, 16, 12, 8, 4, 2, 1) if self.dim % m == 0)
         if n_train < 39 * nlist or n_train < 256:
             raise UserError(f"index type 'ivfpq' needs at least max(256, 39*nlist={39 * nlist}) passages to "
-                            f"train, got {n_train}; use --set index.type=flat or hnsw for small corpora")
+                            f"train, got {n_train}; use index type flat or hnsw for small corpora "
+                            "(index_type='flat' in Python, --index-type flat on the CLI)")
         ivf: Any = faiss.IndexIVFPQ(faiss.IndexFlatIP(self.dim), self.dim, nlist, pq_m, 8,
                                     faiss.METRIC_INNER_PRODUCT)
         ivf.nprobe = self.nprobe
@@ -400,13 +402,14 @@ def drop_pages(arr: Any) -> None:
 
 
 def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chunk: int = 512,
-                    progress: bool = True, key: str = "") -> np.ndarray:
+                    progress: bool = True, key: str = "", report: Progress | None = None) -> np.ndarray:
     """Embed passages into a float32 memmap at ``path``, resuming an interrupted run.
 
     Texts are processed longest first (less padding), in chunks; after each chunk the memmap is
     flushed and ``<path>.progress.json`` records how many chunks are done, so rerunning after a
     kill continues where it stopped (``key`` should identify the texts, e.g. a hash of their ids).
-    A progress bar with ETA goes to stderr.
+    A progress bar with ETA goes to stderr (``progress``); ``report("embedding", done, n)`` hears
+    of each chunk.
     """
     from tqdm import tqdm
 
@@ -425,6 +428,8 @@ def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chu
     n_chunks = (n + chunk - 1) // chunk
     with tqdm(total=n, initial=min(done * chunk, n), unit="psg", desc="embedding", disable=not progress,
               dynamic_ncols=True) as bar:
+        if report is not None:
+            report("embedding", min(done * chunk, n), n)
         for c in range(done, n_chunks):
             idx = order[c * chunk:(c + 1) * chunk]
             mm[idx] = embedder.embed([texts[j] for j in idx], kind="passage")
@@ -433,6 +438,8 @@ def embed_to_memmap(embedder: Embedder, texts: Sequence[str], path: Path, *, chu
                 drop_pages(mm)
             state_path.write_text(json.dumps({"fingerprint": fingerprint, "done_chunks": c + 1}))
             bar.update(len(idx))
+            if report is not None:
+                report("embedding", min((c + 1) * chunk, n), n)
     drop_pages(mm)
     return np.asarray(mm)
 

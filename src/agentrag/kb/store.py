@@ -48,6 +48,7 @@ from agentrag.kb.indexes import BM25Index, DenseIndex, Ranked, embed_to_memmap
 from agentrag.kb.passages import FILE as PASSAGES_FILE
 from agentrag.kb.passages import Contents, PassageStore
 from agentrag.paths import check_out_dir
+from agentrag.progress import Progress
 from agentrag.records import Hit, Passage, read_jsonl
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,24 @@ def _write_json(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+
+def _counted(passages: Iterable[Passage], start: int, beat: Progress, every: int = 1000) -> Iterator[Passage]:
+    """``passages`` as they are, telling ``beat`` how many went through (every ``every``)."""
+    n = start
+    for p in passages:
+        yield p
+        n += 1
+        if n % every == 0:
+            beat("ingest", n, 0)
+
+
+def _counted_batches(batches: Iterable[list[str]], total: int, beat: Progress) -> Iterator[list[str]]:
+    n = 0
+    for b in batches:
+        yield b
+        n += len(b)
+        beat("bm25", min(n, total), total)
+
 class KnowledgeBase:
     """Passages with BM25, dense and hybrid search; implements the Retriever protocol.
 
@@ -86,13 +105,16 @@ class KnowledgeBase:
         self._embedder = embedder
         self._lock = threading.RLock()
         self._rows: PassageRows | None = None  # the store's rows for search (in memory when small)
+        #: ``build_kb`` found this KB complete and built from the same inputs, and reused it
+        self.reused = False
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
     def build(cls, passages: Iterable[Passage], out_dir: str | os.PathLike[str], config: KBConfig | None = None,
               *, embedder: Embedder | None = None, gold: dict[str, list[str]] | None = None,
               overwrite: bool = False, progress: bool = True, dedupe: bool = False,
-              bm25_chunk: int = CHUNK_DOCS) -> KnowledgeBase:
+              bm25_chunk: int = CHUNK_DOCS, report: Progress | None = None,
+              params: dict[str, Any] | None = None) -> KnowledgeBase:
         """Index ``passages`` into a new KB directory (built in ``<dir>.partial``, then renamed).
 
         Passages are streamed into the passage store in chunks (bounded memory); rerunning after a
@@ -100,11 +122,15 @@ class KnowledgeBase:
         ``dedupe``, a passage whose (normalised) title and text is already stored is skipped.
         ``config.method == "bm25"`` builds no dense index (nothing is embedded). BM25 is built
         ``bm25_chunk`` passages at a time (memory bounded by the chunk and the vocabulary).
+        ``progress``: a tqdm bar over the embedding; ``report(stage, done, total)`` hears of each
+        stage (``ingest``, ``bm25``, ``embedding``) as it starts and as passages go through it.
+        ``params``: extra entries for ``params.json`` (``build_kb`` records what it was built from).
         """
+        beat: Progress = report or (lambda stage, done, total: None)
         config = config or KBConfig()
         out = check_out_dir(out_dir)
         if out.exists() and not overwrite:
-            raise UserError(f"{out} already exists; choose another --out or pass --overwrite")
+            raise UserError(f"{out} already exists; pass another output directory (the CLI's --out), or overwrite=True (--overwrite) to replace it")
         partial = check_out_dir(out.with_name(out.name + ".partial"))
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
@@ -123,8 +149,9 @@ class KnowledgeBase:
             skip = store.consumed()
             if skip:
                 log.info("resuming the build: %d passages already stored", skip)
+            beat("ingest", skip, 0)  # the total is known only at the end of the stream
             try:
-                store.append(itertools.islice(passages, skip, None), dedupe=dedupe)
+                store.append(_counted(itertools.islice(passages, skip, None), skip, beat), dedupe=dedupe)
             except UserError:
                 if fresh:  # bad input leaves nothing behind
                     store.close()
@@ -133,6 +160,7 @@ class KnowledgeBase:
             store.finish()
             store.set_meta("ingested", "1")
         n = len(store)
+        beat("ingest", n, n)
         timings["ingest"] = time.perf_counter() - t0
         if not n:
             raise UserError("no passages to index; check the corpus files")
@@ -140,16 +168,20 @@ class KnowledgeBase:
         key = store.get_meta("ids_sha1") or _ids_key(store)
         store.set_meta("ids_sha1", key)
         if store.get_meta("bm25_done") != "1":  # streamed in chunks, resumable (kb.bm25_build)
-            BM25Index.build(partial / "bm25", store.texts(), n, stemmer=config.bm25.stemmer,
+            beat("bm25", 0, n)
+            BM25Index.build(partial / "bm25", _counted_batches(store.texts(), n, beat), n, stemmer=config.bm25.stemmer,
                             stopwords=config.bm25.stopwords, chunk_docs=bm25_chunk, key=key)
             store.set_meta("bm25_done", "1")
+            beat("bm25", n, n)
         timings["bm25"] = time.perf_counter() - t0
         emb: Embedder | None = None
         dense: DenseIndex | None = None
         if config.method != "bm25":
             t0 = time.perf_counter()
+            beat("embedding", 0, n)  # loading the embedder is part of the stage (seconds to a minute)
             emb = embedder or _load_embedder(config)
-            vecs = embed_to_memmap(emb, Contents(store), partial / "embeddings.npy", progress=progress, key=key)
+            vecs = embed_to_memmap(emb, Contents(store), partial / "embeddings.npy", progress=progress, key=key,
+                                   report=report)
             timings["embed"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             dense = _new_dense(int(emb.dim), config)
@@ -161,7 +193,7 @@ class KnowledgeBase:
                 (partial / f).unlink(missing_ok=True)
         if gold:
             _write_json(partial / "gold.json", gold)
-        params = _params(config, emb, n, timings)
+        params = {**_params(config, emb, n, timings), **(params or {})}
         _write_json(partial / "params.json", params)
         store.close()
         if out.exists():
@@ -254,6 +286,7 @@ class KnowledgeBase:
             dense.save(self.directory / "dense.faiss")
             self.bm25 = _rebuild_bm25(self.directory, self.store, n, self.config)
             self.params["counts"] = {"passages": n}
+            self.params.pop("inputs_key", None)  # no longer what its corpus files alone give
             _write_json(self.directory / "params.json", self.params)
 
     # ---- search -------------------------------------------------------------------------------

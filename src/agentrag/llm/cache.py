@@ -311,4 +311,24 @@ def worker_cache_path(run_cache: str | Path | None) -> str | None:
     return str(Path(local) / f"{run}-{socket.gethostname()}.sqlite")
 
 
-__all__ = ["CachedLLM", "ResponseCache", "request_key", "flush_unsaved", "integrity_problem", "worker_cache_path"]
+def with_response_cache(llm: Any, path: str | Path, made: dict[int, Any] | None = None) -> Any:
+    """An LLM object a Python caller passed to a run, behind the run's response cache as the CLI's
+    backends are: the library's own backends (``response_cache = True``: embedded, openai, hf) are
+    wrapped in a :class:`CachedLLM` on ``path``; a :class:`CachedLLM` (on any file) and objects of
+    other classes (fakes, your own) are used as given. ``made`` maps ``id(llm)`` to its wrapper,
+    so an object passed for two roles stays one object (one usage block)."""
+    if llm is None or isinstance(llm, CachedLLM) or not getattr(llm, "response_cache", False):
+        return llm
+    config = getattr(llm, "config", None)
+    if config is not None and getattr(config, "cache", True) is False:  # its YAML said cache: false
+        return llm
+    if made is not None and id(llm) in made:
+        return made[id(llm)]
+    wrapped = CachedLLM(llm, path)
+    if made is not None:
+        made[id(llm)] = wrapped
+    return wrapped
+
+
+__all__ = ["with_response_cache", "CachedLLM", "ResponseCache", "request_key", "flush_unsaved", "integrity_problem",
+           "worker_cache_path"]

@@ -168,6 +168,8 @@ class EmbeddedLLM:
     """SmolLM2-135M-Instruct (or another GGUF) on llama.cpp, in process."""
 
     backend = "embedded"
+    #: a run puts this backend behind its response cache when a Python caller passes it as an object
+    response_cache = True
 
     def __init__(self, model_path: str | Path | None = None, *, config: LLMConfig | None = None,
                  **settings: Any) -> None:

@@ -107,6 +107,8 @@ class HFLLM:
     """A local transformers checkpoint behind the :class:`~agentrag.llm.base.LLM` protocol."""
 
     backend = "hf"
+    #: a run puts this backend behind its response cache when a Python caller passes it as an object
+    response_cache = True
 
     def __init__(self, path: str | Path | None = None, *, config: LLMConfig | None = None, device: str | None = None,
                  **settings: Any) -> None:

@@ -56,6 +56,8 @@ class OpenAIBackend:
     OVERLOAD_STATUS = frozenset({429, 503})
 
     backend = "openai"
+    #: a run puts this backend behind its response cache when a Python caller passes it as an object
+    response_cache = True
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, *,
                  config: LLMConfig | None = None, **settings: Any) -> None:

@@ -40,7 +40,9 @@ from agentrag.errors import UserError
 from agentrag.exec import Executor, ItemBugs, Progress, StageResult, ThreadExecutor, run_flow, run_stage
 from agentrag.exec.flow import Task, Writer
 from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
+from agentrag.llm.cache import with_response_cache
 from agentrag.llm.usage import llm_usage
+from agentrag.progress import ProgressArg, progress_for
 from agentrag.runs import FINISHED, RunDir
 from agentrag.threads import passive_openmp
 
@@ -55,13 +57,16 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class Stage:
-    """One declared stage: its name, what it reads and writes, and the gates it applies."""
+    """One declared stage: its name, what it reads and writes, and the gates it applies;
+    ``unit``: what its in/out count when that is not the previous stage's unit (e.g. EviPath's
+    sub-questions between items), so the funnel says why ``in`` is not the ``out`` above."""
 
     name: str
     input: str
     output: str
     gates: tuple[str, ...] = ()
     about: str = ""
+    unit: str = ""
 
 
 class FunnelRow(BaseModel):
@@ -76,6 +81,7 @@ class FunnelRow(BaseModel):
     out: int
     rejected: dict[str, int] = Field(default_factory=dict)
     unfinished: int = 0
+    unit: str = ""
 
 
 class SynthMetrics(BaseModel):
@@ -310,15 +316,18 @@ class Synthesizer(Generic[Cfg, Inputs, Comps]):
 
 def funnel_rows(stages: Sequence[Stage], counts: Mapping[str, tuple[int, int, Mapping[str, int]]],
                 unfinished: Mapping[str, int]) -> list[FunnelRow]:
-    """The funnel in declaration order (a stage the pipeline did not count is left out)."""
+    """The funnel in declaration order (a stage the pipeline did not count is left out); a stage
+    without a ``unit`` counts what the stage before it counts (the first: items)."""
     rows = []
+    unit = "items"
     for st in stages:
+        unit = st.unit or unit
         if st.name not in counts:
             continue
         n_in, n_out, rejected = counts[st.name]
         rows.append(FunnelRow.model_validate({"stage": st.name, "input": st.input, "output": st.output, "in": n_in,
                                               "out": n_out, "rejected": dict(rejected),
-                                              "unfinished": unfinished.get(st.name, 0)}))
+                                              "unfinished": unfinished.get(st.name, 0), "unit": unit}))
     return rows
 
 
@@ -373,13 +382,14 @@ def preflight_config(cfg: Any) -> None:
 
 
 def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.PathLike[str], *,
-                    progress: Progress | None = None, executor: Executor | None = None,
+                    progress: ProgressArg = None, executor: Executor | None = None,
                     preflight: bool = False, **given: Any) -> dict[str, Any]:
     """Run ``synth`` into the run directory ``out`` (rerun = resume); returns ``metrics.json``'s
     object. With ``preflight`` (the CLI's default) every LLM endpoint and retrieval server the
     config names gets one cheap request after the input checks and before anything is written
-    (:func:`preflight_config`). Raises :class:`SynthBugs` (after writing metrics and report) when items
-    hit a bug."""
+    (:func:`preflight_config`). Raises :class:`SynthBugs` (after writing metrics and report) when
+    items hit a bug. ``progress``: see :mod:`agentrag.progress` (default: heartbeat lines on
+    stderr when the session is interactive)."""
     unknown = sorted(set(given) - set(synth.given))
     if unknown:
         raise UserError(f"run_{synth.name}: unknown argument(s) {', '.join(unknown)}; the objects it takes: "
@@ -388,15 +398,17 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
     if preflight:  # endpoints answer, after the local inputs, before writing
         preflight_config(cfg)
     passive_openmp()
-    with RunDir(out) as run:
+    with RunDir(out) as run, progress_for(progress) as beat:
         run.write_config(cfg)
+        made: dict[int, Any] = {}  # LLM backends passed as objects go behind the run's cache, as references do
+        given = {k: with_response_cache(v, run.file("llm_cache.sqlite"), made) for k, v in given.items()}
         comps = synth.components(cfg, run, inputs, given)
         llms = list(synth.llm_roles(comps).values())
         width = synth.concurrency(cfg)
         if getattr(cfg, "concurrency", 0) is None and given:  # the default follows LLM objects passed in too
             width = max(width, default_items_in_flight(*llms))
         link_request_limits(llms, width)  # one setting: the endpoint's request limit is the items in flight
-        ctx = SynthRun(run, executor or ThreadExecutor(width), progress)
+        ctx = SynthRun(run, executor or ThreadExecutor(width), beat)
         start = time.monotonic()
         output = run_or_reuse(synth, ctx, cfg, comps, inputs)
         metrics = finish_run(synth, cfg, ctx, comps, output, time.monotonic() - start)

@@ -20,6 +20,7 @@ from agentrag.exec import Progress
 from agentrag.export.dpo import read_trl_dpo
 from agentrag.export.masking import training_chat_template
 from agentrag.paths import check_out_dir
+from agentrag.progress import ProgressArg, progress_for
 from agentrag.runs import RunDir
 from agentrag.train.config import DPOTrainConfig
 from agentrag.train.model import check_model, load_tokenizer, load_trainable_model
@@ -36,7 +37,7 @@ def planned_steps(n_records: int, cfg: DPOTrainConfig) -> int:
 
 
 def train_dpo(data: str | os.PathLike[str], out: str | os.PathLike[str],
-              config: DPOTrainConfig | None = None, progress: Progress | None = None) -> dict[str, Any]:
+              config: DPOTrainConfig | None = None, progress: ProgressArg = None) -> dict[str, Any]:
     """DPO on a TRL preference JSONL file; returns the metrics (losses, steps, checkpoint)."""
     cfg = config or DPOTrainConfig()
     check_out_dir(out)
@@ -50,25 +51,29 @@ def train_dpo(data: str | os.PathLike[str], out: str | os.PathLike[str],
     run = RunDir(out)
     run.write_config(cfg)
 
-    from datasets import IterableDataset
-    from trl import DPOConfig, DPOTrainer
+    with progress_for(progress) as reporter:
+        from datasets import IterableDataset
+        from trl import DPOConfig, DPOTrainer
 
-    def rows() -> Iterator[dict[str, Any]]:
-        while True:  # cycled; the trainer stops at max_steps
-            for r in records:
-                yield {k: v for k, v in r.items() if k != "tools" or v}
+        def rows() -> Iterator[dict[str, Any]]:
+            while True:  # cycled; the trainer stops at max_steps
+                for r in records:
+                    yield {k: v for k, v in r.items() if k != "tools" or v}
 
-    tokenizer = load_tokenizer(cfg.model)
-    tokenizer.chat_template = training_chat_template()
-    steps = planned_steps(len(records), cfg)
-    args = trainer_args(DPOConfig, Path(out), cfg.model_copy(update={"max_steps": steps}), beta=cfg.beta)
-    model = load_trainable_model(cfg.model)
-    trainer = DPOTrainer(model=model, args=args, train_dataset=IterableDataset.from_generator(rows),
-                         processing_class=tokenizer, callbacks=progress_callbacks(progress))
-    result = trainer.train()
-    return finish(trainer, tokenizer, run, cfg, {
-        "train_seconds": result.metrics.get("train_runtime"), "records": len(records), "data": str(data),
-        "beta": cfg.beta})
+        beat: Progress = reporter or (lambda stage, done, total: None)
+        beat("load model", 0, 1)  # a heartbeat while the checkpoint loads, before the first step
+        tokenizer = load_tokenizer(cfg.model)
+        tokenizer.chat_template = training_chat_template()
+        steps = planned_steps(len(records), cfg)
+        args = trainer_args(DPOConfig, Path(out), cfg.model_copy(update={"max_steps": steps}), beta=cfg.beta)
+        model = load_trainable_model(cfg.model)
+        beat("load model", 1, 1)
+        trainer = DPOTrainer(model=model, args=args, train_dataset=IterableDataset.from_generator(rows),
+                             processing_class=tokenizer, callbacks=progress_callbacks(beat))
+        result = trainer.train()
+        return finish(trainer, tokenizer, run, cfg, {
+            "train_seconds": result.metrics.get("train_runtime"), "records": len(records), "data": str(data),
+            "beta": cfg.beta})
 
 
 __all__ = ["planned_steps", "train_dpo"]

@@ -18,10 +18,10 @@ from typing import Any
 
 from agentrag._extras import require
 from agentrag.errors import RunError, UserError
-from agentrag.exec import Progress
 from agentrag.export.masking import assistant_mask, training_chat_template
 from agentrag.export.sft import read_trl_records
 from agentrag.paths import check_out_dir
+from agentrag.progress import Progress, ProgressArg, progress_for
 from agentrag.runs import RunDir
 from agentrag.train.config import SFTTrainConfig, TrainConfig
 from agentrag.train.model import check_model, load_tokenizer, load_trainable_model
@@ -58,7 +58,6 @@ def trainer_args(cls: Any, out: Path, cfg: TrainConfig, **extra: Any) -> Any:
     )
 
 
-#: the progress callback of long commands: (stage, done, total)
 
 
 def progress_callbacks(progress: Progress | None) -> list[Any]:
@@ -121,9 +120,11 @@ def finish(trainer: Any, tokenizer: Any, run: RunDir, cfg: TrainConfig, extra: d
 
 
 def train_sft(data: str | os.PathLike[str], out: str | os.PathLike[str],
-              config: SFTTrainConfig | None = None, progress: Progress | None = None) -> dict[str, Any]:
+              config: SFTTrainConfig | None = None, progress: ProgressArg = None) -> dict[str, Any]:
     """Fine-tune on a TRL SFT JSONL file (from ``agentrag export sft``); returns the metrics.
-    ``progress(stage, done, total)`` hears of every optimizer step."""
+    ``progress``: heartbeat lines on stderr (``True``; by default when the session is interactive),
+    none (``False``), or a callback ``progress(stage, done, total)`` that hears of the model load
+    and every optimizer step (:mod:`agentrag.progress`)."""
     cfg = config or SFTTrainConfig()
     check_out_dir(out)
     records = read_trl_records(data)
@@ -136,25 +137,29 @@ def train_sft(data: str | os.PathLike[str], out: str | os.PathLike[str],
     run = RunDir(out)
     run.write_config(cfg)
 
-    from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    with progress_for(progress) as reporter:
+        from datasets import Dataset
+        from trl import SFTConfig, SFTTrainer
 
-    tokenizer = load_tokenizer(cfg.model)
-    tokenizer.chat_template = training_chat_template()  # the checkpoint speaks ChatML with tools
-    rows = tokenize_sft(records, tokenizer, cfg.max_length)
-    n_trained = sum(sum(1 for x in r["labels"] if x != -100) for r in rows)
-    n_tokens = sum(len(r["input_ids"]) for r in rows)
-    log.info("SFT on %d records: %d tokens, %d trained (%.0f%%)", len(rows), n_tokens, n_trained,
-             100 * n_trained / n_tokens)
-    args = trainer_args(SFTConfig, Path(out), cfg, packing=False, completion_only_loss=False,
-                        assistant_only_loss=False)
-    model = load_trainable_model(cfg.model)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
-                         processing_class=tokenizer, callbacks=progress_callbacks(progress))
-    result = trainer.train()
-    return finish(trainer, tokenizer, run, cfg, {
-        "train_seconds": result.metrics.get("train_runtime"), "records": len(rows), "tokens": n_tokens,
-        "trained_tokens": n_trained, "data": str(data)})
+        beat: Progress = reporter or (lambda stage, done, total: None)
+        beat("load model", 0, 1)  # a heartbeat while the checkpoint loads, before the first step
+        tokenizer = load_tokenizer(cfg.model)
+        tokenizer.chat_template = training_chat_template()  # the checkpoint speaks ChatML with tools
+        rows = tokenize_sft(records, tokenizer, cfg.max_length)
+        n_trained = sum(sum(1 for x in r["labels"] if x != -100) for r in rows)
+        n_tokens = sum(len(r["input_ids"]) for r in rows)
+        log.info("SFT on %d records: %d tokens, %d trained (%.0f%%)", len(rows), n_tokens, n_trained,
+                 100 * n_trained / n_tokens)
+        args = trainer_args(SFTConfig, Path(out), cfg, packing=False, completion_only_loss=False,
+                            assistant_only_loss=False)
+        model = load_trainable_model(cfg.model)
+        beat("load model", 1, 1)
+        trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
+                             processing_class=tokenizer, callbacks=progress_callbacks(beat))
+        result = trainer.train()
+        return finish(trainer, tokenizer, run, cfg, {
+            "train_seconds": result.metrics.get("train_runtime"), "records": len(rows), "tokens": n_tokens,
+            "trained_tokens": n_trained, "data": str(data)})
 
 
 __all__ = ["tokenize_sft", "train_sft", "progress_callbacks"]

@@ -144,9 +144,13 @@ def funnel_table(metrics: dict[str, Any]) -> dict[str, Any] | None:
         return None
     rows = [r for r in rows if isinstance(r, dict)]
     unfinished = any("unfinished" in r for r in rows)
-    head = ["stage", "in", "out", "rejected (why)"] + (["unfinished"] if unfinished else [])
+    # stages that count different things (EviPath: items, then sub-questions): a column says what
+    counted = len({r.get("unit") or "items" for r in rows}) > 1
+    head = ["stage"] + (["counts"] if counted else []) + ["in", "out", "rejected (why)"] + \
+        (["unfinished"] if unfinished else [])
     return table("Funnel", head, [
-        [r.get("stage"), r.get("in"), r.get("out"), ", ".join(f"{k}: {v}" for k, v in (r.get("rejected") or {}).items())]
+        [r.get("stage")] + ([r.get("unit") or "items"] if counted else []) +
+        [r.get("in"), r.get("out"), ", ".join(f"{k}: {v}" for k, v in (r.get("rejected") or {}).items())]
         + ([r.get("unfinished", "")] if unfinished else []) for r in rows])
 
 

@@ -73,10 +73,8 @@ def gold_passages(run_dir: Path) -> dict[str, tuple[list[str], list[str]]]:
         log.warning("gold passages not marked: %s", exc)
         return {}
     out = {}
-    for i in items:  # FlashRAG files carry the ids in metadata (Tracer's export: supporting_doc_ids)
-        ids = i.supporting_passage_ids or i.metadata.get("supporting_passage_ids") or \
-            i.metadata.get("supporting_doc_ids") or []
-        out[i.id] = ([str(x) for x in ids], [str(t) for t in i.metadata.get("supporting_titles") or ()])
+    for i in items:  # the loader reads FlashRAG metadata ids too: the same golds eval's recall uses
+        out[i.id] = (list(i.supporting_passage_ids), [str(t) for t in i.metadata.get("supporting_titles") or ()])
     return out
 
 

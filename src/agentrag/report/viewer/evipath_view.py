@@ -32,9 +32,11 @@ from agentrag.synth.evipath.schema import (
     SubAnswerRecord,
 )
 
-COLUMNS = [col("id", "item id"), col("question", "question"), col("answer", "answer"), col("hops", "hops", "num"),
-           col("plan", "plan steps", "num"), col("iterations", "iterations", "num"),
-           col("prediction", "final answer"), col("f1", "F1", "num"), col("gate", "gates"), col("ok", "passed", "bool")]
+#: the texts an item is judged by (question, gold and final answer, first failed gate) share the list's width
+COLUMNS = [col("id", "item id"), col("question", "question", pin=True), col("answer", "answer", pin=True),
+           col("hops", "hops", "num"), col("plan", "plan steps", "num"), col("iterations", "iterations", "num"),
+           col("prediction", "final answer", pin=True), col("f1", "F1", "num"), col("gate", "gates", pin=True),
+           col("ok", "passed", "bool")]
 
 
 def _selection(sel: SelectionRecord | None, limits: Limits) -> dict[str, Any] | None:

@@ -51,6 +51,8 @@ def _summary_html(p: Payload) -> str:
                 f"<th>{html.escape(str(h))}</th>" for h in t["headers"]) + "</tr></thead><tbody>")
             for row in t["rows"]:
                 out.append("<tr>" + "".join(f"<td>{html.escape(fmt_cell(c))}</td>" for c in row) + "</tr>")
+            if not t["rows"]:  # never a header-only table
+                out.append(f'<tr class="empty"><td class="none" colspan="{len(t["headers"])}">none</td></tr>')
             out.append("</tbody></table>")
         if t.get("svg"):  # our own chart SVG (render.bar_chart_svg), its labels escaped there
             out.append(f'<figure class="chart">{t["svg"]}</figure>')

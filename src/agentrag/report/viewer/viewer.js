@@ -61,11 +61,47 @@
     state.page = Math.max(0, Math.min(state.page, Math.ceil(idx.length / PAGE_SIZE) - 1));
     renderTable();
   }
+  // ---- columns shown: a column empty in every row starts hidden (e.g. judge without a judge; not a key
+  // column), as do
+  // the ones the page marks optional; the "columns" menu shows or hides any (kept for the next visit)
+  const COLS_KEY = "agentrag-cols-" + META.kind;
+  const hidden = new Set();
+  (function initHidden() {
+    const saved = localStorage.getItem(COLS_KEY);
+    if (saved) { try { JSON.parse(saved).forEach((k) => hidden.add(k)); return; } catch (e) { /* ignore */ } }
+    COLS.forEach((c, k) => {
+      const empty = META.rows.length > 0 && META.rows.every((r) => r[k] === null || r[k] === undefined || r[k] === "");
+      if (c.optional || (empty && !c.pin)) hidden.add(c.key);  // a key column stays, "–" everywhere says something
+    });
+  })();
+  const shown = () => COLS.map((c, k) => k).filter((k) => !hidden.has(COLS[k].key));
+  function renderColumns() {
+    const menu = h("div", { class: "menu" }, COLS.map((c) => h("label", null, h("input", { type: "checkbox", "data-col": c.key,
+      checked: !hidden.has(c.key), onchange: (e) => {
+        if (e.target.checked) hidden.delete(c.key); else hidden.add(c.key);
+        localStorage.setItem(COLS_KEY, JSON.stringify([...hidden]));
+        renderHead(); renderTable();
+      } }), " " + c.label)));
+    return h("details", { id: "columns" }, h("summary", null, "columns"), menu);
+  }
   function renderHead() {
-    const tr = h("tr", null, COLS.map((c, k) => h("th", {
+    const tr = h("tr", null, shown().map((k) => [COLS[k], k]).map(([c, k]) => h("th", {
       class: "sortable" + (c.pin ? " key" : "") + (state.sort === k ? (state.dir > 0 ? " asc" : " desc") : ""), "data-key": c.key,
       onclick: () => { state.dir = state.sort === k ? -state.dir : 1; state.sort = k; renderHead(); applyView(); },
+      title: c.label,
     }, c.label)));
+    // fixed layout: every shown column fits the list pane (numbers narrow, key texts share the rest);
+    // a cell cut by its width carries its whole text as a tooltip
+    const widths = shown().map((k, n) => {
+      const c = COLS[k];
+      if (n === 0 && c.type === "text") return "4.6em";
+      if (c.type === "num" || c.type === "bool") return "3.3em";
+      return c.pin ? null : "6em";
+    });
+    const group = h("colgroup", null, widths.map((w) => h("col", { style: w ? "width:" + w : null })));
+    const table = document.getElementById("items");
+    const old = table.querySelector("colgroup");
+    if (old) old.replaceWith(group); else table.prepend(group);
     document.querySelector("#items thead").replaceChildren(tr);
   }
   function renderTable() {
@@ -75,8 +111,17 @@
       const row = META.rows[i];
       const cls = (okIdx !== undefined ? (row[okIdx] === true ? "ok" : "fail") : "") + (i === state.selected ? " selected" : "");
       return h("tr", { class: cls, "data-row": i, onclick: () => openDetail(i) },
-        row.map((v, k) => h("td", { class: "c-" + COLS[k].type + (COLS[k].pin ? " c-key" : "") }, fmt(v, COLS[k].type))));
+        shown().map((k) => {
+          const text = fmt(row[k], COLS[k].type);
+          // a cell cut by its width shows its whole text on hover
+          return h("td", { class: "c-" + COLS[k].type + (COLS[k].pin ? " c-key" : ""), title: text.length > 8 ? text : null }, text);
+        }));
     });
+    if (!body.length) {
+      const filtered = state.text || Object.values(state.filters).some((v) => v !== undefined && v !== "" && v !== false);
+      body.push(h("tr", { class: "empty" }, h("td", { class: "none", colspan: Math.max(1, shown().length) },
+        filtered ? "none (no row matches the filters)" : "none")));
+    }
     document.querySelector("#items tbody").replaceChildren(...body);
     const pages = Math.max(1, Math.ceil(state.view.length / PAGE_SIZE));
     document.getElementById("count").textContent = state.view.length + " of " + META.rows.length + " rows";
@@ -95,11 +140,13 @@
         const values = [...new Set(META.rows.map((r) => String(r[KEY[f.key]])))].sort((a, b) => cmp(a, b, isNaN(a) ? "text" : "num"));
         parts.push(h("label", null, f.label + " ", h("select", { id: "filter-" + f.key,
           onchange: (e) => { state.filters[f.key] = e.target.value; state.page = 0; applyView(); } },
-          h("option", { value: "" }, "all"), values.map((v) => h("option", { value: v }, v === "null" ? "–" : v)))));
+          h("option", { value: "" }, "all"), values.map((v) => h("option", { value: v, title: v },
+            v === "null" ? "–" : v.length > 40 ? v.slice(0, 39) + "…" : v)))));
       }
     }
     parts.push(h("input", { type: "search", id: "filter-text", placeholder: "search rows",
       oninput: (e) => { state.text = e.target.value; state.page = 0; applyView(); } }));
+    parts.push(renderColumns());
     document.getElementById("filters").replaceChildren(...parts);
   }
 

@@ -20,9 +20,9 @@ from typing import Any
 from pydantic import Field
 
 from agentrag.errors import UserError
-from agentrag.exec import Progress
 from agentrag.kb.reference import is_kb_url
 from agentrag.paths import check_out_dir
+from agentrag.progress import ProgressArg
 from agentrag.records import QAItem, Record, Trajectory, iter_json_objects
 from agentrag.runs import RunDir
 from agentrag.synth.annotated.config import AnnotatedRunConfig
@@ -239,7 +239,7 @@ def stored_hops(rec: PathRecord) -> list[SearchedHop]:
             for q, a, sup, s in zip(d["queries"], d["answers"], d["support"], steps, strict=True)]
 
 
-def run_annotated(cfg: AnnotatedRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
+def run_annotated(cfg: AnnotatedRunConfig, out: str | os.PathLike[str], *, progress: ProgressArg = None,
                   **given: Any) -> dict[str, Any]:
     """Run the teacher into ``out`` (rerun = resume); returns ``metrics.json``'s object.
     ``retriever`` replaces ``cfg.kb``."""

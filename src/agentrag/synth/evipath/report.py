@@ -74,6 +74,7 @@ def statistics(*, mode: str, split: str, items: Iterable[EviItem], plans: Iterab
             usage[p.id] += p.provenance.usage
             seconds[p.id] += p.elapsed
     done: set[str] = set()
+    answered: set[str] = set()  # paths that reached an answer: what the sub-question histogram counts
     sequential = parallel = 0
     for r in iterations:
         if r.item_id not in wanted:
@@ -81,6 +82,8 @@ def statistics(*, mode: str, split: str, items: Iterable[EviItem], plans: Iterab
         if r.last:
             t_paths.add(r.status == "ok", r.reason)
             done.add(r.item_id)
+            if r.status == "ok":
+                answered.add(r.item_id)
         usage[r.item_id] += r.provenance.usage
         seconds[r.item_id] += r.elapsed
         n_subq[r.item_id] += len(r.actions)
@@ -138,7 +141,9 @@ def statistics(*, mode: str, split: str, items: Iterable[EviItem], plans: Iterab
         "mode": mode, "split": split, "items": n_items,
         "gate_failures": dict(gate_failures),
         "conversations_kept": dict(kept),
-        "subquestions_per_item": _hist(n_subq[k] for k in done_items),
+        # a path that failed (a malformed action, the iteration limit) asked fewer sub-questions than
+        # its plan has steps; the histogram counts the paths that reached an answer
+        "subquestions_per_item": _hist(n_subq[k] for k in done_items if k in answered),
         "actions": {"sequential (1 sub-question)": sequential, "parallel (>1 sub-questions)": parallel},
         "selected_evidence_sizes": _hist(sizes),
         "eq6_fallback_rate": round(fallbacks / with_sims, 3) if with_sims else None,
@@ -155,17 +160,20 @@ def sections(m: dict[str, Any], about: Mapping[str, str]) -> list[Any]:
     """The report's sections from ``metrics.json``'s object (``about``: stage name -> its label)."""
     from agentrag.render import Section, bar_chart_svg
 
-    rows = [[f"{r['stage']} ({about[r['stage']]})" if about.get(r["stage"]) else r["stage"], r["in"], r["out"],
-             ", ".join(f"{k}: {v}" for k, v in r["rejected"].items()) or "-", r.get("unfinished", 0)]
+    rows = [[f"{r['stage']} ({about[r['stage']]})" if about.get(r["stage"]) else r["stage"], r.get("unit") or "items",
+             r["in"], r["out"], ", ".join(f"{k}: {v}" for k, v in r["rejected"].items()) or "-", r.get("unfinished", 0)]
             for r in m["funnel"]]
     notes = f"every failed gate: {m.get('gate_failures', {})}; conversations kept: {m.get('conversations_kept', {})}"
     subq = m.get("subquestions_per_item", {})
     n = max(1, m.get("items_finished", 0))
     llm_rows = [[role, ", ".join(f"{k}: {v}" for k, v in st.items())] for role, st in m.get("llm", {}).items()]
     return [
-        Section(title="Funnel", text=notes, headers=["stage", "in", "out", "rejected (reason: count)", "unfinished"],
+        Section(title="Funnel", text=notes + "; in and out count what the 'counts' column names (a path of "
+                "k sub-questions gives k sub-answers and selections, and 1 planner + k executor conversations)",
+                headers=["stage", "counts", "in", "out", "rejected (reason: count)", "unfinished"],
                 rows=rows),
-        Section(title="Sub-questions per item", headers=["sub-questions", "items"], rows=[[k, v] for k, v in subq.items()],
+        Section(title="Sub-questions per item", text="over the paths that reached an answer (a failed path is in "
+                "the funnel's paths rejections)", headers=["sub-questions", "items"], rows=[[k, v] for k, v in subq.items()],
                 svg=bar_chart_svg(subq, x_label="sub-questions", y_label="items") if subq else ""),
         Section(title="Actions", headers=["kind", "iterations"], rows=[[k, v] for k, v in m.get("actions", {}).items()]),
         Section(title="Selected evidence (Eq. 6)", text=f"fallback rate (footnote 1): {m.get('eq6_fallback_rate')}",

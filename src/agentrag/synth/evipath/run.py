@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentrag.errors import UserError
-from agentrag.exec import Executor, Progress
+from agentrag.exec import Executor
 from agentrag.kb.base import Embedder
 from agentrag.paths import check_out_dir
+from agentrag.progress import ProgressArg
 from agentrag.runs import RunDir, config_key, records_key
 from agentrag.synth.driver import (
     Pipeline,
@@ -124,16 +125,19 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
     key_config = ("mode", "split", "limit", "planner.max_iterations", "gates.eq6_floor")
     viewer = "agentrag.report.viewer.evipath_view:evipath_payload"
     stages = (
-        Stage("items", "raw HotpotQA / 2Wiki / MuSiQue files", "items.jsonl", ("gold_evidence",), "d_train"),
+        Stage("items", "raw HotpotQA / 2Wiki / MuSiQue files", "items.jsonl", ("gold_evidence",), "d_train",
+              "items"),
         Stage("plans", "items.jsonl", "plans.jsonl", ("parse",), "Eq. 3"),
         Stage("paths", "plans.jsonl", "iterations.jsonl", ("parse", "max_iterations"), "Eq. 4-5"),
-        Stage("sub_answers", "iterations.jsonl", "sub_answers.jsonl", ("non_empty",), "Eq. 6 f_QA"),
-        Stage("selections", "sub_answers.jsonl", "selections.jsonl", ("parse",), "Eq. 6 + executor thought"),
+        Stage("sub_answers", "iterations.jsonl", "sub_answers.jsonl", ("non_empty",), "Eq. 6 f_QA", "sub-questions"),
+        Stage("selections", "sub_answers.jsonl", "selections.jsonl", ("parse",), "Eq. 6 + executor thought",
+              "sub-questions"),
         Stage("gates", "iterations.jsonl + selections.jsonl", "gates.jsonl",
               GATES,
-              "ours; first failed gate"),
-        Stage("conversations", "gates.jsonl", "conversations.jsonl", ("gates_passed",), "Eq. 7 kept"),
-        Stage("export", "conversations.jsonl", "sft/", ("split",), "SFT export"),
+              "ours; first failed gate", "items"),
+        Stage("conversations", "gates.jsonl", "conversations.jsonl", ("gates_passed",), "Eq. 7 kept",
+              "conversations"),
+        Stage("export", "conversations.jsonl", "sft/", ("split",), "SFT export", "conversations"),
     )
 
     def check_inputs(self, cfg: EviPathRunConfig, out: str | os.PathLike[str],
@@ -206,7 +210,7 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
         return sections(metrics, {s.name: s.about for s in self.stages})
 
 
-def run_evipath(cfg: EviPathRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
+def run_evipath(cfg: EviPathRunConfig, out: str | os.PathLike[str], *, progress: ProgressArg = None,
                 executor: Executor | None = None, **given: Any) -> dict[str, Any]:
     """Read the datasets, synthesize, gate, export and report into the run directory ``out``
     (rerun = resume). ``given``: LLM/retriever/embedder objects in place of the references

@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agentrag.errors import UserError
-from agentrag.exec import Executor, Progress
+from agentrag.exec import Executor
+from agentrag.progress import ProgressArg
 from agentrag.runs import RunDir, check_out_dir, config_key
 from agentrag.synth.driver import (
     Pipeline,
@@ -107,22 +108,23 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
     key_config = ("preset", "seeds", "curator.max_depth", "paths_per_tree", "f1_threshold", "distractors.enabled")
     viewer = "agentrag.report.viewer.ragshaper_view:ragshaper_payload"
     stages = (
-        Stage("explore", "seeds", "trees", ("curator action parses",), "InfoCurator trees (Eq. 2-4)"),
+        Stage("explore", "seeds", "trees", ("curator action parses",), "InfoCurator trees (Eq. 2-4)", "seeds"),
         Stage("distractors", "distractor tool calls", "K~ documents",
               ("not a copy of the fact", "not the fact with additions", "no filler", "a cue",
-               "verifier: no restated fact", "verifier: its declared type"), "distractor curation tool (Table 1)"),
-        Stage("paths", "trees", "paths", (), "Eq. 5 path selection"),
+               "verifier: no restated fact", "verifier: its declared type"), "distractor curation tool (Table 1)",
+              "distractor tool calls"),
+        Stage("paths", "trees", "paths", (), "Eq. 5 path selection", "trees"),
         Stage("qa", "paths", "questions", ("schema", "answer not in question", "no explanation",
                                            "one sentence", "answer stated by a main-path document",
                                            "grounded hops >= min_hops", "no single document answers",
                                            "verifier: role, one answer, single document, each hop needed"),
-              "QA synthesis (Eq. 6)"),
+              "QA synthesis (Eq. 6)", "paths"),
         Stage("elicit", "questions", "trajectories", ("within the context window",),
-              "teacher under constrained navigation (Eq. 7-8)"),
+              "teacher under constrained navigation (Eq. 7-8)", "questions"),
         Stage("filter", "trajectories", "kept trajectories", ("F1 > threshold", "no no-answer", "answer format"),
-              "§3.4"),
-        Stage("tag", "trajectories", "behaviour tags", ("valid tag",), "LLM tagger (Fig. 4 left)"),
-        Stage("export", "kept trajectories", "SFT records", ("no malformed turn",), "SFT export"),
+              "§3.4", "trajectories"),
+        Stage("tag", "trajectories", "behaviour tags", ("valid tag",), "LLM tagger (Fig. 4 left)", "trajectories"),
+        Stage("export", "kept trajectories", "SFT records", ("no malformed turn",), "SFT export", "kept trajectories"),
     )
 
     def check_inputs(self, cfg: RagShaperRunConfig, out: str | os.PathLike[str],
@@ -160,7 +162,7 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
         return analysis.report_sections(metrics)
 
 
-def run_ragshaper(cfg: RagShaperConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
+def run_ragshaper(cfg: RagShaperConfig, out: str | os.PathLike[str], *, progress: ProgressArg = None,
                   executor: Executor | None = None, **given: Any) -> dict[str, Any]:
     """Run RAGShaper into the run directory ``out`` (rerun = resume); returns ``metrics.json``.
 

@@ -64,8 +64,9 @@ def distractor_rejection(rejected: str) -> tuple[str, str]:
 @dataclass
 class Tally:
     """The counters the statistics need, read once per stage file, record by record; held per
-    item only: each tree's seed and time (``seconds_per_seed`` is part of the output) and each
-    trajectory's keep decision."""
+    item only: each tree's seed and time and each QA's time (``seconds_per_seed`` is part of the
+    output: exploration plus the seed's longest QA-check + elicitation chain, so within one run it
+    never exceeds ``wall_s``) and each trajectory's keep decision."""
 
     seeds: int = 0
     trees: int = 0
@@ -78,6 +79,9 @@ class Tally:
     repaired: Counter[str] = field(default_factory=Counter)
     quota: Counter[tuple[int, int]] = field(default_factory=Counter)  # (distractor calls, documents) per tree
     per_seed: dict[str, float] = field(default_factory=dict)
+    tree_s: dict[str, float] = field(default_factory=dict)  # seed -> its exploration's seconds
+    qa_s: dict[str, float] = field(default_factory=dict)  # QA id -> its check's seconds
+    chain_s: dict[str, float] = field(default_factory=dict)  # seed -> its longest QA + elicitation chain
     distractors: int = 0
     created: Counter[str] = field(default_factory=Counter)
     #: dropped distractor documents: type -> reason kind -> count
@@ -117,7 +121,8 @@ class Tally:
                 t.accepted += 1
             else:
                 _add(t.qa_rejected, q.reason)
-            t._time(seeds_by_id.get(q.seed_id), q.elapsed)
+            t.qa_s[q.id] = q.elapsed
+            t._chain(seeds_by_id.get(q.seed_id), q.elapsed)
         kept: dict[str, bool] = {}
         for f in r.filters:
             t.filters += 1
@@ -127,6 +132,7 @@ class Tally:
             else:
                 _add(t.filter_rejected, f.reason or "f1_below_threshold")
         t._trajs(r.trajs, seeds_by_id, kept)
+        t.per_seed = {seed: round(s + t.chain_s.get(seed, 0.0), 1) for seed, s in t.tree_s.items()}
         if r.tags is not None:
             t.tagged = 0
             for g in r.tags:
@@ -136,9 +142,11 @@ class Tally:
                 t.rule_tags[g.rule_tag] += 1
         return t
 
-    def _time(self, seed: str | None, elapsed: float) -> None:
+    def _chain(self, seed: str | None, seconds: float) -> None:
+        """A seed's paths are checked and elicited side by side: its time is its exploration plus
+        its longest path (QA check, then that QA's elicitation), not the sum over its paths."""
         if seed is not None:
-            self.per_seed[seed] = round(self.per_seed.get(seed, 0) + elapsed, 1)
+            self.chain_s[seed] = max(self.chain_s.get(seed, 0.0), seconds)
 
     def _trees(self, trees: Iterable[InfoTree], docs_per_seed: Counter[str]) -> dict[str, str]:
         seeds_by_id: dict[str, str] = {}
@@ -161,7 +169,7 @@ class Tally:
                     dtype, kind = distractor_rejection(rej)
                     self.dropped.setdefault(dtype, Counter())[kind] += 1
             self.quota[(tree.distractor_calls, docs_per_seed[tree.id])] += 1
-            self.per_seed[tree.seed] = round(tree.elapsed, 1)
+            self.tree_s[tree.seed] = tree.elapsed
             seeds_by_id[tree.id] = tree.seed
         return seeds_by_id
 
@@ -175,7 +183,7 @@ class Tally:
                 _add(self.flag_reasons, str(md["error"]))
             self.finish[tr.finish_reason] += 1
             self.tool_calls[int(md.get("tool_calls", 0))] += 1
-            self._time(seeds_by_id.get(str(md.get("seed_id"))), tr.elapsed)
+            self._chain(seeds_by_id.get(str(md.get("seed_id"))), self.qa_s.get(str(md.get("qa_id")), 0.0) + tr.elapsed)
             for m in md.get("distractors_met", []):
                 self.met_docs[m["distractor_type"]] += 1
             ok = kept.get(tr.id, False)

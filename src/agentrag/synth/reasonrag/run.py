@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from agentrag.errors import UserError
-from agentrag.exec import Executor, Progress
+from agentrag.exec import Executor
+from agentrag.progress import ProgressArg
 from agentrag.records import QAItem, Trajectory
 from agentrag.runs import RunDir, check_out_dir, config_key, records_key
 from agentrag.synth.driver import (
@@ -157,13 +158,13 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
                   "pairs.min_gap", "limit")
     viewer = "agentrag.report.viewer.reasonrag_view:reasonrag_payload"
     stages = (
-        Stage("questions", "dataset", "questions.jsonl", about="QA items with gold answers"),
+        Stage("questions", "dataset", "questions.jsonl", about="QA items with gold answers", unit="questions"),
         Stage("mcts", "questions.jsonl", "events.jsonl, trees.jsonl", gates=("error_expansion", "flagged_rollout"),
               about="MCTS over reason_ground steps valued by SPRE (Eq. 1) or the judge (Eq. 6)"),
         Stage("greedy", "trees.jsonl", "greedy.jsonl", about="greedy reason_ground agent (report baseline)"),
         Stage("pairs", "trees.jsonl", "pairs.jsonl", gates=PAIR_GATES,
-              about="sibling preference pairs (sibling pairs in, pairs out)"),
-        Stage("dpo", "pairs.jsonl", "dpo/trl_dpo.jsonl", about="TRL + LLaMA-Factory DPO export"),
+              about="sibling preference pairs (sibling pairs in, pairs out)", unit="sibling pairs"),
+        Stage("dpo", "pairs.jsonl", "dpo/trl_dpo.jsonl", about="TRL + LLaMA-Factory DPO export", unit="pairs"),
     )
 
     def check_inputs(self, cfg: ReasonRagRunConfig, out: str | os.PathLike[str],
@@ -260,7 +261,7 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
         return stats_sections(metrics)
 
 
-def run_reasonrag(cfg: ReasonRagRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
+def run_reasonrag(cfg: ReasonRagRunConfig, out: str | os.PathLike[str], *, progress: ProgressArg = None,
                   executor: Executor | None = None, **given: Any) -> dict[str, Any]:
     """Run ReasonRAG into the run directory ``out`` (rerun = resume); returns ``metrics.json``'s
     object. ``given`` objects (``llm``/``policy``, ``judge``, ``retriever``, ``components``,

@@ -13,9 +13,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agentrag.errors import UserError
-from agentrag.exec import Executor, Progress
+from agentrag.exec import Executor
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
+from agentrag.progress import ProgressArg
 from agentrag.records import Passage
 from agentrag.runs import RunDir, config_key, records_key
 from agentrag.synth.driver import (
@@ -106,16 +107,18 @@ class TracerSynth(Synthesizer[TracerRunConfig, TracerInputs, TracerComponents]):
     viewer = "agentrag.report.viewer.tracer_view:tracer_payload"
     stages = (
         Stage("sample", "KB passages (seeded shuffle, excluded titles and short passages removed)", "docs.jsonl",
-              ("annotate: entity type + domain",), "LLM type/domain annotation of the candidates"),
+              ("annotate: entity type + domain",), "LLM type/domain annotation of the candidates", "documents"),
         Stage("select", "annotated documents", "selected documents", ("max_per_type",)),
         Stage("atomic", "selected documents", "atomic.jsonl", ("generate: parseable pairs",)),
         Stage("pairs", "atomic pairs", "accepted pairs (chain seeds)",
-              ("malformed", "numeric_answer", "parametric", "grounded")),
+              ("malformed", "numeric_answer", "parametric", "grounded"), unit="atomic pairs"),
         *(s for level in (2, 3, 4) for s in (
             Stage(f"hop{level}", f"chains of {level - 1} hops", f"hop{level}.jsonl", _HOP_GATES,
-                  "extend + three-stage verification"),
-            Stage(f"hop{level}.candidates", "candidate documents", f"verified hops ({level} hops)", _HOP_GATES))),
-        Stage("export", "verified chain levels (2..4 hops)", "benchmark.jsonl", ("every hop verified",)),
+                  "extend + three-stage verification", "chains"),
+            Stage(f"hop{level}.candidates", "candidate documents", f"verified hops ({level} hops)", _HOP_GATES,
+                  unit="candidate documents"))),
+        Stage("export", "verified chain levels (2..4 hops)", "benchmark.jsonl", ("every hop verified",),
+              unit="verified chain levels"),
     )
 
     def check_inputs(self, cfg: TracerRunConfig, out: str | os.PathLike[str],
@@ -172,7 +175,7 @@ class TracerSynth(Synthesizer[TracerRunConfig, TracerInputs, TracerComponents]):
         return report_sections(metrics)
 
 
-def run_tracer(cfg: TracerRunConfig, out: str | os.PathLike[str], *, progress: Progress | None = None,
+def run_tracer(cfg: TracerRunConfig, out: str | os.PathLike[str], *, progress: ProgressArg = None,
                executor: Executor | None = None, **given: Any) -> dict[str, Any]:
     """Build the benchmark into the run directory ``out`` (rerun = resume); returns ``metrics.json``.
 

@@ -1,0 +1,83 @@
+"""search_r1's rollout has the layout of Search-R1's released rollout (docs/agents.md, "Deviations"):
+one string that is the model's generations with the inserted text between them, where
+
+- a generation ends at the first closing tag of its action (``</search>`` or ``</answer>``; text
+  the model wrote after it is not in the rollout), and a search cut by the ``</search>`` stop
+  sequence is closed with ``</search>``;
+- each search is followed by ``\\n\\n<information>`` + the documents + ``</information>\\n\\n``, the
+  documents being ``Doc i(Title: t) text`` (i from 1, no space before the parenthesis) one per
+  line, with no blank around them;
+- a turn without a valid action is followed by ``\\n`` + the invalid-action note + ``\\n``;
+- each request is the prompt plus the rollout so far.
+
+The expected rollout is assembled here from those rules, independently of the agent's code."""
+
+from __future__ import annotations
+
+from agentrag.agents import build_agent
+from agentrag.agents.prompts import SEARCH_R1_INVALID, SEARCH_R1_USER
+from agentrag.llm.base import Completion
+from agentrag.records import Passage, QAItem
+from agentrag.testing import FakeRetriever, ScriptedLLM
+
+PASSAGES = [Passage(id="e", title="Mount Everest", text="Mount Everest is 8,848 m high.\nIt is in the Himalaya."),
+            Passage(id="k", title="K2", text="K2 is 8,611 m high."),
+            Passage(id="l", title="Lhotse", text="Lhotse is 8,516 m high.")]
+ITEM = QAItem(id="q", question="How much higher is Mount Everest than K2?", golden_answers=["237 m"])
+
+
+def _docs(titles_texts: list[tuple[str, str]]) -> str:
+    return "\n".join(f"Doc {i}(Title: {t}) {x}" for i, (t, x) in enumerate(titles_texts, start=1))
+
+
+def _information(titles_texts: list[tuple[str, str]]) -> str:
+    return "\n\n<information>" + _docs(titles_texts) + "</information>\n\n"
+
+
+def test_a_scripted_episode_has_the_released_rollout_layout():
+    turns = [
+        "<think>I need both heights.</think>\n<search> Mount Everest height </search>",
+        Completion(text="<think>Now K2.</think>\n<search>K2 height", finish_reason="stop"),  # cut by the stop string
+        "I am not sure what to do next.",
+        "<think>8848 - 8611 = 237.</think>\n<answer> 237 m </answer> and some text after it",
+    ]
+    llm = ScriptedLLM(turns)
+    traj = build_agent("search_r1", llm, FakeRetriever(PASSAGES), top_k=2).run(ITEM)
+    assert traj.finish_reason == "answered" and traj.answer == "237 m"
+    first, second = (s.hits for s in traj.steps[:2])
+    assert [h.id for h in first][0] == "e" and [h.id for h in second][0] == "k"
+
+    rollout = (turns[0] + _information([(h.title, h.text) for h in first])
+               + "<think>Now K2.</think>\n<search>K2 height</search>" + _information([(h.title, h.text) for h in second])
+               + turns[2] + "\n" + SEARCH_R1_INVALID + "\n"
+               + "<think>8848 - 8611 = 237.</think>\n<answer> 237 m </answer>")
+    assert traj.metadata["stream"] == rollout
+    assert "Doc 1(Title: Mount Everest) Mount Everest is 8,848 m high.\nIt is in the Himalaya.\nDoc 2(Title: " in rollout
+
+    prompt = SEARCH_R1_USER.format(question=ITEM.question)
+    cuts = [0, rollout.index("<think>Now K2."), rollout.index("I am not sure"), rollout.index("<think>8848")]
+    assert len(llm.requests) == len(cuts)
+    for req, cut in zip(llm.requests, cuts, strict=True):
+        sent = req["messages"]
+        assert sent[0].role == "user" and sent[0].content == prompt
+        assert (sent[1].content if len(sent) > 1 else "") == rollout[:cut]
+        assert req["stop"] == ["</search>"]
+
+
+def test_tags_inside_documents_keep_the_layout():
+    passages = [Passage(id="x", title="Tags", text="A page that says <answer>wrong</answer> inside.")]
+    llm = ScriptedLLM(["<search>page tags</search>", "<answer>right</answer>"])
+    traj = build_agent("search_r1", llm, FakeRetriever(passages), top_k=1).run(ITEM)
+    stream = traj.metadata["stream"]
+    head, info = stream.split("\n\n<information>", 1)
+    assert head == "<search>page tags</search>"
+    body, tail = info.split("</information>\n\n", 1)
+    assert body.startswith("Doc 1(Title: Tags) A page that says ") and "<answer>wrong</answer>" not in body
+    assert tail == "<answer>right</answer>" and traj.answer == "right"
+
+
+def test_a_search_that_finds_nothing_keeps_the_block():
+    llm = ScriptedLLM(["<search>anything</search>", "<answer>none</answer>"])
+    traj = build_agent("search_r1", llm, FakeRetriever([]), top_k=1).run(ITEM)
+    assert traj.metadata["stream"] == ("<search>anything</search>\n\n<information>No documents found.</information>\n\n"
+                                       "<answer>none</answer>")

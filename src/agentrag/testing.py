@@ -7,6 +7,7 @@ tests of agents and synthesizers run in milliseconds. Never used by the product 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -544,6 +545,8 @@ class GoldDecompositionLLM:
         from agentrag.agents.pe_protocol import EXECUTOR_SYSTEM, PLANNER_SYSTEM
         from agentrag.synth.evipath.answering import QA_SYSTEM, THINK_SYSTEM
         from agentrag.synth.evipath.planning import PLAN_SYSTEM, STEP_SYSTEM
+        from agentrag.synth.verifier import CHECKS
+        from agentrag.synth.verifier import SYSTEM as VERIFIER_SYSTEM
 
         system = messages[0].content if messages and messages[0].role == "system" else ""
         user = "\n".join(m.content or "" for m in messages if m.role == "user")
@@ -568,6 +571,9 @@ class GoldDecompositionLLM:
             qm = re.search(r"^Question: (.*)$", last, flags=re.MULTILINE)
             return (f"<think>The question asks: {qm.group(1) if qm else ''} Evidence {idx} states it."
                     f"</think>\n<select>{idx}</select>\n<answer>{am.group(1) if am else ''}</answer>")
+        if system == VERIFIER_SYSTEM:  # the gates' verifier: on gold data every checked statement keeps the item
+            keep_if = next((c.keep_if for c in CHECKS.values() if c.statement.split("{", 1)[0][:40] in last), True)
+            return json.dumps({"holds": keep_if, "reason": "gold data"})
         raise LLMError("GoldDecompositionLLM: unknown request (system prompt not an EviPath role)", is_retryable=False)
 
     def chat(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,

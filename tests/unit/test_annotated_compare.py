@@ -60,3 +60,40 @@ def test_compare_pairs_runs_and_writes_table(tmp_path: Path) -> None:
 def test_missing_run_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no results"):
         compare(tmp_path / "nope", tmp_path / "nope2")
+
+
+def _src(r: EvalResult, source: str) -> EvalResult:
+    return r.model_copy(update={"id": f"{source}-{r.id}", "metadata": {"source": source, "type": "x"}})
+
+
+def test_per_dataset_rows_pool_runs_joined_by_commas(tmp_path: Path) -> None:
+    # 2wiki: a real gain on 40 questions; musique: none (same scores); hotpotqa: a loss
+    b_w = _run(tmp_path, "b_w", [_src(_res(i, 0.0), "2wiki") for i in range(40)])
+    t_w = _run(tmp_path, "t_w", [_src(_res(i, 1.0 if i < 20 else 0.0), "2wiki") for i in range(40)])
+    b_m = _run(tmp_path, "b_m", [_src(_res(i, 0.5), "musique") for i in range(40)])
+    t_m = _run(tmp_path, "t_m", [_src(_res(i, 0.5), "musique") for i in range(40)])
+    b_h = _run(tmp_path, "b_h", [_src(_res(i, 1.0), "hotpotqa") for i in range(30)])
+    t_h = _run(tmp_path, "t_h", [_src(_res(i, 0.0 if i < 15 else 1.0), "hotpotqa") for i in range(30)])
+    base, trained = f"{b_w},{b_m},{b_h}", f"{t_w},{t_m},{t_h}"
+    res = compare(base, trained, resamples=500)
+    assert res["n_paired"] == 110
+    per = res["per_dataset"]
+    assert {k: v["n"] for k, v in per.items()} == {"2wiki": 40, "hotpotqa": 30, "musique": 40}
+    assert per["2wiki"]["f1_diff"]["mean"] == 0.5 and per["2wiki"]["f1_diff"]["ci95"][0] > 0
+    assert per["musique"]["f1_diff"]["ci95"] == [0.0, 0.0] and not per["musique"]["f1_diff"]["excludes_0"]
+    assert per["hotpotqa"]["f1_diff"]["ci95"][1] < 0 and per["hotpotqa"]["em_diff"]["mean"] == -0.5
+    assert res["em_diff"]["mean"] == pytest.approx((20 - 15) / 110, abs=1e-3)
+    md = to_markdown(res)
+    assert "| 2wiki | 40 | 0.0 | 0.5 | +0.5000 [" in md and "| hotpotqa | 30 |" in md
+    assert "fewer than the held-out protocol" not in md  # 110 >= 100
+    small = to_markdown(compare(str(b_w), str(t_w), resamples=200))
+    assert "40 paired questions, fewer than the held-out protocol's 100" in small
+
+
+def test_a_question_in_two_runs_of_one_side_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = _run(tmp_path, "a", [_src(_res(i, 0.0), "2wiki") for i in range(3)])
+    b = _run(tmp_path, "b", [_src(_res(i, 0.0), "2wiki") for i in range(2, 5)])
+    with pytest.raises(UserError, match="also in another run"):
+        compare(f"{a},{b}", str(a))
+    assert main([f"{a},{b}", str(a)]) == 2
+    assert "also in another run" in capsys.readouterr().err

@@ -72,7 +72,7 @@ def test_musique_hops_resolve_references_and_arrows() -> None:
     item = QAItem(id="m", question="q", golden_answers=["Vienna"],
                   metadata={"source": "musique", "decomposition": MUSIQUE["question_decomposition"]})
     hops = musique_hops(item, {0: "Ada Lark", 1: "Bruno Kess"})
-    assert [h.query for h in hops] == ["What is the spouse of Ada Lark?", "Where was Bruno Kess born?"]
+    assert [h.query for h in hops] == ["Who is the spouse of Ada Lark?", "Where was Bruno Kess born?"]
     assert [h.support for h in hops] == [["Ada Lark"], ["Bruno Kess"]]
 
 
@@ -81,7 +81,7 @@ def test_twowiki_hops_from_triples() -> None:
                   metadata={"source": "2wiki", "evidences": TWOWIKI["evidences"],
                             "supporting_titles": ["Ada Lark", "Bruno Kess"]})
     hops = twowiki_hops(item)
-    assert hops[1].query == "What is the country of citizenship of Bruno Kess?"
+    assert hops[1].query == "Which country is Bruno Kess a citizen of?"
     assert hops[1].answer == "Austria" and hops[1].support == ["Bruno Kess"]
 
 
@@ -138,7 +138,7 @@ def test_run_through_driver_writes_react_sft_and_funnel(tmp_path: Path) -> None:
 
     assert msgs[0]["content"] == react_system_prompt() and recs[0]["tools"] == [search_tool_schema(default_k=2)]
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
-    assert msgs[2]["tool_calls"][0]["function"]["arguments"] == {"query": "What is the spouse of Ada Lark?"}
+    assert msgs[2]["tool_calls"][0]["function"]["arguments"] == {"query": "Who is the spouse of Ada Lark?"}
     assert "Bruno Kess was born in Vienna" in msgs[5]["content"]  # the KB's document, not the annotation
     assert msgs[-1]["content"] == "<answer>Vienna</answer>"
     # rerun resumes: nothing searched again
@@ -248,7 +248,7 @@ def test_planner_executor_conversations_parse_with_the_agents_protocol(tmp_path:
              (tmp_path / "out" / "sft_planner_executor" / "trl_sft.jsonl").read_text().splitlines()]
     planner = next(c for c in chats if c[0]["content"] == PLANNER_SYSTEM and "spouse" in c[1]["content"])
     turns = [parse_planner(x["content"]) for x in planner if x["role"] == "assistant"]
-    assert [t.searches for t in turns[:-1]] == [["What is the spouse of Ada Lark?"], ["Where was Bruno Kess born?"]]
+    assert [t.searches for t in turns[:-1]] == [["Who is the spouse of Ada Lark?"], ["Where was Bruno Kess born?"]]
     assert turns[-1].answer == "Vienna" and not turns[-1].searches and all(t.error is None for t in turns)
     assert planner[3]["content"].startswith("Observation:\n") and "Bruno Kess" in planner[3]["content"]
     execs = [c for c in chats if c[0]["content"] == EXECUTOR_SYSTEM]

@@ -68,3 +68,20 @@ def test_cli_train_reports_bad_data_with_file_and_line(tmp_path):
     res = CliRunner().invoke(app, ["train", "dpo", "--data", str(bad), "--out", str(tmp_path / "r"),
                                    "--set", "bta=0.2"])
     assert res.exit_code == 2 and "beta" in res.output
+
+
+def test_adding_gguf_export_to_a_finished_run_does_not_retrain(tmp_path):
+    from pydantic import ValidationError
+
+    data = _data(tmp_path)
+    cfg = SFTTrainConfig(max_steps=2)
+    metrics = _finished(tmp_path / "run", cfg, data)
+    with_gguf = cfg.model_copy(update={"export_gguf": "q8_0"})
+    assert finished_run(tmp_path / "run", with_gguf, data) == metrics  # the export is no training setting
+    (tmp_path / "run" / "checkpoint.q8_0.gguf").write_bytes(b"GGUF")  # already written: kept as it is
+    out = train_sft(data, tmp_path / "run", with_gguf)
+    assert out["gguf"] == str(tmp_path / "run" / "checkpoint.q8_0.gguf") and out["gguf_quant"] == "q8_0"
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["gguf"] == out["gguf"]
+    assert (tmp_path / "run" / "checkpoint.q8_0.gguf").read_bytes() == b"GGUF"
+    with pytest.raises(ValidationError):
+        SFTTrainConfig(export_gguf="q4_k")

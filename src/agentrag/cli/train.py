@@ -22,17 +22,25 @@ ModelOpt = Annotated[
 #: ``-m`` is --llm in every command; train's old ``-m`` for --model keeps working, unlisted
 ModelAlias = Annotated[str | None, alias("-m", of="--model")]
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output directory (checkpoint, metrics, config.yaml).")]
+GgufOpt = Annotated[
+    str | None,
+    typer.Option("--gguf", help="Also write the checkpoint as GGUF for llama.cpp, OUT/checkpoint.<QUANT>.gguf "
+                 "(q8_0 or f16); run it with --llm embedded:PATH. Config key: export_gguf. Default: none."),
+]
 StepsOpt = Annotated[int | None, typer.Option("--max-steps", help="Optimizer steps (default: one epoch).")]
 
 
 def _report(metrics: dict[str, object]) -> None:
     console.print(f"steps {metrics['global_step']}  final loss {metrics['final_loss']}  "
                   f"checkpoint {metrics.get('checkpoint', '(not saved)')}")
+    if metrics.get("gguf"):
+        console.print(f"gguf {metrics['gguf']} ({metrics.get('gguf_quant')}): --llm embedded:{metrics['gguf']}")
 
 
 @train_app.command("sft")
 def sft(data: DataOpt, out: OutOpt, model: ModelOpt = None, max_steps: StepsOpt = None,
-        config: ConfigOpt = None, set_: SetOpt = None, model_alias: ModelAlias = None) -> None:
+        gguf: GgufOpt = None, config: ConfigOpt = None, set_: SetOpt = None,
+        model_alias: ModelAlias = None) -> None:
     """Supervised fine-tuning on trl_sft.jsonl with the ChatML training template: only assistant
     tokens (thoughts, tool calls, answers) are trained; tool observations and prompts are masked."""
     with user_errors():
@@ -40,7 +48,8 @@ def sft(data: DataOpt, out: OutOpt, model: ModelOpt = None, max_steps: StepsOpt 
         from agentrag.train.sft import train_sft
 
         cfg = resolve_config(SFTTrainConfig, config, set_, base={"model": pick(model, model_alias, "--model", "-m"),
-                                                                 "max_steps": max_steps})
+                                                                 "max_steps": max_steps,
+                                                                 "export_gguf": gguf})
         with progress_output() as progress:
             metrics = train_sft(data, out, cfg, progress=progress)
         _report(metrics)
@@ -48,7 +57,8 @@ def sft(data: DataOpt, out: OutOpt, model: ModelOpt = None, max_steps: StepsOpt 
 
 @train_app.command("dpo")
 def dpo(data: DataOpt, out: OutOpt, model: ModelOpt = None, max_steps: StepsOpt = None,
-        config: ConfigOpt = None, set_: SetOpt = None, model_alias: ModelAlias = None) -> None:
+        gguf: GgufOpt = None, config: ConfigOpt = None, set_: SetOpt = None,
+        model_alias: ModelAlias = None) -> None:
     """Direct preference optimization on trl_dpo.jsonl (prompt/chosen/rejected chats) with TRL's
     DPOTrainer and the ChatML template."""
     with user_errors():
@@ -56,7 +66,8 @@ def dpo(data: DataOpt, out: OutOpt, model: ModelOpt = None, max_steps: StepsOpt 
         from agentrag.train.dpo import train_dpo
 
         cfg = resolve_config(DPOTrainConfig, config, set_, base={"model": pick(model, model_alias, "--model", "-m"),
-                                                                 "max_steps": max_steps})
+                                                                 "max_steps": max_steps,
+                                                                 "export_gguf": gguf})
         with progress_output() as progress:
             metrics = train_dpo(data, out, cfg, progress=progress)
         _report(metrics)

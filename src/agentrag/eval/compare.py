@@ -2,8 +2,14 @@
 
 ``python -m agentrag.eval.compare BASE_RUN TRAINED_RUN [--out FILE.md]`` reads both runs'
 ``results.jsonl``, pairs the questions both scored, and prints EM, F1, gold-passage recall, the
-finish-reason rates, the protocol-error rates and the mean steps of each, with a paired bootstrap
-confidence interval on the F1 difference (trained - base).
+finish-reason rates, the protocol-error rates and the mean steps of each, with paired bootstrap
+95% confidence intervals on the F1 and EM differences (trained - base), overall and per dataset
+(the ``source`` the dataset loader records: ``2wiki``, ``musique``, ``hotpotqa``).
+
+A side may be several runs joined by commas (``base_2wiki,base_musique,base_hotpotqa``): the
+held-out protocol of docs/loop.md evaluates each dataset in its own run; their questions are pooled
+(an id in two runs of one side is an error). A comparison on fewer than ``--min-n`` paired
+questions (default 100, the protocol's size) says so under the table.
 
 Protocol errors: a trajectory *has a protocol error* when some turn was malformed (a step with an
 error and neither a tool call nor retrieved documents: unparseable output, a broken tool call,
@@ -28,11 +34,28 @@ from agentrag.records import read_jsonl
 BAD_FINISH = ("parse_error", "max_steps", "no_answer", "context_limit")
 
 
+PROTOCOL_N = 100
+
+
 def load_results(run: str | Path) -> dict[str, EvalResult]:
-    path = Path(run) / "results.jsonl"
-    if not path.is_file():
-        raise UserError(f"{path}: no results; run `agentrag eval --out {run}` first")
-    return {r.id: r for r in read_jsonl(path, EvalResult)}
+    """The results of one run directory, or of several joined by commas (pooled by question id)."""
+    out: dict[str, EvalResult] = {}
+    for part in str(run).split(","):
+        path = Path(part) / "results.jsonl"
+        if not path.is_file():
+            raise UserError(f"{path}: no results; run `agentrag eval --out {part}` first")
+        mine = {r.id: r for r in read_jsonl(path, EvalResult)}  # a resumed run's last record wins
+        both = sorted(set(mine) & set(out))
+        if both:
+            raise UserError(f"{path}: question id {both[0]!r} is also in another run of {str(run)!r}; "
+                            "join runs of different questions only")
+        out.update(mine)
+    return out
+
+
+def dataset_of(r: EvalResult) -> str:
+    """The dataset a result comes from (the loader's ``source``), ``unknown`` without one."""
+    return str(r.metadata.get("source") or "unknown")
 
 
 def malformed_turns(r: EvalResult) -> int:
@@ -76,15 +99,28 @@ def bootstrap_diff(a: Sequence[float], b: Sequence[float], *, resamples: int = 2
     return round(sum(d) / len(d), 4), round(lo, 4), round(hi, 4)
 
 
+def _diff(b: Sequence[EvalResult], t: Sequence[EvalResult], metric: str, resamples: int, seed: int) -> dict[str, Any]:
+    diff, lo, hi = bootstrap_diff([getattr(r, metric) for r in b], [getattr(r, metric) for r in t],
+                                  resamples=resamples, seed=seed)
+    return {"mean": diff, "ci95": [lo, hi], "excludes_0": lo > 0 or hi < 0, "resamples": resamples}
+
+
 def compare(base_run: str | Path, trained_run: str | Path, *, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Both sides' summaries and paired bootstrap intervals, overall and per dataset."""
     base, trained = load_results(base_run), load_results(trained_run)
     ids = sorted(set(base) & set(trained))
     if not ids:
         raise UserError(f"{base_run} and {trained_run} share no scored question")
     b, t = [base[i] for i in ids], [trained[i] for i in ids]
-    diff, lo, hi = bootstrap_diff([r.f1 for r in b], [r.f1 for r in t], resamples=resamples, seed=seed)
+    per: dict[str, Any] = {}
+    for name in sorted({dataset_of(r) for r in b}):
+        keep = [k for k, r in enumerate(b) if dataset_of(r) == name]
+        bd, td = [b[k] for k in keep], [t[k] for k in keep]
+        per[name] = {"n": len(keep), "base": summary(bd), "trained": summary(td),
+                     "f1_diff": _diff(bd, td, "f1", resamples, seed), "em_diff": _diff(bd, td, "em", resamples, seed)}
     return {"base": summary(b), "trained": summary(t), "n_paired": len(ids),
-            "f1_diff": {"mean": diff, "ci95": [lo, hi], "excludes_0": lo > 0 or hi < 0, "resamples": resamples}}
+            "f1_diff": _diff(b, t, "f1", resamples, seed), "em_diff": _diff(b, t, "em", resamples, seed),
+            "per_dataset": per}
 
 
 ROWS = (("EM", "em"), ("F1", "f1"), ("gold-passage recall", "recall"), ("answered", "answered_rate"),
@@ -92,7 +128,12 @@ ROWS = (("EM", "em"), ("F1", "f1"), ("gold-passage recall", "recall"), ("answere
         ("parse_error finish", "parse_error_rate"), ("steps (retrievals)", "steps"))
 
 
-def to_markdown(res: dict[str, Any], base_name: str = "base", trained_name: str = "trained") -> str:
+def _ci(f: dict[str, Any]) -> str:
+    return f"{f['mean']:+.4f} [{f['ci95'][0]:+.4f}, {f['ci95'][1]:+.4f}]"
+
+
+def to_markdown(res: dict[str, Any], base_name: str = "base", trained_name: str = "trained",
+                min_n: int = PROTOCOL_N) -> str:
     b, t = res["base"], res["trained"]
     lines = [f"| metric (n={res['n_paired']}) | {base_name} | {trained_name} |", "|---|---|---|"]
     lines += [f"| {label} | {b[key]} | {t[key]} |" for label, key in ROWS]
@@ -103,18 +144,37 @@ def to_markdown(res: dict[str, Any], base_name: str = "base", trained_name: str 
     lines.append(f"F1 difference (trained - base): {f['mean']:+.4f}, 95% paired bootstrap CI "
                  f"[{f['ci95'][0]:+.4f}, {f['ci95'][1]:+.4f}] ({f['resamples']} resamples); "
                  f"{'excludes' if f['excludes_0'] else 'includes'} 0.")
+    if "em_diff" in res:
+        e = res["em_diff"]
+        lines.append(f"EM difference (trained - base): {_ci(e)}; {'excludes' if e['excludes_0'] else 'includes'} 0.")
+    per = res.get("per_dataset") or {}
+    if per:
+        lines += ["", f"| dataset | n | F1 {base_name} | F1 {trained_name} | F1 diff [95% CI] | EM {base_name} | "
+                  f"EM {trained_name} | EM diff [95% CI] |", "|---|---|---|---|---|---|---|---|"]
+        for name, d in per.items():
+            lines.append(f"| {name} | {d['n']} | {d['base']['f1']} | {d['trained']['f1']} | {_ci(d['f1_diff'])} | "
+                         f"{d['base']['em']} | {d['trained']['em']} | {_ci(d['em_diff'])} |")
+    if res["n_paired"] < min_n:
+        lines += ["", f"Note: {res['n_paired']} paired questions, fewer than the held-out protocol's {min_n} "
+                  "(docs/loop.md): a small-sample comparison."]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m agentrag.eval.compare", description=__doc__.splitlines()[0])
-    ap.add_argument("base")
-    ap.add_argument("trained")
+    ap.add_argument("base", help="the base run directory (or several, joined by commas)")
+    ap.add_argument("trained", help="the trained run directory (or several, joined by commas)")
     ap.add_argument("--out", help="write the markdown table here (and FILE.json beside it)")
     ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--min-n", type=int, default=PROTOCOL_N,
+                    help="paired questions the protocol asks for; fewer are flagged under the table")
     args = ap.parse_args(argv)
-    res = compare(args.base, args.trained, resamples=args.resamples)
-    md = to_markdown(res)
+    try:
+        res = compare(args.base, args.trained, resamples=args.resamples)
+    except UserError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    md = to_markdown(res, min_n=args.min_n)
     sys.stdout.write(md)
     if args.out:
         Path(args.out).write_text(md, encoding="utf-8")

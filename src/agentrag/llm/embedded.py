@@ -27,7 +27,15 @@ from agentrag._extras import require
 from agentrag.errors import ContextLimitError, LLMError, ParseError, UserError
 from agentrag.llm.base import Completion
 from agentrag.llm.config import LLMConfig, UsageMeter
-from agentrag.llm.parsing import parse_json_output, schema_of
+from agentrag.llm.gguf_chat import (
+    PROMPT_FORMAT,
+    PROMPT_FORMAT_KEY,
+    render_prompt,
+    tool_call_grammar,
+    well_formed_reply,
+)
+from agentrag.llm.hf import render_messages
+from agentrag.llm.parsing import parse_json_output, parse_text_tool_calls, schema_of
 from agentrag.paths import embedded_gguf
 from agentrag.protocol import neutralize_messages
 from agentrag.records import Message, ToolCall, Usage
@@ -228,6 +236,8 @@ class EmbeddedLLM:
             raise UserError(f"unknown sampling keyword(s) {sorted(unknown)}; use temperature, top_p, "
                             "max_tokens, stop, seed")
         schema = schema_of(response_format)
+        if self.prompt_format == PROMPT_FORMAT:
+            return self._chat_template_chat(messages, tools, schema, n, merged)
         grammar = tool_call_schema(tools) if tools else schema
         rendered = _render(neutralize_messages(messages), tools, schema)  # no content can forge a turn
         out = []
@@ -238,6 +248,76 @@ class EmbeddedLLM:
             resp, latency = self._one(rendered, grammar, s)
             out.append(self._completion(resp, tools, latency))
         return out
+
+    @property
+    def prompt_format(self) -> str | None:
+        """The GGUF's ``agentrag.prompt_format`` (set by ``agentrag train --gguf``), else None."""
+        value = (getattr(self.llama, "metadata", None) or {}).get(PROMPT_FORMAT_KEY)
+        return str(value) if value else None
+
+    def _chat_template_chat(self, messages: list[Message], tools: list[dict[str, Any]] | None,
+                            schema: dict[str, Any] | None, n: int, merged: dict[str, Any]) -> list[Completion]:
+        """A trained checkpoint's GGUF: the prompt the ``hf:`` backend renders, tokens from llama.cpp,
+        decoding under a grammar (one well-formed tool call, or the response format's JSON)."""
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        llama, lock = self._load()
+        meta = llama.metadata
+        template = meta.get("tokenizer.chat_template") or ""
+        special = [llama.detokenize([i], special=True).decode("utf-8", "replace")
+                   for i in (llama.token_bos(), llama.token_eos()) if i >= 0]
+        rendered = render_messages(neutralize_messages(messages, special), schema)
+        prompt = render_prompt(template, rendered, tools, bos_token=special[0] if special else "",
+                               eos_token=special[-1] if special else "")
+        ids = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        if tools:
+            grammar = LlamaGrammar.from_string(tool_call_grammar(tools), verbose=False)
+        elif schema:
+            grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        else:
+            grammar = None
+        out = []
+        for i in range(n):
+            s = dict(merged)
+            if s.get("seed") is not None:
+                s["seed"] = int(s["seed"]) + i
+            kwargs: dict[str, Any] = {"temperature": float(s.get("temperature") or 0.0),  # None: greedy, as hf:
+                                      "max_tokens": int(s.get("max_tokens") or 512), "grammar": grammar}
+            for k in ("top_p", "stop", "seed"):
+                if s.get(k) is not None:
+                    kwargs[k] = s[k]
+            start = time.perf_counter()
+            with lock:
+                try:
+                    if tools:  # free decoding first, the grammar only when the reply is not well formed
+                        resp = llama.create_completion(prompt=ids, **{**kwargs, "grammar": None})
+                        if not well_formed_reply((resp["choices"][0].get("text") or "").strip(), tools):
+                            resp = llama.create_completion(prompt=ids, **kwargs)
+                    else:
+                        resp = llama.create_completion(prompt=ids, **kwargs)
+                except (ValueError, RuntimeError) as exc:
+                    raise self._error(exc, kwargs["max_tokens"]) from exc
+            latency = time.perf_counter() - start
+            out.append(self._template_completion(resp, tools, latency))
+        return out
+
+    def _template_completion(self, resp: dict[str, Any], tools: list[dict[str, Any]] | None,
+                             latency: float) -> Completion:
+        choice = resp["choices"][0]
+        text = (choice.get("text") or "").strip()
+        u = resp.get("usage") or {}
+        usage = Usage(prompt_tokens=u.get("prompt_tokens", 0), completion_tokens=u.get("completion_tokens", 0),
+                      calls=1)
+        finish = choice.get("finish_reason") or "stop"
+        calls: list[ToolCall] = []
+        if tools:
+            rest, calls = parse_text_tool_calls(text, tools)
+            if calls:
+                text, finish = rest or "", "tool_calls"
+        comp = Completion(text=text or None, tool_calls=calls, finish_reason=finish, usage=usage,
+                          latency=latency, raw=resp)
+        self.meter.record([comp], latency)
+        return comp
 
     def _completion(self, resp: dict[str, Any], tools: list[dict[str, Any]] | None, latency: float) -> Completion:
         choice = resp["choices"][0]

@@ -26,7 +26,8 @@ TRANSPORT_KEYS = ("base_url", "api_key", "timeout", "max_retries", "backoff_init
                   "n_threads", "n_threads_batch", "extra_buffer_types", "cache")
 
 
-REF_HELP = ("'embedded', 'openai:MODEL', 'openai:MODEL@http://host:port/v1', 'hf:PATH' (a local "
+REF_HELP = ("'embedded', 'embedded:PATH.gguf' (any GGUF file on llama.cpp, e.g. the one `agentrag train --gguf` "
+            "writes), 'openai:MODEL', 'openai:MODEL@http://host:port/v1', 'hf:PATH' (a local "
             "transformers checkpoint, e.g. the one `agentrag train sft` writes), or a YAML file with backend settings")
 
 
@@ -36,6 +37,11 @@ def llm_config_from_ref(ref: str, **overrides: Any) -> LLMConfig:
     base: dict[str, Any]
     if ref == "embedded":
         base = {"backend": "embedded"}
+    elif ref.startswith("embedded:"):
+        path = ref[len("embedded:"):]
+        if not path:
+            raise UserError(f"--llm {ref!r}: missing GGUF file; expected {REF_HELP}")
+        base = {"backend": "embedded", "model_path": path}
     elif ref.startswith("openai:"):
         spec = ref[len("openai:"):]
         model, sep, url = spec.rpartition("@") if "@http" in spec else (spec, "", "")

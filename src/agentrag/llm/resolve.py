@@ -36,7 +36,7 @@ def build_llm(config: LLMConfig) -> LLM:
 
 
 def resolve_llm(ref: str = "embedded", *, cache: str | Path | None = None, **overrides: Any) -> LLM:
-    """The LLM named by ``ref``: ``embedded`` | ``openai:MODEL`` | ``openai:MODEL@URL`` | ``hf:PATH`` | YAML path.
+    """The LLM named by ``ref``: ``embedded`` | ``embedded:PATH.gguf`` | ``openai:MODEL`` | ``openai:MODEL@URL`` | ``hf:PATH`` | YAML path.
 
     ``overrides`` are :class:`LLMConfig` keys (e.g. ``temperature=0.7``, ``timeout=30``).
     With ``cache`` (a sqlite path) responses are cached, unless the config sets ``cache: false``.

@@ -26,6 +26,7 @@ from functools import lru_cache
 
 from agentrag.match.canon import Token, analyse, canonical, stems, tokens
 from agentrag.match.vocab import (
+    DEMONYMS,
     FUNCTION_WORDS,
     GENERIC_NAME_WORDS,
     NO,
@@ -290,6 +291,12 @@ def containment(part: str, whole: str) -> float:
     return LCSseq.similarity(tp, tw) / len(tp)
 
 
+def demonyms(name: str) -> list[str]:
+    """The nationality adjectives of a country ``name`` in any written form ("USA" -> "American"),
+    for use as aliases where a relation asks for a country; [] for anything else."""
+    return [d for country, forms in DEMONYMS.items() if equivalent(name, country) for d in forms]
+
+
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\u201d]*\s+(?=[\"'(\u201c]*[A-Z0-9])")
 _DOTTED_WORD = re.compile(r"(?:^|\s)\(?((?:[A-Za-z]\.)*[A-Za-z]+)$")
 
@@ -328,5 +335,5 @@ def content_tokens(text: str) -> list[str]:
 
 
 __all__ = ["NEAR_DUPLICATE", "FUNCTION_WORDS", "Token", "analyse", "tokens", "stems", "canonical", "content_tokens",
-           "mentions", "find_mention", "name_parts", "equivalent", "is_no_answer", "yes_no", "similarity",
+           "mentions", "find_mention", "name_parts", "demonyms", "equivalent", "is_no_answer", "yes_no", "similarity",
            "near_duplicate", "containment", "sentences"]

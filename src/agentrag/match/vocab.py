@@ -106,3 +106,32 @@ NO = frozenset({"no", "nope", "false", "incorrect", "negative"})
 
 __all__ = ["FUNCTION_WORDS", "ARTICLES", "NO_ANSWER_PHRASES", "NO_ANSWER_LEADS", "NO_ANSWER_TAILS",
            "ABBREVIATION_GROUPS", "WORD_ABBREVIATIONS", "DOTTED_ONLY", "GENERIC_NAME_WORDS", "MONTHS", "YES", "NO"]
+
+#: country -> the adjectives (demonyms) a text states a nationality with ("She was French" states
+#: France as a country of citizenship); used as aliases where a relation asks for a country
+DEMONYMS: dict[str, tuple[str, ...]] = {
+    "America": ("American",), "Afghanistan": ("Afghan",), "Albania": ("Albanian",), "Algeria": ("Algerian",), "Argentina": ("Argentine", "Argentinian"),
+    "Armenia": ("Armenian",), "Australia": ("Australian",), "Austria": ("Austrian",), "Azerbaijan": ("Azerbaijani",),
+    "Bangladesh": ("Bangladeshi",), "Belarus": ("Belarusian",), "Belgium": ("Belgian",), "Bolivia": ("Bolivian",),
+    "Bosnia and Herzegovina": ("Bosnian",), "Brazil": ("Brazilian",), "Bulgaria": ("Bulgarian",), "Cameroon": ("Cameroonian",),
+    "Canada": ("Canadian",), "Chile": ("Chilean",), "China": ("Chinese",), "Colombia": ("Colombian",),
+    "Croatia": ("Croatian",), "Cuba": ("Cuban",), "Czech Republic": ("Czech",), "Czechoslovakia": ("Czechoslovak",),
+    "Denmark": ("Danish",), "Ecuador": ("Ecuadorian",), "Egypt": ("Egyptian",), "England": ("English",),
+    "Estonia": ("Estonian",), "Ethiopia": ("Ethiopian",), "Finland": ("Finnish",), "France": ("French",),
+    "Georgia": ("Georgian",), "Germany": ("German",), "Ghana": ("Ghanaian",), "Greece": ("Greek",),
+    "Hungary": ("Hungarian",), "Iceland": ("Icelandic",), "India": ("Indian",), "Indonesia": ("Indonesian",),
+    "Iran": ("Iranian", "Persian"), "Iraq": ("Iraqi",), "Ireland": ("Irish",), "Israel": ("Israeli",),
+    "Italy": ("Italian",), "Jamaica": ("Jamaican",), "Japan": ("Japanese",), "Kenya": ("Kenyan",),
+    "Latvia": ("Latvian",), "Lebanon": ("Lebanese",), "Lithuania": ("Lithuanian",), "Malaysia": ("Malaysian",),
+    "Mexico": ("Mexican",), "Morocco": ("Moroccan",), "Nepal": ("Nepalese", "Nepali"), "Netherlands": ("Dutch",),
+    "New Zealand": ("New Zealander",), "Nigeria": ("Nigerian",), "North Korea": ("North Korean",), "Norway": ("Norwegian",),
+    "Pakistan": ("Pakistani",), "Peru": ("Peruvian",), "Philippines": ("Filipino", "Philippine"), "Poland": ("Polish",),
+    "Portugal": ("Portuguese",), "Romania": ("Romanian",), "Russia": ("Russian",), "Saudi Arabia": ("Saudi",),
+    "Scotland": ("Scottish", "Scots"), "Serbia": ("Serbian",), "Slovakia": ("Slovak",), "Slovenia": ("Slovenian",),
+    "South Africa": ("South African",), "South Korea": ("South Korean", "Korean"), "Soviet Union": ("Soviet",),
+    "Spain": ("Spanish",), "Sri Lanka": ("Sri Lankan",), "Sweden": ("Swedish",), "Switzerland": ("Swiss",),
+    "Syria": ("Syrian",), "Taiwan": ("Taiwanese",), "Thailand": ("Thai",), "Turkey": ("Turkish",),
+    "Ukraine": ("Ukrainian",), "United Kingdom": ("British",), "United States": ("American",),
+    "United States of America": ("American",), "Uruguay": ("Uruguayan",), "Venezuela": ("Venezuelan",),
+    "Vietnam": ("Vietnamese",), "Wales": ("Welsh",), "Yugoslavia": ("Yugoslav",),
+}

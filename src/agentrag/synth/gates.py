@@ -19,6 +19,7 @@ from agentrag.match import (
     analyse,
     containment,
     content_tokens,
+    demonyms,
     find_mention,
     is_no_answer,
     mentions,
@@ -45,6 +46,13 @@ _YES_NO_QUESTION = re.compile(r"^\s*(is|are|was|were|do|does|did|has|have|had|ca
 _WH_QUESTION = re.compile(r"^\s*(who|whom|whose|what|which|where|when|how many|how much|in which|in what|at which|"
                           r"from which|of which|to which|for which|on which|by whom)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+#: references to earlier steps a plan or thought writes ("#2", "step 2", "sub-question 3"): never
+#: a mention of an answer, so a small-number answer ("2") is not found in them
+_REFERENCE = re.compile(r"#\s?\d+\b|\b(?:step|sub-?questions?|hops?|iterations?|searche?s?|questions?|items?|"
+                        r"evidence|facts?|turns?|rounds?)\s+#?\d+\b|\[\d+(?:\s*,\s*\d+)*\]", re.IGNORECASE)
+#: spelling-variant similarity (rapidfuzz ratio of canonical words) at or above which a word of a
+#: claim counts as stated by a variant in the evidence ("director" / "directed")
+VARIANT = 75
 _SYNTHESIS_WORDING = re.compile(
     r"\b(?:gold(?:en)?|reference|expected|given|correct|provided|target|ground[- ]truth)\s+"
     r"(?:evidence|answers?|facts?|sentences?|passages?|paragraphs?|ind(?:ex|ices)|supports?)\b"
@@ -62,6 +70,47 @@ _EXPLAIN_A = re.compile(r"^\s*(because|due\s+to|since|as\s+a\s+result|in\s+order
 def visible(text: str, cut: int | None) -> str:
     """What an agent shown ``cut`` characters of ``text`` sees."""
     return text if cut is None else text[:cut]
+
+
+def without_references(text: str) -> str:
+    """``text`` without references to earlier steps ("#2", "step 2", "sub-question 3", "[1, 4]")."""
+    return _REFERENCE.sub(" ", text or "")
+
+
+def unstated(claim: str, evidence: Sequence[str], *, given: str = "") -> list[str]:
+    """The content words of ``claim`` (canonical; not function words, not in ``given``) that no
+    evidence text states, in the same form or a spelling variant ("director" for "directed")."""
+    from rapidfuzz import fuzz
+
+    asked = {t.stem for t in analyse(given)}
+    have = {t.stem for e in evidence for t in analyse(e)}
+    out = []
+    for t in analyse(without_references(claim)):
+        if t.canon in FUNCTION_WORDS or t.stem in asked or t.stem in have or t.canon in out:
+            continue
+        if t.canon.isdigit() or not any(fuzz.ratio(t.canon, h) >= VARIANT for h in have if h[:1] == t.canon[:1]):
+            out.append(t.canon)
+    return out
+
+
+def claim_support(claim: str, evidence: Sequence[str], *, question: str = "", verifier: Any = None,
+                  stage: str = "gate") -> str | None:
+    """The evidence states ``claim`` (a sentence answering ``question``): a no-answer claim, or a
+    name no evidence states, is rejected; a number no evidence states may be computed from stated
+    numbers (the verifier decides; lexical only: rejected); content words no evidence states (perhaps a
+    paraphrase) go to the verifier (lexical only: rejected); then the verifier judges the claim as
+    a whole (role, relation)."""
+    if is_no_answer(claim):
+        return f"no_answer: {claim!r} says there is no answer"
+    invented = invented_facts(without_references(claim), evidence, question=question)
+    names = [f for f in invented if not f.isdigit()]
+    computable = any(t.isdigit() for e in evidence for t in tokens(e))
+    if names or (invented and (verifier is None or not computable)):
+        return f"not_stated: {invented[:3]} stated by no evidence"
+    missing = unstated(claim, evidence, given=f"{question} answer")
+    if missing and verifier is None:
+        return f"not_stated: {missing[:5]} in no evidence"
+    return _verified(verifier, "supported", evidence, stage, claim=claim)
 
 
 def is_yes_no_question(question: str) -> bool:
@@ -183,32 +232,62 @@ def synthesis_wording(text: str) -> str | None:
     return f"synthesis_wording: {m.group(0)!r}" if m else None
 
 
-_NAME_RUN = re.compile(r"[A-Z](?:\.|[\w'\u2019-]*)(?:(?:\s+(?:of|the|de|del|da|di|du|von|van|der|la|le|and|&))*"
-                       r"\s+[A-Z](?:\.|[\w'\u2019-]*))*")
+_NAME_RUN = re.compile(r"[A-Z](?:(?:\.[A-Z])+\.?|\.|[\w'\u2019-]*)(?:(?:\s+(?:of|the|de|del|da|di|du|von|van|der|la|"
+                       r"le|and|&))*\s+[A-Z](?:(?:\.[A-Z])+\.?|\.|[\w'\u2019-]*))*")
+_ACRONYM = re.compile(r"(?:[A-Z]\.){2,}|[A-Z]\.[A-Z]")
+#: month names and abbreviations: part of a date, whose numbers carry the fact
+_MONTH_WORDS = frozenset("january february march april may june july august september october november december jan "
+                         "feb mar apr jun jul aug sep sept oct nov dec".split())
 #: words that start sentences of a thought without naming anything
 _DISCOURSE = frozenset("""found then next now so thus therefore hence first second third finally search searching step
 answer according based since because however also let maybe perhaps yes no ok okay sure great good the a an this
 that these those it its i we my our he she they there here what which who where when why how is are was were""".split())
 
 
+#: words written before a number in a title ("Rhapsody No. 1", "Symphony Op. 9"): the number is
+#: checked as a number, the name before it as a name
+_NUMBER_WORDS = frozenset("no nos vol op pt part".split())
+
+
+def _pieces(run: str) -> list[list[str]]:
+    """The words of a run of capitalised words, split where a sentence ends inside it ("World War
+    I. Now I ..."): a word ending in "." followed by a discourse word."""
+    out: list[list[str]] = [[]]
+    words = run.split()
+    for k, w in enumerate(words):
+        out[-1].append(w)
+        nxt = words[k + 1] if k + 1 < len(words) else ""
+        if w.endswith(".") and nxt and nxt.lower().strip(".,:'") in _DISCOURSE:
+            out.append([])
+    return [p for p in out if p]
+
+
 def _facts(text: str) -> list[str]:
     """Checkable facts of a text, lexically: numbers and runs of capitalised words (names); a
     sentence's first word is a name only when a capitalised word follows it and it is no
     discourse word ("Found:", "Then", "I")."""
+    text = text or ""
     facts: list[str] = []
-    for m in _NAME_RUN.finditer(text or ""):
-        run = m.group(0).rstrip(".")
-        words = run.split()
-        before = (text or "")[:m.start()].rstrip()
-        initial = not before or before[-1] in ".!?:;\n\"'(" or before.endswith("...")
-        if initial and words[0].lower().strip(".,:'") in _DISCOURSE:
-            words = words[1:]
-            while words and words[0].lower() in FUNCTION_WORDS:
+    for m in _NAME_RUN.finditer(text):
+        after = text[m.end():m.end() + 3]
+        for n, piece in enumerate(_pieces(m.group(0))):
+            last = piece[-1]
+            if not _ACRONYM.search(last):
+                piece[-1] = last.rstrip(".")
+            words = [w for w in piece if w]
+            if n + 1 == len(_pieces(m.group(0))) and words and words[-1].lower() in _NUMBER_WORDS \
+                    and after.lstrip(". ")[:1].isdigit():
+                words = words[:-1]
+            before = text[:m.start()].rstrip() if n == 0 else "."
+            initial = not before or before[-1] in ".!?:;\n\"'(" or before.endswith("...")
+            if initial and words and words[0].lower().strip(".,:'") in _DISCOURSE:
                 words = words[1:]
-        elif initial and len(words) == 1:
-            continue
-        if words and not (len(words) == 1 and words[0].lower() in _DISCOURSE):
-            facts.append(" ".join(words))
+                while words and words[0].lower() in FUNCTION_WORDS:
+                    words = words[1:]
+            elif initial and len(words) == 1:
+                continue
+            if words and not (len(words) == 1 and words[0].lower().rstrip(".") in _DISCOURSE | _MONTH_WORDS):
+                facts.append(" ".join(words))
     return facts
 
 
@@ -217,8 +296,15 @@ def invented_facts(text: str, evidence: Sequence[str], *, question: str = "", an
     state (lexical; a paraphrased invention needs the verifier)."""
     pool = [p for p in list(evidence) + [question, answer] if p]
     known = {t for p in pool for t in tokens(p)}
+    known |= {t[1:] for t in known if t[:1] == "d" and t[1:].isdigit()}  # the day of a date ("d17") states 17
     numbers = [t for t in tokens(text) if t.isdigit() and len(t) >= 2 and t not in known]
-    return numbers + [f for f in dict.fromkeys(_facts(text)) if not any(mentions(f, p) for p in pool)]
+    def stated(name: str) -> bool:  # a country is also stated by its nationality adjective ("American")
+        if any(mentions(name, p, demonyms(name)) for p in pool):
+            return True
+        parts = re.split(r"\s+(?:and|&)\s+", name)  # "Ann Lee and Bob Ray": two names joined, or one
+        return len(parts) > 1 and all(stated(x) for x in parts)
+
+    return numbers + [f for f in dict.fromkeys(_facts(text)) if not stated(f)]
 
 
 def thought_problem(text: str, evidence: Sequence[str], *, question: str = "", answer: str = "",
@@ -228,7 +314,7 @@ def thought_problem(text: str, evidence: Sequence[str], *, question: str = "", a
     reason = synthesis_wording(text) or degenerate(text)
     if reason:
         return reason
-    invented = invented_facts(text, evidence, question=question, answer=answer)
+    invented = invented_facts(without_references(text), evidence, question=question, answer=answer)
     if invented:
         return f"invented: {invented[:3]} stated by no evidence"
     return _verified(verifier, "supported", evidence, stage, claim=text)
@@ -321,7 +407,8 @@ def distractor_problem(distractor: str, source: str, *, fact: str = "", answer: 
     return None
 
 
-__all__ = ["COPY_CONTAINMENT", "COPY_MIN_TOKENS", "is_number", "REPEATS", "DISTINCT_SHARE", "visible", "is_yes_no_question", "answer_support",
+__all__ = ["COPY_CONTAINMENT", "COPY_MIN_TOKENS", "is_number", "REPEATS", "DISTINCT_SHARE", "VARIANT", "visible",
+           "without_references", "unstated", "claim_support", "is_yes_no_question", "answer_support",
            "leakage", "repeated", "distinct_count", "one_sided", "degenerate", "synthesis_wording", "invented_facts",
            "thought_problem", "explanation_question", "explanation_answer", "question_problem", "single_document",
            "distractor_problem"]

@@ -34,6 +34,8 @@ ATTEMPTS = 3
 
 _SYSTEM = ("You check synthesized training data against evidence. Judge only from the texts given; "
            "use no outside knowledge. Reply with a JSON object {\"holds\": true|false, \"reason\": \"...\"}.")
+#: the verifier's system prompt (fakes recognise a verifier request by it)
+SYSTEM = _SYSTEM
 
 
 class Verdict(BaseModel):
@@ -135,4 +137,4 @@ def _ask(llm: LLM, spec: Check, check: str, messages: list[Message], base: dict[
     raise VerifierUnanswered(f"verifier {check}: no parseable verdict in {ATTEMPTS} samples ({last_error})")
 
 
-__all__ = ["ATTEMPTS", "Verdict", "VerifierUnanswered", "Check", "CHECKS", "verify"]
+__all__ = ["ATTEMPTS", "SYSTEM", "Verdict", "VerifierUnanswered", "Check", "CHECKS", "verify"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from agentrag.config import Config
@@ -22,6 +24,10 @@ class TrainConfig(Config):
     logging_steps: int = Field(default=1, ge=1)
     save_model: bool = Field(default=True, description="write the final model + tokenizer into <out>/checkpoint")
     gradient_checkpointing: bool = False
+    export_gguf: Literal["q8_0", "f16"] | None = Field(
+        default=None, description="also write the checkpoint as GGUF for llama.cpp (OUT/checkpoint.<quant>.gguf; "
+        "run it with --llm embedded:PATH): q8_0 (8-bit) or f16; Llama-architecture checkpoints with SmolLM2's "
+        "tokenizer")
 
 
 class SFTTrainConfig(TrainConfig):

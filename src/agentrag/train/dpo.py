@@ -24,7 +24,7 @@ from agentrag.progress import ProgressArg, progress_for
 from agentrag.runs import RunDir
 from agentrag.train.config import DPOTrainConfig
 from agentrag.train.model import check_model, load_tokenizer, load_trainable_model
-from agentrag.train.sft import finish, finished_run, progress_callbacks, trainer_args
+from agentrag.train.sft import export_gguf, finish, finished_run, progress_callbacks, trainer_args
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def train_dpo(data: str | os.PathLike[str], out: str | os.PathLike[str],
     records = read_trl_dpo(data)
     done = finished_run(out, cfg, data)
     if done is not None:
-        return done
+        return export_gguf(out, cfg, done)
     check_model(cfg.model)
     for module in ("torch", "transformers", "trl", "datasets"):
         require(module, "train", purpose="DPO training")
@@ -71,9 +71,10 @@ def train_dpo(data: str | os.PathLike[str], out: str | os.PathLike[str],
         trainer = DPOTrainer(model=model, args=args, train_dataset=IterableDataset.from_generator(rows),
                              processing_class=tokenizer, callbacks=progress_callbacks(beat))
         result = trainer.train()
-        return finish(trainer, tokenizer, run, cfg, {
+        metrics = finish(trainer, tokenizer, run, cfg, {
             "train_seconds": result.metrics.get("train_runtime"), "records": len(records), "data": str(data),
             "beta": cfg.beta})
+    return export_gguf(out, cfg, metrics)
 
 
 __all__ = ["planned_steps", "train_dpo"]

@@ -89,7 +89,9 @@ def finished_run(out: str | os.PathLike[str], cfg: TrainConfig, data: str | os.P
     run = Path(out)
     try:
         metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
-        same = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) == yaml.safe_load(dump_config(cfg))
+        # the GGUF export is no training setting: adding or changing it does not retrain
+        saved = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+        same = _without_export(saved) == _without_export(yaml.safe_load(dump_config(cfg)))
     except (OSError, ValueError):
         return None
     if not same or metrics.get("data") != str(data) or not metrics.get("finite"):
@@ -98,6 +100,30 @@ def finished_run(out: str | os.PathLike[str], cfg: TrainConfig, data: str | os.P
         return None
     log.info("%s already holds a finished run with this config and data; delete it to train again", run)
     return dict(metrics)
+
+
+def _without_export(cfg: Any) -> Any:
+    return {k: v for k, v in cfg.items() if k != "export_gguf"} if isinstance(cfg, dict) else cfg
+
+
+def export_gguf(out: str | os.PathLike[str], cfg: TrainConfig, metrics: dict[str, Any]) -> dict[str, Any]:
+    """With ``cfg.export_gguf``: write ``OUT/checkpoint.<quant>.gguf`` unless it exists, and record it in
+    ``metrics.json``; the metrics either way."""
+    if cfg.export_gguf is None:
+        return metrics
+    from agentrag.train.gguf import gguf_path, write_gguf
+
+    run = Path(out)
+    path = gguf_path(run, cfg.export_gguf)
+    if not (run / CHECKPOINT / "config.json").is_file():
+        raise UserError(f"export_gguf={cfg.export_gguf!r} needs the checkpoint; set save_model: true")
+    if not path.exists():
+        reference = Path(cfg.model) if cfg.model.endswith(".gguf") else None
+        write_gguf(run / CHECKPOINT, path, cfg.export_gguf, reference=reference)
+    if metrics.get("gguf") != str(path):
+        metrics = {**metrics, "gguf": str(path), "gguf_quant": cfg.export_gguf}
+        RunDir(run).write_json("metrics.json", metrics)
+    return metrics
 
 
 def finish(trainer: Any, tokenizer: Any, run: RunDir, cfg: TrainConfig, extra: dict[str, Any]) -> dict[str, Any]:
@@ -130,7 +156,7 @@ def train_sft(data: str | os.PathLike[str], out: str | os.PathLike[str],
     records = read_trl_records(data)
     done = finished_run(out, cfg, data)
     if done is not None:
-        return done
+        return export_gguf(out, cfg, done)
     check_model(cfg.model)
     for module in ("torch", "transformers", "trl", "datasets"):
         require(module, "train", purpose="SFT training")
@@ -157,9 +183,10 @@ def train_sft(data: str | os.PathLike[str], out: str | os.PathLike[str],
         trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
                              processing_class=tokenizer, callbacks=progress_callbacks(beat))
         result = trainer.train()
-        return finish(trainer, tokenizer, run, cfg, {
+        metrics = finish(trainer, tokenizer, run, cfg, {
             "train_seconds": result.metrics.get("train_runtime"), "records": len(rows), "tokens": n_tokens,
             "trained_tokens": n_trained, "data": str(data)})
+    return export_gguf(out, cfg, metrics)
 
 
-__all__ = ["tokenize_sft", "train_sft", "progress_callbacks"]
+__all__ = ["tokenize_sft", "train_sft", "progress_callbacks", "export_gguf"]

@@ -23,6 +23,7 @@ from agentrag.agents.pe_protocol import (
 )
 from agentrag.agents.planner_executor import passage_text
 from agentrag.records import Message
+from agentrag.synth.annotated.gates import supporting_hits
 from agentrag.synth.annotated.teacher import SearchedHop
 
 
@@ -31,10 +32,10 @@ def answer_sentence(sh: SearchedHop) -> str:
     return f'The answer to "{sh.hop.query}" is {sh.hop.answer}.'
 
 
-def supporting_indices(sh: SearchedHop) -> list[int]:
-    """Indices (in the evidence list) of the retrieved passages titled like the hop's support."""
-    support = {t.strip().lower() for t in sh.hop.support}
-    return [i for i, h in enumerate(sh.hits) if h.title.strip().lower() in support]
+def supporting_indices(sh: SearchedHop, max_chars: int | None = None) -> list[int]:
+    """Indices (in the evidence list) of the retrieved passages of the hop's supporting page that
+    state its answer in the part the executor is shown (``max_chars``)."""
+    return supporting_hits(sh, max_chars, view=passage_text)
 
 
 def planner_conversation(question: str, answer: str, searched: list[SearchedHop]) -> list[Message]:
@@ -54,7 +55,7 @@ def planner_conversation(question: str, answer: str, searched: list[SearchedHop]
 
 def executor_conversation(sh: SearchedHop, max_chars: int | None = None) -> list[Message]:
     """System I_e, the sub-question with the retrieved passages, think / select / answer."""
-    select = supporting_indices(sh)
+    select = supporting_indices(sh, max_chars)
     evidence = [passage_text(h, max_chars) for h in sh.hits]
     titles = ", ".join(sh.hits[i].title for i in select)
     thought = f"The question asks: {sh.hop.query} The evidence about {titles} states the answer, {sh.hop.answer}."

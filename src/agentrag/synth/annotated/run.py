@@ -113,7 +113,7 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
         Stage("items", "raw MuSiQue / 2Wiki training files", "(memory)", ("annotation",),
               "decompositions / evidence triples as hops"),
         Stage("search", "annotated hops", PATHS, (), "every hop searched in the KB (react's tool)"),
-        Stage("gates", PATHS, PATHS, ("support_retrieved", "no_leakage", "answer_grounded"),
+        Stage("gates", PATHS, PATHS, ("support_retrieved", "no_leakage", "distinct_hops", "answer_grounded"),
               "first failed gate"),
         Stage("export", PATHS, f"{SFT_DIR}/", ("answered",), "react SFT (TRL + sharegpt)"),
     )
@@ -156,7 +156,7 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
             if reason:
                 return PathRecord(id=item.id, source=source, reason=reason)
             searched = search_path(hops, new_tool(policy, cfg.top_k, cfg.max_top_k, cfg.doc_chars))
-            reason = first_failure(item.question, answer, hops, searched, cfg.max_hops)
+            reason = first_failure(item.question, answer, hops, searched, cfg.max_hops, cfg.doc_chars)
             traj = None if reason else path_trajectory(item, searched, thoughts=cfg.thoughts,
                                                                  system_prompt=cfg.system_prompt)
             return PathRecord(id=item.id, source=source, kept=reason is None, reason=reason, trajectory=traj,

@@ -3,11 +3,11 @@
 A *path* is the list of hops a human annotator wrote down for a question:
 
 - MuSiQue ``question_decomposition``: each sub-question (``#k`` replaced by the annotated answer
-  of hop k; the ``entity >> relation`` shorthand written as a question) with its answer and the
-  title of its supporting paragraph;
-- 2WikiMultihopQA ``evidences``: each triple ``[subject, relation, object]`` becomes the query
-  "What is the <relation> of <subject>?" with answer ``object``, supported by the paragraph
-  titled ``subject``.
+  of hop k; the ``entity >> relation`` shorthand and the web-search forms written as natural
+  questions, :mod:`.questions`) with its answer and the title of its supporting paragraph;
+- 2WikiMultihopQA ``evidences``: each triple ``[subject, relation, object]`` becomes the question
+  of its relation ("director" -> "Who directed <subject>?", :data:`.questions.RELATIONS`) with
+  answer ``object``, supported by the paragraph titled ``subject``.
 
 :func:`search_path` runs every hop's query through the same retrieval tool the ``react`` agent
 uses (same navigation, top-k, document format, tag neutralisation), so each observation is what
@@ -27,9 +27,9 @@ from agentrag.agents.prompts import REACT_FORCE_ANSWER
 from agentrag.agents.react import react_system_prompt
 from agentrag.agents.tools import SEARCH_TOOL, RetrievalTool
 from agentrag.records import Hit, Message, QAItem, Step, ToolCall, Trajectory
+from agentrag.synth.annotated.questions import natural_question, relation_question
 
 _REF = re.compile(r"#(\d+)")
-_ARROW = re.compile(r"^\s*(.+?)\s*>>\s*(.+?)\s*$")
 
 
 @dataclass
@@ -51,17 +51,14 @@ class SearchedHop:
     error: str | None = None
 
 
-def _resolve(question: str, answers: list[str]) -> str:
-    """``#k`` replaced by hop k's answer; ``X >> relation`` written as a question."""
+def _resolve(question: str, answers: list[str], answer: str = "") -> str:
+    """``#k`` replaced by hop k's answer, then written as a natural question
+    (:func:`~agentrag.synth.annotated.questions.natural_question`)."""
     def sub(m: re.Match[str]) -> str:
         k = int(m.group(1))
         return answers[k - 1] if 1 <= k <= len(answers) else m.group(0)
 
-    text = _REF.sub(sub, question).strip()
-    arrow = _ARROW.match(text)
-    if arrow:
-        text = f"What is the {arrow.group(2)} of {arrow.group(1)}?"
-    return text
+    return natural_question(_REF.sub(sub, question).strip(), answer)
 
 
 def musique_hops(item: QAItem, paragraph_titles: dict[int, str]) -> list[Hop]:
@@ -72,7 +69,7 @@ def musique_hops(item: QAItem, paragraph_titles: dict[int, str]) -> list[Hop]:
     for d in item.metadata.get("decomposition", []):
         idx = d.get("paragraph_support_idx")
         title = paragraph_titles.get(idx) if isinstance(idx, int) else None
-        hops.append(Hop(query=_resolve(str(d["question"]), answers), answer=str(d["answer"]).strip(),
+        hops.append(Hop(query=_resolve(str(d["question"]), answers, str(d["answer"])), answer=str(d["answer"]).strip(),
                         support=[title] if title else []))
         answers.append(str(d["answer"]).strip())
     return hops
@@ -87,7 +84,7 @@ def twowiki_hops(item: QAItem) -> list[Hop]:
             continue
         s, r, o = (str(x).strip() for x in triple)
         support = [titles[s.lower()]] if s.lower() in titles else list(titles.values())
-        hops.append(Hop(query=f"What is the {r} of {s}?", answer=o, support=support))
+        hops.append(Hop(query=relation_question(s, r, o), answer=o, support=support))
     return hops
 
 

@@ -2,7 +2,9 @@
 
     a_i = f_QA(q_i, F̂),   F̂_i = {ζ ∈ F̂ : cos(φ(ζ), φ(a_i)) > τ},   R_i^(s) = f_think(q_i, a_i, F̂_i, F)
 
-with the single most similar ζ when no evidence passes τ (footnote 1). The thought is written
+with the single most similar ζ when no evidence passes τ (footnote 1). When the evidence chosen
+does not state the sub-answer but another fact of F̂ does, that fact is chosen (:func:`repair`,
+ours: the paper keeps Eq. 6's choice). The thought is written
 over F shuffled with a seeded RNG and shown as an indexed list; the LLM is told which indices
 hold F̂_i (Table 9) and must select them.
 """
@@ -94,6 +96,26 @@ def choose(sims: np.ndarray, tau: float) -> tuple[list[int], list[float], bool]:
     return [int(np.argmax(sims))], [round(float(s), 4) for s in sims], True
 
 
+def repair(chosen: list[int], sims: np.ndarray, views: Sequence[Sequence[str]], question: str,
+           answer: str) -> tuple[list[int], bool]:
+    """Keep a correct path when Eq. 6 chose evidence that does not state the sub-answer (ours, a
+    deviation from the paper, docs/evipath.md): if the facts of F̂ chosen do not state it
+    (lexically, :func:`~agentrag.synth.evipath.support.sub_answer_problem`) but another fact of F̂
+    does, that one is chosen instead (the most similar of those that state it). Returns
+    ``(chosen, repaired)``."""
+    from agentrag.synth.evipath.support import sub_answer_problem
+
+    def states(idx: list[int]) -> bool:
+        return sub_answer_problem(answer, [v for c in idx for v in views[c]], question) is None
+
+    if not chosen or states(chosen):
+        return chosen, False
+    stating = [k for k in range(len(views)) if k not in chosen and states([k])]
+    if not stating:
+        return chosen, False
+    return [max(stating, key=lambda k: float(sims[k]))], True
+
+
 def shuffled_order(n: int, seed: int, key: str) -> list[int]:
     """A permutation of range(n), fixed by (seed, key) across runs and processes."""
     rng = random.Random(int(hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()[:16], 16))
@@ -122,6 +144,7 @@ def synthesize_selection(llm: LLM, embedder: Embedder, item: EviItem, sub_id: st
     for v, k in enumerate(owner):
         fact_sims[k] = max(fact_sims[k], view_sims[v])
     chosen, sims, fallback = choose(fact_sims, cfg.tau) if len(gold) else ([], [], False)
+    chosen, repaired = repair(chosen, fact_sims, views, question, answer)
     order = shuffled_order(len(item.facts), seed, sub_id)
     evidence = [item.facts[i].render(cfg.max_fact_chars) for i in order]
     position = {fact_idx: pos for pos, fact_idx in enumerate(order)}
@@ -136,8 +159,9 @@ def synthesize_selection(llm: LLM, embedder: Embedder, item: EviItem, sub_id: st
     return SelectionRecord(id=sub_id, item_id=item.id, question=question, answer=answer, evidence=evidence,
                            gold_positions=gold_positions, similarities=sims, fallback=fallback,
                            supporting=[v for c in chosen for v in views[c]], thought=parsed.thought, select=parsed.select,
+                           repaired=repaired,
                            status="failed" if err else "ok", reason=err, provenance=prov)
 
 
 __all__ = ["QA_SYSTEM", "THINK_SYSTEM", "qa_messages", "clean_sentence", "answer_subquestion", "cosine",
-           "select_evidence", "choose", "shuffled_order", "think_messages", "synthesize_selection"]
+           "select_evidence", "choose", "repair", "shuffled_order", "think_messages", "synthesize_selection"]

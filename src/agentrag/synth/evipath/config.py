@@ -49,6 +49,9 @@ class GateConfig(Config):
     check_wording: bool = True
     check_interrogative: bool = True
     check_hops: bool = True
+    verifier: Literal["planner", "executor", "none"] = Field(
+        default="planner", description="the LLM asked the gates' questions of meaning (a sub-answer's role and "
+        "paraphrase, a thought's facts, a computed answer) after the lexical checks; 'none': lexical only")
 
 
 class EviPathConfig(Config):

@@ -3,7 +3,7 @@ question on the KB without the gold answer or evidence; its trajectory becomes t
 (plan, iterations, sub-answers, selections) and goes through the same gates and exports.
 
 For the ``select ⊆ F̂_i`` gate, F̂_i is computed by Eq. 6 over the retrieved passages that hold
-gold evidence (a passage holds a gold fact when the fact's text occurs in it); a sub-question
+gold evidence (a passage holds a gold fact when the fact's words occur in it in order, :data:`HOLDS`); a sub-question
 whose retrieval found no gold evidence fails that gate.
 """
 
@@ -15,6 +15,7 @@ from agentrag.agents.pe_protocol import parse_executor, parse_planner
 from agentrag.agents.planner_executor import PlannerExecutorAgent, passage_text
 from agentrag.kb.base import Embedder, Retriever
 from agentrag.llm.base import LLM
+from agentrag.match import containment
 from agentrag.records import Provenance, QAItem, Trajectory
 from agentrag.synth.evipath.answering import select_evidence
 from agentrag.synth.evipath.config import EviPathConfig
@@ -25,6 +26,10 @@ from agentrag.synth.evipath.schema import (
     SelectionRecord,
     SubAnswerRecord,
 )
+
+#: share of a gold fact's words (its first 200 characters), in order, that a retrieved passage must
+#: hold to hold that fact (a passage cut at ``max_passage_chars`` may end inside it)
+HOLDS = 0.95
 
 
 def run_agent(agent: PlannerExecutorAgent, item: EviItem) -> Trajectory:
@@ -49,10 +54,6 @@ def agent_path(cfg: EviPathConfig, planner: LLM, executor: LLM, retriever: Retri
         why = traj.metadata.get("error", "over the model's context window")
         iterations[-1] = iterations[-1].model_copy(update={"status": "failed", "reason": f"context_limit: {why}"})
     return plan, iterations, subs, sels
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.lower().split())
 
 
 def trajectory_records(item: EviItem, traj: Trajectory, embedder: Embedder, cfg: EviPathConfig,
@@ -104,8 +105,8 @@ def trajectory_records(item: EviItem, traj: Trajectory, embedder: Embedder, cfg:
 
 def _selection(item: EviItem, sid: str, question: str, answer: str, context: list[str], thought: str,
                select: list[int] | None, embedder: Embedder, cfg: EviPathConfig) -> SelectionRecord:
-    gold_texts = [_norm(f.text) for f in item.gold_facts()]
-    holding = [i for i, c in enumerate(context) if any(g and g[:200] in _norm(c) for g in gold_texts)]
+    gold_texts = [f.text[:200] for f in item.gold_facts() if f.text.strip()]
+    holding = [i for i, c in enumerate(context) if any(containment(g, c) >= HOLDS for g in gold_texts)]
     positions: list[int] = []
     sims: list[float] = []
     fallback = False

@@ -56,6 +56,10 @@ class EviPathComponents:
     rebuild: Callable[[], EviPathComponents] | None = None  # the recipe a worker process builds them from
     _phi: Embedder | None = field(default=None, repr=False)
 
+    def verifier(self, cfg: EviPathConfig) -> LLM | None:
+        """The gates' verifier LLM (``gates.verifier``): the planner's, the executor's, or none."""
+        return {"planner": self.planner, "executor": self.executor}.get(cfg.gates.verifier)
+
     def phi(self) -> Embedder:
         if self._phi is None:
             emb = self.embedder
@@ -207,7 +211,7 @@ class EviPathStages:
             if self.cfg.mode == "abductive" and iterations[-1].status == "ok" and len(item_sels) < len(expected):
                 if f1(iterations[-1].answer, item.answers) > self.cfg.gates.f1_threshold:
                     continue  # selections unfinished (outage): gate on rerun
-            gate = check_path(item, plan, iterations, item_sels, self.cfg.gates)
+            gate = check_path(item, plan, iterations, item_sels, self.cfg.gates, self.c.verifier(self.cfg))
             self.conversations.append(ConversationRecord(
                 id=f"{item_id}-planner", item_id=item_id, role="planner", kept=gate.passed,
                 messages=planner_messages(item, plan, iterations)))

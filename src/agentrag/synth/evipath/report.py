@@ -94,7 +94,7 @@ def statistics(*, mode: str, split: str, items: Iterable[EviItem], plans: Iterab
             t_subs.add(s.status == "ok", s.reason)
             usage[s.item_id] += s.provenance.usage
     sizes: Counter[int] = Counter()
-    with_sims = fallbacks = 0
+    with_sims = fallbacks = repairs = 0
     for sel in sels:
         if sel.item_id not in wanted:
             continue
@@ -103,6 +103,7 @@ def statistics(*, mode: str, split: str, items: Iterable[EviItem], plans: Iterab
         if sel.similarities:
             with_sims += 1
             fallbacks += sel.fallback
+            repairs += sel.repaired
             sizes[len(sel.gold_positions)] += 1
     first_reasons: Counter[str] = Counter()
     gate_failures: Counter[str] = Counter()
@@ -147,6 +148,7 @@ def statistics(*, mode: str, split: str, items: Iterable[EviItem], plans: Iterab
         "actions": {"sequential (1 sub-question)": sequential, "parallel (>1 sub-questions)": parallel},
         "selected_evidence_sizes": _hist(sizes),
         "eq6_fallback_rate": round(fallbacks / with_sims, 3) if with_sims else None,
+        "eq6_repair_rate": round(repairs / with_sims, 3) if with_sims else None,
         "llm_per_item": {"calls": round(sum(u.calls for u in per_item) / n, 2),
                          "prompt_tokens": round(sum(u.prompt_tokens for u in per_item) / n, 1),
                          "completion_tokens": round(sum(u.completion_tokens for u in per_item) / n, 1)},
@@ -176,7 +178,9 @@ def sections(m: dict[str, Any], about: Mapping[str, str]) -> list[Any]:
                 "the funnel's paths rejections)", headers=["sub-questions", "items"], rows=[[k, v] for k, v in subq.items()],
                 svg=bar_chart_svg(subq, x_label="sub-questions", y_label="items") if subq else ""),
         Section(title="Actions", headers=["kind", "iterations"], rows=[[k, v] for k, v in m.get("actions", {}).items()]),
-        Section(title="Selected evidence (Eq. 6)", text=f"fallback rate (footnote 1): {m.get('eq6_fallback_rate')}",
+        Section(title="Selected evidence (Eq. 6)", text=f"fallback rate (footnote 1): {m.get('eq6_fallback_rate')}; "
+                f"repair rate (evidence chosen that does not state the sub-answer, replaced by the fact of F̂ "
+                f"that does): {m.get('eq6_repair_rate')}",
                 headers=["|F̂_i|", "sub-questions"],
                 rows=[[k, v] for k, v in m.get("selected_evidence_sizes", {}).items()]),
         Section(title="LLM usage", text=f"per finished item: {m.get('llm_per_item')}", headers=["role", "stats"],

@@ -116,6 +116,8 @@ class SelectionRecord(Record):
     gold_positions: list[int] = Field(default_factory=list, description="positions of F̂_i in ``evidence``")
     similarities: list[float] = Field(default_factory=list, description="cos(φ(ζ), φ(a_i)) for ζ in F̂")
     fallback: bool = False
+    repaired: bool = Field(default=False, description="Eq. 6 chose evidence that does not state the sub-answer; "
+                           "the fact of F̂ that states it was chosen instead")
     supporting: list[str] = Field(default_factory=list, description="F̂_i in full (with its 2Wiki triples): "
                                   "what the sub-answer must be supported by")
     thought: str = ""

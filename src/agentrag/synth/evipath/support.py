@@ -1,33 +1,33 @@
-"""Word-level checks behind the EviPath gates (ours; the paper has none): word tokens, whether a
-claim is supported by evidence, whether an answer is named in a text, and whether a sub-question
-is self-contained.
+"""The checks behind the EviPath gates (ours; the paper has none), composed from the shared gate
+checks (:mod:`agentrag.synth.gates`) over the matching core (:mod:`agentrag.match`): no string
+comparison is made here.
 
-Tokens are lower-cased runs of letters and digits, so hyphens and possessives split ("Oslo-born"
--> ``oslo born``, "Oslo's" -> ``oslo s``) and an answer is caught inside them. Placeholders
-(``#2``) are removed before tokenizing, so a numeric answer "2" is not found in "#2".
-
-Support is lexical: the *new* content words of a claim (those not already in the question, minus
-function words) must be found in the evidence (a word of more than 4 letters matches an evidence
-word that starts with its first ``max(4, len - 3)`` letters, so "directed"/"director" and
-"hanged"/"hanging" match). A claim with no new content word is supported. This catches an invented name or date ("directed by Zed Zorro" when the evidence says
-Ann Lee), not a paraphrase.
+- support: a sub-answer sentence is stated by the evidence it selected (its names and numbers
+  mentioned there, its other content words there or in a spelling variant; the verifier judges
+  paraphrase and role); the final answer is stated by an observation (yes/no only to a yes/no
+  question; a number may be computed from stated numbers);
+- leakage: a planner text names the final answer before an observation showed it;
+- self-containedness: a sub-question keeps no placeholder or pronoun with nothing to refer to;
+- thoughts: synthesis-only wording, degenerate repetition, names and numbers no evidence states.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
-_PLACEHOLDER_TOKEN = re.compile(r"#\d+")
+from agentrag.match import FUNCTION_WORDS, analyse, mentions, name_parts, tokens, yes_no
+from agentrag.synth.gates import (
+    answer_support,
+    claim_support,
+    is_number,
+    leakage,
+    synthesis_wording,
+    thought_problem,
+    without_references,
+)
 
-FUNCTION_WORDS = frozenset("""
-a an the of in on at to for from by with and or but nor as is are was were be been being am do does did
-has have had not no yes it its this that these those there here which who whom whose what when where why
-how than then so such also both either neither each any all some one s answer question known
-""".split())
-
-YES_NO = frozenset({"yes", "no"})
 PRONOUNS = frozenset("he she him her his hers they them their theirs it its himself herself itself themselves "
                      "this these those".split())
 _THING_PRONOUNS = frozenset("it its itself this these those".split())
@@ -36,89 +36,73 @@ _THING_PRONOUNS = frozenset("it its itself this these those".split())
 _PLACEHOLDER = re.compile(r"#\d+|\[[^\]]*\]|<[^>]*>|\{[^}]*\}|_{2,}")
 
 
-def words(text: str) -> list[str]:
-    """Lower-cased word tokens (hyphens and possessives split, ``#k`` placeholders dropped)."""
-    return _TOKEN.findall(_PLACEHOLDER_TOKEN.sub(" ", text).lower())
-
-
-def names(text: str, phrase: str) -> bool:
-    """``phrase``'s word tokens occur, in order and contiguous, among ``text``'s word tokens."""
-    p = [w for w in words(phrase)]
-    if not p:
-        return False
-    t = words(text)
-    return any(t[i:i + len(p)] == p for i in range(len(t) - len(p) + 1))
-
-
 def is_yes_no(answer: str) -> bool:
-    return set(words(answer)) <= YES_NO and bool(words(answer))
+    return yes_no(answer) is not None
 
 
-def is_number(answer: str) -> bool:
-    w = words(answer)
-    return bool(w) and all(x.isdigit() for x in w)
+def given_by_question(question: str, answer: str, aliases: Sequence[str] = ()) -> bool:
+    """The question names the answer: in full, or — a choice between named entities ("A or B",
+    "both") — by a distinctive part of it ("Lee or Smith?" names "Ann Lee")."""
+    if mentions(answer, question, aliases):
+        return True
+    choice = any(t in ("or", "both") for t in tokens(question))
+    return choice and any(p in tokens(question) for f in (answer, *aliases) for p in name_parts(f))
 
 
-def missing_words(claim: str, evidence: Iterable[str], question: str = "") -> list[str]:
-    """The new content words of ``claim`` (not in ``question``, not function words) that
-    ``evidence`` does not contain; [] means supported."""
-    have = {w for e in evidence for w in words(e)}
-    prefixes = {w[:k] for w in have for k in range(4, len(w))}
-    asked = set(words(question))
-    new = [w for w in dict.fromkeys(words(claim)) if w not in FUNCTION_WORDS and w not in asked]
-    return [w for w in new if w not in have and not (len(w) > 4 and w[:max(4, len(w) - 3)] in prefixes)]
+def sub_answer_problem(answer: str, supporting: Sequence[str], question: str, verifier: Any = None,
+                       stage: str = "gates") -> str | None:
+    """Why a sub-answer sentence is not stated by its selected evidence F̂_i, or None."""
+    return claim_support(answer, supporting, question=question, verifier=verifier, stage=stage)
 
 
-def final_answer_unsupported(answer: str, observations: Sequence[str], question: str) -> str | None:
-    """Why the final answer is not supported by the observations (and the question), or None.
-    Yes/no answers are judgements over the observations; a number absent from them is accepted
-    when the observations hold numbers to compute it from (durations, counts, differences)."""
-    if is_yes_no(answer):
+def final_answer_unsupported(answer: str, observations: Sequence[str], question: str, aliases: Sequence[str] = (),
+                             verifier: Any = None, stage: str = "gates") -> str | None:
+    """Why the final answer is not stated by the observations, or None. Yes/no answers are
+    judgements over the observations (only to a yes/no question); a number the observations do
+    not spell may be computed from numbers they state (the verifier decides; lexical only: kept
+    when there are numbers to compute from)."""
+    shown = [*observations, question]
+    reason = answer_support(answer, shown, question=question, aliases=aliases, verifier=verifier, stage=stage)
+    if reason and reason.startswith("not_stated") and verifier is None and is_number(answer) \
+            and any(t.isdigit() for o in observations for t in tokens(o)):
         return None
-    missing = missing_words(answer, observations, question)
-    if not missing:
-        return None
-    if is_number(answer) and any(w.isdigit() for o in observations for w in words(o)):
-        return None
-    return f"{answer!r}: {missing} in no observation"
+    return reason
+
+
+def leaks(answers: Sequence[str], question: str, text: str, seen: str) -> str | None:
+    """Whether ``text`` names one of the final ``answers`` before ``seen`` (the observations so
+    far) showed it; references to earlier steps ("#2", "step 2") are no mention."""
+    text = without_references(text)
+    for a in answers:
+        reason = leakage(a, text, question=question, aliases=[x for x in answers if x != a], seen=seen)
+        if reason:
+            return reason
+    return None
 
 
 def not_self_contained(question: str) -> str | None:
     """Why a sub-question is not self-contained, or None: a placeholder, or a pronoun with nothing
     before it to refer to. "he/she/they/his/her/their..." need a name (a capitalized word or a
     number after the first word) before them ("Where did Hank Snow live when he died?" is fine,
-    "Where was he born?" is not); "it/its/this..." need any content word ("the world ... its
-    coffee"). A capitalized pronoun inside the question is part of a title ("It'll Be Me")."""
+    "Where was he born?" is not); "it/its/this..." need any content word before them ("the world
+    ... its coffee") or a name anywhere ("When does it get cold in North Dakota?"). A capitalized pronoun inside the question is part of a title ("It'll Be Me")."""
     m = _PLACEHOLDER.search(question)
     if m:
         return f"placeholder {m.group(0)!r}"
-    tokens = _TOKEN.findall(question)
-    for k, tok in enumerate(tokens):
-        low = tok.lower()
-        if low not in PRONOUNS or (k > 0 and tok[:1].isupper()):
+    toks = analyse(question)
+    for k, tok in enumerate(toks):
+        low = tok.surface.lower()
+        if low not in PRONOUNS or (k > 0 and tok.surface[:1].isupper()):
             continue
-        before = tokens[1:k]
-        if low in _THING_PRONOUNS:
-            resolved = any(t.lower() not in FUNCTION_WORDS for t in tokens[:k])
+        if low in _THING_PRONOUNS:  # or a name anywhere: "When does it get cold in North Dakota?"
+            resolved = any(t.canon not in FUNCTION_WORDS for t in toks[:k]) or \
+                any(t.surface[:1].isupper() for t in toks[k + 1:])
         else:
-            resolved = any(t[:1].isupper() or t[:1].isdigit() for t in before)
+            resolved = any(t.surface[:1].isupper() or t.surface[:1].isdigit() for t in toks[1:k])
         if not resolved:
-            return f"unresolved pronoun {tok!r}"
+            return f"unresolved pronoun {tok.surface!r}"
     return None
 
 
-# wording that only makes sense while synthesizing (the LLM was shown the answer and the gold
-# evidence); an agent at inference has neither, so no training target may contain it
-_SYNTHESIS_WORDING = re.compile(
-    r"\bgold(?:en)? (?:evidence|answer|fact|sentence|passage|paragraph|ind(?:ex|ices)|support)(?:s|es)?\b|\b(?:you|i|we) (?:already )?know the (?:correct |final |right )?"
-    r"answer\b|\b(?:correct|given|expected) answer\b|\banswer (?:is|was) given\b", re.IGNORECASE)
-
-
-def synthesis_wording(text: str) -> str | None:
-    """The synthesis-only phrase in ``text`` ("golden evidence", "you know the answer", ...), or None."""
-    m = _SYNTHESIS_WORDING.search(text)
-    return m.group(0) if m else None
-
-
-__all__ = ["synthesis_wording", "words", "names", "is_yes_no", "is_number", "missing_words", "final_answer_unsupported",
-           "not_self_contained", "FUNCTION_WORDS", "PRONOUNS"]
+__all__ = ["synthesis_wording", "is_yes_no", "given_by_question", "sub_answer_problem", "final_answer_unsupported",
+           "leaks", "not_self_contained", "thought_problem", "PRONOUNS"]

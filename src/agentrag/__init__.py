@@ -22,6 +22,8 @@ PUBLIC_MODULES: list[str] = [
     "agentrag.kb.base",
     "agentrag.kb.store",
     "agentrag.kb.multi",
+    "agentrag.kb.remote",
+    "agentrag.kb.reference",
     "agentrag.kb.build",
     "agentrag.progress",
     "agentrag.kb.serving",
@@ -53,7 +55,7 @@ _EXPORTS: dict[str, str] = {
     "AnnotatedRunConfig": "agentrag.synth.annotated", "run_annotated": "agentrag.synth.annotated",
     "AnnotatedSynth": "agentrag.synth.annotated",
     # failure policy and executors
-    "Executor": "agentrag.exec", "Outcome": "agentrag.exec", "ThreadExecutor": "agentrag.exec",
+    "Executor": "agentrag.exec", "Progress": "agentrag.exec", "Outcome": "agentrag.exec", "ThreadExecutor": "agentrag.exec",
     "WorkerTask": "agentrag.exec", "resolve_executor": "agentrag.exec", "run_stage": "agentrag.exec", "run_flow": "agentrag.exec",
     "StageResult": "agentrag.exec", "item_key": "agentrag.exec", "ItemBugs": "agentrag.exec",
     # the synthesizer driver
@@ -61,7 +63,10 @@ _EXPORTS: dict[str, str] = {
     "SynthOutput": "agentrag.synth.driver", "SynthRun": "agentrag.synth.driver", "SynthBugs": "agentrag.synth.driver",
     "Synthesizer": "agentrag.synth.driver", "run_synthesizer": "agentrag.synth.driver",
     "funnel_rows": "agentrag.synth.driver", "finish_run": "agentrag.synth.driver",
-    "run_sections": "agentrag.synth.driver",
+    "run_sections": "agentrag.synth.driver", "Pipeline": "agentrag.synth.driver",
+    "PendingStage": "agentrag.synth.driver", "PipelineStep": "agentrag.synth.driver", "run_pipeline": "agentrag.synth.driver",
+    "run_or_reuse": "agentrag.synth.driver", "ids_key": "agentrag.synth.driver",
+    "preflight_config": "agentrag.synth.driver",
     # knowledge-base build and serving
     "collect_gold": "agentrag.kb.build", "kb_config": "agentrag.kb.build", "PROGRESS_ENV": "agentrag.kb.build",
     "inputs_key": "agentrag.kb.build", "built_from": "agentrag.kb.build",
@@ -87,7 +92,7 @@ _EXPORTS: dict[str, str] = {
     # synthesizers: EviPath
     "EviPathConfig": "agentrag.synth.evipath", "EviPathRunConfig": "agentrag.synth.evipath",
     "EviPathComponents": "agentrag.synth.evipath", "EviPathSynth": "agentrag.synth.evipath",
-    "EviPathStages": "agentrag.synth.evipath", "EviPathBuilder": "agentrag.synth.evipath",
+    "EviPathStages": "agentrag.synth.evipath", "EviPathRecipe": "agentrag.synth.evipath",
     "read_items": "agentrag.synth.evipath", "run_evipath": "agentrag.synth.evipath",
     # synthesizers: ReasonRAG
     "ReasonRagConfig": "agentrag.synth.reasonrag", "ReasonRagSynth": "agentrag.synth.reasonrag",
@@ -149,8 +154,9 @@ _EXPORTS: dict[str, str] = {
     # knowledge base
     "KnowledgeBase": "agentrag.kb.store", "KBConfig": "agentrag.kb.store", "EmbedderConfig": "agentrag.kb.store",
     "IndexConfig": "agentrag.kb.store", "BM25Config": "agentrag.kb.store", "HybridConfig": "agentrag.kb.store",
-    "METHODS": "agentrag.kb.store", "MultiRetriever": "agentrag.kb.multi", "RemoteRetriever": "agentrag.kb.multi",
-    "resolve_retriever": "agentrag.kb.multi", "split_contents": "agentrag.kb.multi",
+    "METHODS": "agentrag.kb.store", "MultiRetriever": "agentrag.kb.multi", "RemoteRetriever": "agentrag.kb.remote",
+    "resolve_retriever": "agentrag.kb.reference", "split_contents": "agentrag.kb.remote",
+    "TOKEN_ENV": "agentrag.kb.remote", "check_retriever": "agentrag.kb.reference", "is_kb_url": "agentrag.kb.reference",
     "build_kb": "agentrag.kb.build", "serve_navigation": "agentrag.kb.serving", "navigation_app": "agentrag.kb.serving",
     "MethodRetriever": "agentrag.kb.routing",
     # agent seams

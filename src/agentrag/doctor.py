@@ -158,10 +158,6 @@ def run_child(name: str, title: str, argv: list[str], timeout: float = 600.0) ->
     return CheckResult(name, title, bool(data.get("ok")), str(data.get("detail", "")), elapsed)
 
 
-def run_checks(names: list[str] | None = None) -> list[CheckResult]:
-    return [run_check(n) for n in (names or list(CHECKS))]
-
-
 def _child(name: str) -> int:
     if name not in CHECKS:
         print(json.dumps({"ok": False, "detail": f"unknown check {name!r}; known: {', '.join(CHECKS)}"}))  # noqa: T201
@@ -182,4 +178,4 @@ if __name__ == "__main__":
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.exit(_child(sys.argv[1] if len(sys.argv) > 1 else ""))
 
-__all__ = ["CHECKS", "CheckResult", "run_check", "run_child", "run_checks", "versions", "KEY_PACKAGES"]
+__all__ = ["CHECKS", "CheckResult", "run_check", "run_child", "versions", "KEY_PACKAGES"]

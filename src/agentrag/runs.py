@@ -388,7 +388,7 @@ class RunDir:
                 (self.path / "config.prev.yaml").write_text(old, encoding="utf-8")
         _atomic_write(target, text)
 
-    def stage(self, name: str, model: type[R], key: Callable[[R], str] | None = None) -> JsonlStore[R]:
+    def stage_file(self, name: str, model: type[R], key: Callable[[R], str] | None = None) -> JsonlStore[R]:
         """The append-only JSONL file ``<name>.jsonl`` of this run."""
         return JsonlStore(self.path / f"{name}.jsonl", model, key)
 
@@ -437,7 +437,7 @@ class RunDir:
 
 #: state files of a run directory (:meth:`RunDir.store`): values stored with the fingerprint of
 #: the data files, ``.derived.json`` (statistics and exports), ``.finished.json`` (the output of
-#: a run that finished every item: :func:`agentrag.synth.driver.finished_output` and
+#: a run that finished every item: :func:`agentrag.synth.driver.run_or_reuse` and
 #: ``agentrag.eval.run``'s no-op rerun)
 STATE_FILES = (".derived.json", ".finished.json")
 #: the state file of a run that finished every item (its stored output, keyed by what it depends on)

@@ -13,7 +13,7 @@ from typing import Any
 from agentrag.eval.metrics import f1
 from agentrag.exec import StageResult
 from agentrag.runs import config_key, records_key
-from agentrag.synth.driver import SynthOutput, SynthRun, finished_output, ids_key, reuse_output
+from agentrag.synth.driver import Pipeline, SynthOutput, SynthRun, ids_key
 from agentrag.synth.evipath.config import EviPathConfig, EviPathRunConfig
 from agentrag.synth.evipath.conversations import executor_messages, planner_messages
 from agentrag.synth.evipath.answering import synthesize_selection
@@ -72,13 +72,13 @@ class OldEviPathStages:
     def __init__(self, ctx: SynthRun, cfg: EviPathConfig, comps: EviPathComponents) -> None:
         self.ctx, self.cfg, self.c = ctx, cfg, comps
         run = ctx.run
-        self.items = run.stage("items", EviItem)
-        self.plans = run.stage("plans", PlanRecord)
-        self.iterations = run.stage("iterations", IterationRecord)
-        self.sub_answers = run.stage("sub_answers", SubAnswerRecord)
-        self.selections = run.stage("selections", SelectionRecord)
-        self.gates = run.stage("gates", GateRecord)
-        self.conversations = run.stage("conversations", ConversationRecord)
+        self.items = run.stage_file("items", EviItem)
+        self.plans = run.stage_file("plans", PlanRecord)
+        self.iterations = run.stage_file("iterations", IterationRecord)
+        self.sub_answers = run.stage_file("sub_answers", SubAnswerRecord)
+        self.selections = run.stage_file("selections", SelectionRecord)
+        self.gates = run.stage_file("gates", GateRecord)
+        self.conversations = run.stage_file("conversations", ConversationRecord)
 
     def add_items(self, items: list[EviItem]) -> None:
         for it in items:
@@ -242,13 +242,15 @@ class OldEviPathSynth(EviPathSynth):
         items = [it for path in cfg.datasets for it in read_items(path, skip_invalid=cfg.skip_invalid, limit=cfg.limit)]
         return OldInputs(items, new.kb)
 
-    def execute(self, ctx: SynthRun, cfg: EviPathRunConfig, comps: EviPathComponents, inputs: Any) -> SynthOutput:
-        key = config_key(cfg, records_key(inputs.items))
-        return finished_output(ctx, key, lambda: self.pipeline(ctx, cfg, comps, inputs))
+    def finished_key(self, cfg: EviPathRunConfig, inputs: Any) -> str:
+        return config_key(cfg, records_key(inputs.items))
 
-    def pipeline(self, ctx: SynthRun, cfg: EviPathRunConfig, comps: EviPathComponents, inputs: Any) -> SynthOutput:
+    def pipeline(self, ctx: SynthRun, cfg: EviPathRunConfig, comps: EviPathComponents, inputs: Any) -> Pipeline:
         stages = OldEviPathStages(ctx, cfg, comps)
-        wanted, _ = stages.run(inputs.items, export=False)
+        wanted: set[str] = set()
+
+        def steps() -> None:
+            wanted.update(stages.run(inputs.items, export=False)[0])
 
         def report() -> SynthOutput:
             exported = stages.export()
@@ -258,4 +260,4 @@ class OldEviPathSynth(EviPathSynth):
                 sels=stages.selections, gates=stages.gates, convs=stages.conversations,
                 exported=exported, export_roles=stages.export_roles())
             return SynthOutput(counts=counts, export=exported, details=details)
-        return reuse_output(ctx.run, ids_key(wanted), report)
+        return Pipeline(steps=[steps], report=report, report_key=lambda: ids_key(wanted))

@@ -102,7 +102,7 @@ def test_kb_build_embedding_lines_come_from_its_checkpoint(tmp_path):
     assert "embedding: 2000/2000 (100%)" in text and "passages/s" in text
 
 
-@pytest.mark.parametrize("cmd", ["eval.py", "synth.py", "synth_evipath.py", "synth_reasonrag.py", "synth_tracer.py",
+@pytest.mark.parametrize("cmd", ["eval.py", "synth_ragshaper.py", "synth_evipath.py", "synth_reasonrag.py", "synth_tracer.py",
                                  "synth_annotated.py"])
 def test_every_long_command_uses_the_progress_that_fits_its_output(cmd):
     from pathlib import Path

@@ -106,7 +106,7 @@ def test_kb_search_takes_kb_as_option_or_positional(tmp_path, monkeypatch):
             seen.append((list(queries), k))
             return super().search(queries, k, threshold)
 
-    monkeypatch.setattr("agentrag.kb.multi.resolve_retriever", lambda ref: R([Passage(id="a", title="A", text="x")]))
+    monkeypatch.setattr("agentrag.kb.reference.resolve_retriever", lambda ref: R([Passage(id="a", title="A", text="x")]))
     assert runner.invoke(app, ["kb", "search", "--kb", "http://h:1", "q1", "q2", "--top-k", "2"]).exit_code == 0
     assert runner.invoke(app, ["kb", "search", "http://h:1", "q3", "--topk", "3"]).exit_code == 0
     assert seen == [(["q1", "q2"], 2), (["q3"], 3)]

@@ -16,7 +16,7 @@ from agentrag.agents import build_agent
 from agentrag.agents.prompts import PLAN_USER
 from agentrag.errors import RetrievalError, UserError
 from agentrag.eval.runner import evaluate, summarize
-from agentrag.kb.multi import RemoteRetriever
+from agentrag.kb.remote import RemoteRetriever
 from agentrag.kb.server import create_app
 from agentrag.llm.openai_backend import OpenAIBackend
 from agentrag.records import Message, Passage, QAItem, ToolCall
@@ -223,4 +223,4 @@ def test_an_llm_outage_is_never_scored(tmp_path):
     results = evaluate(build_agent("plan_step", llm, FakeRetriever(PASSAGES)), items(2), tmp_path, concurrency=1)
     unfinished = json.loads((tmp_path / "unfinished.json").read_text())
     assert [r.id for r in results] == ["q1"] and list(unfinished) == ["q0"]
-    assert RunDir(tmp_path).stage("results", type(results[0])).read() == results
+    assert RunDir(tmp_path).stage_file("results", type(results[0])).read() == results

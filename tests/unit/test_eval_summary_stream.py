@@ -230,7 +230,7 @@ def test_metrics_json_of_a_run_is_the_list_based_computation_over_its_results(tm
              judge=LLMJudge(ScriptedLLM(default='{"reason": "same", "score": 1}')))
     written = json.loads((out / "metrics.json").read_text())
     with RunDir(out) as run:
-        results = run.stage("results", EvalResult).read()
+        results = run.stage_file("results", EvalResult).read()
     want = list_summarize(results, n_requested=24, unfinished={})
     assert want["n"] == 24 and want["hops"]["by_hops"]
     assert dump({k: written[k] for k in want}) == dump(want)

@@ -193,13 +193,13 @@ def test_ragshaper_on_ray_equals_threads_despite_a_killed_worker(ray_session, tm
 def test_components_builder_pickles_and_rebuilds_from_the_config(bm25_kb, tmp_path):
     import pickle
 
-    from agentrag.synth.ragshaper.build import ComponentsBuilder
+    from agentrag.synth.ragshaper.build import RagShaperRecipe
     from agentrag.synth.ragshaper.config import RagShaperRunConfig
 
     _, kb = bm25_kb
     cfg = RagShaperRunConfig(kb=str(kb), seeds="2", llm="openai:m@http://127.0.0.1:9/v1",
                              tagger="openai:t@http://127.0.0.1:9/v1")
-    builder = pickle.loads(pickle.dumps(ComponentsBuilder.from_config(cfg, tmp_path / "run")))
+    builder = pickle.loads(pickle.dumps(RagShaperRecipe.from_config(cfg, tmp_path / "run")))
     comps = builder()
     assert comps.rebuild == builder and comps.curator is comps.teacher and comps.tagger is not comps.curator
     assert comps.tagger.model == "t" and len(comps.main_kb) > 0
@@ -210,7 +210,7 @@ def test_components_builder_pickles_and_rebuilds_from_the_config(bm25_kb, tmp_pa
 def test_worker_cache_is_the_runs_unless_a_node_local_dir_is_set(tmp_path, monkeypatch):
     import socket
 
-    from agentrag.eval.worker import worker_cache_path
+    from agentrag.llm.cache import worker_cache_path
 
     run_cache = tmp_path / "run1" / "llm_cache.sqlite"
     monkeypatch.delenv("AGENTRAG_WORKER_CACHE_DIR", raising=False)
@@ -354,9 +354,9 @@ def test_tracer_on_ray_equals_threads_despite_a_killed_worker(ray_session, tmp_p
 def test_synth_builders_pickle_and_rebuild_from_the_config(bm25_kb, tmp_path):
     import pickle
 
-    from agentrag.synth.evipath.run import EviPathBuilder
-    from agentrag.synth.reasonrag.run import ReasonRagBuilder
-    from agentrag.synth.tracer.run import TracerBuilder
+    from agentrag.synth.evipath.run import EviPathRecipe
+    from agentrag.synth.reasonrag.run import ReasonRagRecipe
+    from agentrag.synth.tracer.run import TracerRecipe
 
     _, kb = bm25_kb
     run, cache = tmp_path / "run", str(tmp_path / "run" / "llm_cache.sqlite")
@@ -368,12 +368,12 @@ def test_synth_builders_pickle_and_rebuild_from_the_config(bm25_kb, tmp_path):
         assert comps.rebuild == builder
         return comps
 
-    evi = rebuilt(EviPathBuilder(llm=m, executor_llm=None, kb=str(kb), embedder=None, run_dir=str(run)))
+    evi = rebuilt(EviPathRecipe(llm=m, executor_llm=None, kb=str(kb), embedder=None, run_dir=str(run)))
     assert evi.planner is evi.executor and str(evi.planner.cache.path) == cache and len(evi.retriever) > 0
-    rr = rebuilt(ReasonRagBuilder(llm=m, judge=j, kb=str(kb), run_dir=str(run)))
+    rr = rebuilt(ReasonRagRecipe(llm=m, judge=j, kb=str(kb), run_dir=str(run)))
     assert rr.llm.model == "m" and rr.judge.model == "j" and str(rr.judge.cache.path) == cache
-    assert rebuilt(ReasonRagBuilder(llm=m, judge=m, kb=str(kb), run_dir=str(run))).judge is None  # = the policy
-    tr = rebuilt(TracerBuilder(llm=m, judge=None, kb=str(kb), run_dir=str(run), excluded_titles=("x",)))
+    assert rebuilt(ReasonRagRecipe(llm=m, judge=m, kb=str(kb), run_dir=str(run))).judge is None  # = the policy
+    tr = rebuilt(TracerRecipe(llm=m, judge=None, kb=str(kb), run_dir=str(run), excluded_titles=("x",)))
     assert tr.llm is tr.judge and len(tr.kb) > 0 and tr.excluded_titles == frozenset({"x"}) and tr.passages == ()
 
 

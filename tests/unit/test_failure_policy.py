@@ -33,7 +33,16 @@ from agentrag.llm.structured import parse_structured, response_format
 from agentrag.records import Message, QAItem
 from agentrag.runs import JsonlStore, RunDir
 from agentrag.synth.common import call_json
-from agentrag.synth.driver import Stage, SynthBugs, Synthesizer, SynthOutput, SynthRun, run_synthesizer
+from agentrag.synth.driver import (
+    PendingStage,
+    Pipeline,
+    Stage,
+    SynthBugs,
+    Synthesizer,
+    SynthOutput,
+    SynthRun,
+    run_synthesizer,
+)
 from agentrag.testing import ScriptedLLM
 
 
@@ -249,8 +258,8 @@ class Echo(Synthesizer[EchoConfig, list, Any]):
     def concurrency(self, cfg: EchoConfig) -> int:
         return 1
 
-    def execute(self, ctx: SynthRun, cfg: EchoConfig, comps: Any, inputs: list) -> SynthOutput:
-        store = ctx.run.stage("answers", QAItem)
+    def pipeline(self, ctx: SynthRun, cfg: EchoConfig, comps: Any, inputs: list) -> Pipeline:
+        store = ctx.run.stage_file("answers", QAItem)
 
         def one(item: QAItem) -> QAItem:
             if item.id == "down":
@@ -260,9 +269,11 @@ class Echo(Synthesizer[EchoConfig, list, Any]):
             text = comps.chat([Message(role="user", content=item.question)])[0].text
             return QAItem(id=item.id, question=item.question, golden_answers=[text])
 
-        ctx.stage("answer", one, [i for i in inputs if i.id not in store], lambda _i, r: store.append(r))
-        answers = store.read()
-        return SynthOutput(counts={"answer": (len(inputs), len(answers), {})}, details={"answers": len(answers)})
+        def report() -> SynthOutput:
+            answers = store.read()
+            return SynthOutput(counts={"answer": (len(inputs), len(answers), {})}, details={"answers": len(answers)})
+        return Pipeline(steps=[PendingStage("answer", one, lambda: [i for i in inputs if i.id not in store],
+                                            lambda _i, r: store.append(r))], report=report)
 
     def report_sections(self, metrics: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"title": "Echo", "text": f"{metrics['answers']} answers"}]

@@ -233,3 +233,17 @@ def test_no_import_cycles() -> None:
 def test_the_cycle_finder_finds_cycles() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset({"a", "b", "c"})]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+#: the one module outside cli/ that may import it: ``python -m agentrag`` starts the CLI
+CLI_ENTRY = frozenset({"agentrag.__main__"})
+
+
+def test_no_module_outside_cli_imports_the_cli() -> None:
+    """The library never imports (or calls back into) the CLI: pre-flights, reference parsing and
+    backend defaults live in the library, and the CLI reads them."""
+    graph = import_graph()
+    offenders = sorted((a, b) for a, targets in graph.items() for b in targets
+                       if _area(b) == "cli" and _area(a) != "cli" and a not in CLI_ENTRY)
+    assert offenders == []
+    assert graph["agentrag.__main__"] <= {"agentrag.cli.main"}

@@ -22,7 +22,7 @@ from agentrag.llm.adaptive import (
 )
 from agentrag.llm.openai_backend import OpenAIBackend
 from agentrag.records import Message
-from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
+from agentrag.synth.driver import Pipeline, Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
 from agentrag.synth.evipath.config import EviPathRunConfig
 from agentrag.synth.ragshaper.config import RagShaperRunConfig
 from agentrag.synth.reasonrag.config import ReasonRagRunConfig
@@ -196,11 +196,14 @@ class OneCall(Synthesizer[Any, None, dict[str, Any]]):
     def llm_roles(self, comps: dict[str, Any]) -> dict[str, Any]:
         return {"llm": comps["llm"]}
 
-    def execute(self, ctx: SynthRun, cfg: Any, comps: dict[str, Any], inputs: None) -> SynthOutput:
+    def pipeline(self, ctx: SynthRun, cfg: Any, comps: dict[str, Any], inputs: None) -> Pipeline:
         seen: list[str] = []
-        ctx.stage("ask", lambda i: comps["llm"].chat(HI)[0].text, range(cfg.n),
-                  on_result=lambda i, text: seen.append(text))
-        return SynthOutput(counts={"ask": (cfg.n, len(seen), {})}, details={"threads": ctx.executor.workers})
+
+        def ask() -> None:
+            ctx.stage("ask", lambda i: comps["llm"].chat(HI)[0].text, range(cfg.n),
+                      on_result=lambda i, text: seen.append(text))
+        return Pipeline(steps=[ask], report=lambda: SynthOutput(counts={"ask": (cfg.n, len(seen), {})},
+                                                                   details={"threads": ctx.executor.workers}))
 
     def report_sections(self, metrics: dict[str, Any]) -> Sequence[Any]:
         return []

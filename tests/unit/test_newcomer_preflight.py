@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentrag.cli.common import preflight_llm
 from agentrag.cli.main import app
 from agentrag.errors import UserError
+from agentrag.llm.preflight import preflight_llm
 from agentrag.testing import StubOpenAIServer
 
 runner = CliRunner()

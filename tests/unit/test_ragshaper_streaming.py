@@ -194,7 +194,7 @@ def test_pipeline_statistics_and_export_equal_the_list_code(tmp_path: Path) -> N
     seeds = [f"Ada Varn {w}" for w in ("", "Junk", "Leak", "Odd", "Long", "Wrong", "Bare", "Stray", "Stray Two")]
     m = ShaperRun(tmp_path / "run", cfg, comps).run(seeds)
     with RunDir(tmp_path / "run", lock=False) as run:
-        recs = {k: run.stage(f, model).read() for k, f, model in [
+        recs = {k: run.stage_file(f, model).read() for k, f, model in [
             ("trees", "trees", InfoTree), ("distractors", "distractors", DistractorDoc), ("paths", "paths", PathRecord),
             ("qas", "qa", QARecord), ("trajs", "trajectories", Trajectory), ("filters", "filter", FilterRecord),
             ("tags", "tags", TagRecord)]}

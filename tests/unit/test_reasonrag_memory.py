@@ -19,9 +19,17 @@ from test_reasonrag_pipeline import config, policy, retriever
 
 from agentrag.eval.metrics import f1
 from agentrag.records import Message, QAItem, Trajectory
-from agentrag.synth.driver import SynthBugs, SynthOutput, SynthRun, ids_key, reuse_output, run_synthesizer
+from agentrag.synth.driver import (
+    Pipeline,
+    SynthBugs,
+    SynthOutput,
+    SynthRun,
+    ids_key,
+    run_pipeline,
+    run_synthesizer,
+)
 from agentrag.synth.reasonrag import pipeline
-from agentrag.synth.reasonrag.pipeline import RunFiles, Selected, build_pairs, export, run_greedy, search
+from agentrag.synth.reasonrag.pipeline import RunFiles, Selected, build_pairs, export, greedy_catch_up, search
 from agentrag.synth.reasonrag.run import ReasonRagSynth, run_reasonrag
 from agentrag.synth.reasonrag.stats import _bin, _bins, summary
 from agentrag.synth.reasonrag.tree import IterationEvent, SearchTree, pruned
@@ -103,10 +111,11 @@ def old_mcts_flags(trees: Sequence[SearchTree], error_expansion: int) -> dict[st
 class ListBasedSynth(ReasonRagSynth):
     """ReasonRagSynth.pipeline before the trees were streamed: every finished tree in one list."""
 
-    def pipeline(self, ctx: SynthRun, cfg: Any, comps: Any, inputs: list[QAItem]) -> SynthOutput:
+    def pipeline(self, ctx: SynthRun, cfg: Any, comps: Any, inputs: list[QAItem]) -> Pipeline:
         files = RunFiles(ctx.run)
         search(ctx, cfg, comps, files, inputs)
-        run_greedy(ctx, cfg, comps, files, inputs)
+        if cfg.greedy_baseline:
+            run_pipeline(ctx, Pipeline(steps=[greedy_catch_up(cfg, comps, files, inputs)], report=SynthOutput))
         ids = {q.id for q in inputs}
         trees = [t for t in files.trees.read() if t.id in ids]
         candidates, rejected = build_pairs(cfg, files, trees)
@@ -140,7 +149,7 @@ class ListBasedSynth(ReasonRagSynth):
             if cfg.greedy_baseline:
                 counts["greedy"] = (len(trees), tally["greedy"], {})
             return SynthOutput(counts=counts, export=exported, details=details)
-        return reuse_output(ctx.run, ids_key(ids), report)
+        return Pipeline(steps=[], report=report, report_key=lambda: ids_key(ids))
 
 
 # ----------------------------------------------------------------------------- scripted world

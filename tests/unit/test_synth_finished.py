@@ -60,7 +60,7 @@ def test_noop_rerun_skips_the_pipeline_and_reports_the_same(tmp_path: Path, full
     def no_store(*a: Any, **k: Any) -> Any:
         raise AssertionError("a stage file was opened")
 
-    monkeypatch.setattr(agentrag.runs.RunDir, "stage", no_store)
+    monkeypatch.setattr(agentrag.runs.RunDir, "stage_file", no_store)
     again = run(tmp_path)
     assert len(full_runs) == 1 and data(again) == data(first)
     assert again["unfinished"] == 0 and again["pairs"] > 0
@@ -176,8 +176,8 @@ def _evipath(out: Path, data: Path) -> Callable[[], dict[str, Any]]:
                                planner=CleanGoldLLM(recs), embedder=ContentWordEmbedder())
 
 
-ENTRY = {"ragshaper": ("agentrag.synth.ragshaper.pipeline", "RagShaperPipeline", "run", _ragshaper),
-         "tracer": ("agentrag.synth.tracer.pipeline", "TracerStages", "run", _tracer),
+ENTRY = {"ragshaper": ("agentrag.synth.ragshaper.pipeline", "RagShaperPipeline", "pipeline", _ragshaper),
+         "tracer": ("agentrag.synth.tracer.pipeline", "TracerStages", "pipeline", _tracer),
          "evipath": ("agentrag.synth.evipath.run", "EviPathSynth", "pipeline", _evipath)}
 
 

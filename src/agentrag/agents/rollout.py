@@ -10,10 +10,6 @@ The teacher's tool is named and shaped like the paper's dense retrieval tool (Fi
 
 from __future__ import annotations
 
-from typing import Any
-
-from agentrag.agents.tools import search_tool_schema
-
 #: the paper's name of the dense retrieval tool (Fig. 10)
 ROLLOUT_TOOL = "query_knowledge_base_dense"
 
@@ -60,15 +56,4 @@ without the tags.
 tags."""
 
 
-def rollout_system_prompt(tool_name: str = ROLLOUT_TOOL) -> str:
-    """The rollout prompt for a tool called ``tool_name``."""
-    return ROLLOUT_SYSTEM.format(tool=tool_name)
-
-
-def rollout_tool_schema(default_k: int = 5, max_k: int = 20) -> dict[str, Any]:
-    """The teacher's tool: ``query`` (required, non-empty) and an optional positive ``top_k``
-    that falls back to ``default_k`` (the shape of the paper's Fig. 10, in our words)."""
-    return search_tool_schema(ROLLOUT_TOOL, default_k, max_k)
-
-
-__all__ = ["ROLLOUT_TOOL", "ROLLOUT_SYSTEM", "rollout_system_prompt", "rollout_tool_schema"]
+__all__ = ["ROLLOUT_TOOL", "ROLLOUT_SYSTEM"]

@@ -29,6 +29,7 @@ from agentrag.errors import (
     is_disk_error,
     storage_error,
 )
+from agentrag.exec import Progress
 
 # Markup is off: what the CLI prints (paths, queries, titles, error messages) is user text and
 # must appear verbatim ("/tmp/[run]/x" is a path, not a style tag). Style with ``styled`` instead.
@@ -300,7 +301,7 @@ def is_tty() -> bool:
 
 
 @contextmanager
-def stage_progress() -> Iterator[Callable[[str, int, int], None]]:
+def stage_progress() -> Iterator[Progress]:
     """A rich progress bar on stderr, one row per stage; yields the pipeline's progress callback."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -318,62 +319,5 @@ def stage_progress() -> Iterator[Callable[[str, int, int], None]]:
 
 __all__ = ["console", "err_console", "ConfigOpt", "SetOpt", "OutOpt", "ExecutorOpt", "RayAddressOpt", "WorkersOpt",
            "executor_from_options", "setup_logging", "resolve_config", "user_errors", "exit_if_unfinished", "styled",
-           "is_tty", "install_interrupt_handler", "exit_now_if_interrupted", "preflight", "preflight_llm",
+           "is_tty", "install_interrupt_handler", "exit_now_if_interrupted",
            "stage_progress", "PrintConfigOpt", "ForceNewConfigOpt", "alias", "pick", "need_out"]
-
-
-#: seconds the pre-flight waits for an endpoint to answer
-PREFLIGHT_TIMEOUT_S = 4.0
-_LLM_KEYS = ("llm", "judge", "teacher", "executor_llm")
-
-
-def preflight(cfg: Any) -> None:
-    """Before the first item: one cheap request to every LLM endpoint a command's config names
-    (``llm``, ``judge``, ``teacher``, ``executor_llm``, ``agent_config.executor_llm``; embedded
-    ones need none) and to a retrieval server given as ``kb`` (its ``/health``, with the token).
-    A dead endpoint or a refused key is one :class:`UserError` line naming the endpoint and the
-    fix, in seconds, instead of retries on every item."""
-    refs = [getattr(cfg, k, None) for k in _LLM_KEYS]
-    agent_cfg = getattr(cfg, "agent_config", None)
-    if isinstance(agent_cfg, dict):
-        refs.append(agent_cfg.get("executor_llm"))
-    seen: set[str] = set()
-    for ref in refs:
-        if isinstance(ref, str) and ref and ref not in seen:
-            seen.add(ref)
-            preflight_llm(ref)
-    kb = getattr(cfg, "kb", None)
-    if isinstance(kb, str) and kb.startswith(("http://", "https://")):
-        from agentrag.kb import resolve_retriever
-
-        check = getattr(resolve_retriever(kb), "health", None)
-        if callable(check):
-            check()
-
-
-def preflight_llm(ref: str) -> None:
-    """GET ``/models`` of an OpenAI-compatible ``ref`` with a named endpoint (its URL or
-    ``$OPENAI_BASE_URL``; the hosted default is not probed): no answer or a 401/403 is a UserError.
-    Any other status (a server without ``/models``) passes: the endpoint is up."""
-    import httpx
-
-    from agentrag.llm.resolve import llm_config_from_ref
-
-    try:
-        config = llm_config_from_ref(ref)
-    except UserError:  # a reference the command's own input checks report in their words
-        return
-    if config.backend != "openai":
-        return
-    base = (config.base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/")
-    if not base:  # the hosted default (api.openai.com) is not probed; a named endpoint is
-        return
-    key = config.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-    try:
-        resp = httpx.get(f"{base}/models", headers={"Authorization": f"Bearer {key}"}, timeout=PREFLIGHT_TIMEOUT_S)
-    except httpx.HTTPError as exc:
-        raise UserError(f"LLM endpoint {base} ({ref}) does not answer ({type(exc).__name__}: {exc}); start the "
-                        "server (e.g. agentrag llm serve) or fix the URL in --llm openai:MODEL@URL") from None
-    if resp.status_code in (401, 403):
-        raise UserError(f"LLM endpoint {base} ({ref}) refused the API key ({resp.status_code}); set "
-                        "OPENAI_API_KEY or api_key in the --llm YAML file") from None

@@ -20,7 +20,6 @@ from agentrag.cli.common import (
     executor_from_options,
     exit_if_unfinished,
     need_out,
-    preflight,
     resolve_config,
     styled,
     user_errors,
@@ -86,6 +85,7 @@ def eval_command(
     agent_config max_steps 4, top_k 3 and max_top_k 3 are the defaults unless set.
     """
     with user_errors():
+        from agentrag.eval.defaults import resolved_eval_config
         from agentrag.eval.run import EvalBugs, run_eval
         from agentrag.eval.runner import EvalConfig
 
@@ -112,7 +112,7 @@ def eval_command(
         with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, \
                 progress_output() as bar:
             try:
-                metrics = run_eval(cfg, out, executor=ex, progress=bar, preflight=preflight)
+                metrics = run_eval(cfg, out, executor=ex, progress=bar, preflight=True)
             except EvalBugs as exc:
                 if exc.metrics is not None:
                     _print_metrics(exc.metrics)
@@ -129,6 +129,7 @@ def eval_command(
 
 def _run_suite(path: Path, out: Path, sets: list[str] | None, show_config: bool, flags: dict[str, Any]) -> None:
     """``agentrag eval --suite FILE``: the suite's cells into ``out``, then the table."""
+    from agentrag.eval.defaults import resolved_eval_config
     from agentrag.eval.run import EvalBugs
     from agentrag.eval.runner import EvalConfig
     from agentrag.eval.suite import SuiteConfig, load_suite, run_suite, suite_markdown
@@ -153,32 +154,6 @@ def _run_suite(path: Path, out: Path, sets: list[str] | None, show_config: bool,
     console.print(suite_markdown(table), markup=False, highlight=False)
     console.print(f"table: {out / 'suite.md'}  (cells: {out / 'runs'}; browse: agentrag view {out})")
     exit_if_unfinished(table.get("unfinished", 0))
-
-
-def resolved_eval_config(cfg: Any) -> Any:
-    """``cfg`` with its agent's settings resolved: ``agent_config`` holds every key of the agent's
-    config class (its defaults included), as ``--print-config`` and ``config.yaml`` show it."""
-    from agentrag.agents import agent_config
-    from agentrag.config import config_source
-
-    given = dict(cfg.agent_config)
-    fields = type(agent_config(cfg.agent)).model_fields
-    if is_embedded(cfg.llm):  # CPU budgets for the keys the user left unset (docs/quickstart.md)
-        for key, value in EMBEDDED_AGENT_BUDGET.items():
-            if key in fields and key not in given:
-                given[key] = value
-    full = agent_config(cfg.agent, source=config_source(cfg), prefix="agent_config.", **given).model_dump(mode="json")
-    return cfg.model_copy(update={"agent_config": full})
-
-
-#: agent settings the embedded model (SmolLM2-135M on llama.cpp, 2 CPU cores) gets unless set: fewer
-#: turns and shorter prompts keep an eval question at about a minute instead of several
-EMBEDDED_AGENT_BUDGET: dict[str, Any] = {"max_steps": 4, "top_k": 3, "max_top_k": 3}
-
-
-def is_embedded(llm: Any) -> bool:
-    """Whether an ``--llm`` value names the embedded model (the reference ``embedded``)."""
-    return isinstance(llm, str) and llm.strip() == "embedded"
 
 
 def _print_metrics(m: dict[str, Any]) -> None:

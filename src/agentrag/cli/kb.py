@@ -182,19 +182,19 @@ def search(
 
     Example: agentrag kb search --kb runs/kb "who wrote Hamlet" --top-k 3
     """
-    from agentrag.kb.multi import resolve_retriever
+    from agentrag.kb.reference import is_kb_url, resolve_retriever
 
     with user_errors():
         kb, queries = _kb_and_rest(kb_opt, args or [], "queries")
         k = pick(top_k, topk_alias, "--top-k", "--topk") or 5
         method = pick(method, method_alias, "--method", "-m")
-        if set_ and not kb.startswith(("http://", "https://")):
+        if set_ and not is_kb_url(kb):
             from agentrag.kb.store import KnowledgeBase
 
             r: Any = KnowledgeBase.load(kb, overrides=set_)
         else:
             r = resolve_retriever(kb)
-        if method is not None and kb.startswith(("http://", "https://")):
+        if method is not None and is_kb_url(kb):
             raise UserError("--method does not apply to a retrieval server (the server chooses it: "
                             "`agentrag kb serve DIR --method ...`)")
         # into a log: a heartbeat while the first dense search loads the embedder (seconds to a minute)

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agentrag.cli.common import err_console, is_tty, stage_progress
+from agentrag.exec import Progress
 from agentrag.progress import EVERY_FRAC, HEARTBEAT_S, Heartbeat
 
 #: a progress line at least this often (seconds) and at every this fraction of a stage
@@ -32,7 +33,7 @@ class LogProgress(Heartbeat):
 
 
 @contextmanager
-def progress_output(unit: str = "items") -> Iterator[Callable[[str, int, int], None]]:
+def progress_output(unit: str = "items") -> Iterator[Progress]:
     """The progress callback of a long command: a live bar per stage on a terminal, else
     :class:`LogProgress` lines (on by default; nothing to set)."""
     if is_tty():

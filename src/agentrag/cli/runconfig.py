@@ -11,8 +11,9 @@ from typing import Any
 
 import typer
 
-from agentrag.cli.common import _LLM_KEYS, err_console, styled
+from agentrag.cli.common import err_console, styled
 from agentrag.errors import UserError
+from agentrag.llm.reference import LLM_KEYS, parse_llm_ref
 
 #: keys that may change between runs on one directory: they decide how much is run or how fast,
 #: never what a finished row holds (``--limit 20`` after ``--limit 10`` extends the run)
@@ -59,23 +60,14 @@ def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-#: settings of an LLM reference that say where and how fast it is reached, not what it answers: an
-#: endpoint that moved (a restarted server, a new key) does not make another configuration
-_LLM_TRANSPORT = ("base_url", "api_key", "timeout", "max_retries", "backoff_initial", "backoff_max", "concurrency",
-                  "n_threads", "n_threads_batch", "extra_buffer_types", "cache")
-
-
 def _llm_identity(ref: Any) -> Any:
     """What an LLM reference answers with (backend, model, sampling), without its endpoint."""
     if not isinstance(ref, str) or not ref:
         return ref
-    from agentrag.llm.resolve import llm_config_from_ref
-
     try:
-        config = llm_config_from_ref(ref)
+        return parse_llm_ref(ref).identity()
     except (UserError, OSError):
         return ref
-    return " ".join(f"{k}={v}" for k, v in config.model_dump(exclude=set(_LLM_TRANSPORT)).items() if v is not None)
 
 
 def config_diff(old: dict[str, Any], new: dict[str, Any], may_change: tuple[str, ...] = ()) -> list[str]:
@@ -84,7 +76,7 @@ def config_diff(old: dict[str, Any], new: dict[str, Any], may_change: tuple[str,
     a, b = _flat(old), _flat(new)
     for flat in (a, b):
         for key, value in flat.items():
-            if key.rsplit(".", 1)[-1] in _LLM_KEYS + ("tagger",):
+            if key.rsplit(".", 1)[-1] in LLM_KEYS:
                 flat[key] = _llm_identity(value)
     lines = []
     for key in sorted(set(a) | set(b)):

@@ -20,7 +20,6 @@ from agentrag.cli.common import (
     executor_from_options,
     exit_if_unfinished,
     need_out,
-    preflight,
     resolve_config,
     user_errors,
 )
@@ -95,7 +94,7 @@ def _with_progress(cfg: Any, out: Path, executor: str | None, workers: int | Non
     from agentrag.synth.evipath import run_evipath
 
     with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, progress_output() as progress:
-        return run_evipath(cfg, out, progress=progress, executor=ex, preflight=preflight)
+        return run_evipath(cfg, out, progress=progress, executor=ex, preflight=True)
 
 
 def _summary(metrics: dict[str, Any], path: Path) -> None:

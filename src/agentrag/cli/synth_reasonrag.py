@@ -20,7 +20,6 @@ from agentrag.cli.common import (
     executor_from_options,
     exit_if_unfinished,
     need_out,
-    preflight,
     resolve_config,
     styled,
     user_errors,
@@ -91,11 +90,11 @@ def reasonrag(
         cfg = resolve_config(ReasonRagRunConfig, config, sets, base=base)
         if show_config:
             print_config(cfg)
-        # pair and label settings may change: the pairs are rebuilt from the stored trees (issue 21)
+        # pair and label settings may change: the pairs are rebuilt from the stored trees
         out = run_dir_for(need_out(out), cfg, force_new=force_new_config, may_change=REBUILT_KEYS)
         with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, \
                 progress_output() as progress:
-            metrics = run_reasonrag(cfg, out, progress=progress, executor=ex, preflight=preflight)
+            metrics = run_reasonrag(cfg, out, progress=progress, executor=ex, preflight=True)
         _summary(metrics, out)
     exit_if_unfinished(metrics["unfinished"], "questions")
 

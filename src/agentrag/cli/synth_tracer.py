@@ -23,7 +23,6 @@ from agentrag.cli.common import (
     exit_if_unfinished,
     need_out,
     pick,
-    preflight,
     resolve_config,
     user_errors,
 )
@@ -104,7 +103,7 @@ def build(
         out = run_dir_for(need_out(out), cfg, force_new=force_new_config)
         with executor_from_options(executor, workers, ray_address, cfg.items_in_flight()) as ex, \
                 progress_output() as progress:
-            metrics = run_tracer(cfg, out, progress=progress, executor=ex, preflight=preflight)
+            metrics = run_tracer(cfg, out, progress=progress, executor=ex, preflight=True)
         from agentrag.cli.funnel import print_empty_funnel, print_funnel, print_outputs
 
         print_funnel(metrics["funnel"])

@@ -35,12 +35,15 @@ from typing import Any
 
 from agentrag.config import config_source, load_config
 from agentrag.errors import UserError
+from agentrag.eval.defaults import resolved_eval_config
 from agentrag.eval.judge import LLMJudge
 from agentrag.eval.report import write_eval_report
 from agentrag.eval.result import EvalResult
 from agentrag.eval.runner import EvalConfig, run_pending, summarize
 from agentrag.exec import Executor, ItemBugs, ThreadExecutor
 from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
+from agentrag.llm.preflight import preflight_llm
+from agentrag.llm.reference import config_llm_refs
 from agentrag.llm.usage import llm_usage
 from agentrag.progress import ProgressArg, progress_for
 from agentrag.records import QAItem
@@ -48,7 +51,6 @@ from agentrag.runs import FINISHED, LOCK_NAME, RunDir, config_key, records_key
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str, int, int], None]
 
 
 class EvalBugs(ItemBugs):
@@ -88,16 +90,16 @@ def check_inputs(cfg: EvalConfig, out: str | os.PathLike[str], *, llm: Any = Non
         from agentrag.kb import resolve_retriever
 
         retriever = resolve_retriever(cfg.kb)
-    check = getattr(retriever, "health", None)
-    if callable(check):  # a retrieval server: fail now (down, wrong token), not item by item
-        check()
+    from agentrag.kb import check_retriever
+
+    check_retriever(retriever)  # a retrieval server: fail now (down, wrong token), not item by item
     return items, retriever
 
 
 def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None = None, *, llm: Any = None,
              retriever: Any = None, judge: Any = None, executor: Executor | None = None,
              progress: ProgressArg = None, on_result: Callable[[EvalResult], object] | None = None,
-             preflight: Callable[[EvalConfig], object] | None = None, **overrides: Any) -> dict[str, Any]:
+             preflight: bool = False, **overrides: Any) -> dict[str, Any]:
     """Evaluate an agent on a QA dataset into the run directory ``out`` (rerun = resume); returns
     the object written to ``metrics.json``.
 
@@ -111,9 +113,11 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
     with another executor (Ray) every worker builds its own LLM, retriever, agent and judge from
     the config. ``progress``: heartbeat lines on stderr (``True``; by default when the session is
     interactive), none (``False``), or your callback ``progress("eval", done, total)`` (see
-    :mod:`agentrag.progress`); ``on_result`` gets each
-    result as it is written. ``preflight(cfg)`` (the CLI's endpoint check) runs once the run
-    directory is locked, before the config is written and the first item starts. See the module
+    :mod:`agentrag.progress`); ``on_result`` gets each result as it is written. With
+    ``preflight`` (the CLI's default) every LLM endpoint the config names gets one cheap request
+    (:func:`agentrag.llm.preflight.preflight_llm`; the retrieval server is checked once, with the
+    inputs) once the run directory is locked, before the config is written and the first item
+    starts. See the module
     docstring for what is raised.
     """
     from agentrag.threads import passive_openmp
@@ -128,6 +132,8 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
     passive_openmp()
     given_retriever = retriever
     items, retriever = check_inputs(cfg, out, llm=llm, retriever=retriever, judge=judge)
+    if llm is None:  # the defaults of the backend the reference names (the CLI's, too)
+        cfg = resolved_eval_config(cfg)
     in_process = executor is None or isinstance(executor, ThreadExecutor)
     if not in_process and any(x is not None for x in (llm, judge, given_retriever)):
         raise UserError("LLM, judge and retriever objects cannot be sent to a distributed executor: pass references "
@@ -138,9 +144,10 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
     description = (f"agent {cfg.agent}, LLM {_name(llm, cfg.llm)}, judge {_name(judge, cfg.judge) or 'none'}, "
                    f"KB {_name(given_retriever, cfg.kb)}")
     with RunDir(out) as run:
-        if preflight is not None:
+        if preflight:
             try:
-                preflight(cfg)
+                for _key, ref in config_llm_refs(cfg):
+                    preflight_llm(ref)
             except UserError:
                 if fresh:  # leave no half-made run directory behind
                     run.close()

@@ -28,7 +28,7 @@ from agentrag.eval.hops import MAXD_MIN_HOPS, lower_hop_items
 from agentrag.eval.judge import LLMJudge
 from agentrag.eval.result import EvalResult
 from agentrag.eval.summary import Summary
-from agentrag.exec import Executor, StageResult, ThreadExecutor, WorkerTask, run_stage
+from agentrag.exec import Executor, Progress, StageResult, ThreadExecutor, WorkerTask, run_stage
 from agentrag.llm.adaptive import ITEMS_IN_FLIGHT_HELP, default_items_in_flight
 from agentrag.records import QAItem, Trajectory
 from agentrag.runs import RunDir
@@ -135,7 +135,7 @@ def run_and_score(agent: RunsItems, item: QAItem, judge: LLMJudge | None = None,
 
 def run_pending(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run: RunDir, *,
                 judge: LLMJudge | None = None, concurrency: int = 4, maxd: bool = False,
-                correct_by: CorrectBy = "auto", progress: Callable[[str, int, int], None] | None = None,
+                correct_by: CorrectBy = "auto", progress: Progress | None = None,
                 on_result: Callable[[EvalResult], object] | None = None,
                 executor: Executor | None = None) -> tuple[Iterator[EvalResult], StageResult]:
     """Evaluate the items of ``items`` (and their lower-hop questions when ``maxd``) not yet in
@@ -148,7 +148,7 @@ def run_pending(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run: Run
         raise UserError(f"concurrency must be >= 1, got {concurrency!r}")
     if correct_by == "judge" and judge is None and not isinstance(agent, WorkerTask):
         raise UserError("correct_by='judge' needs a judge: pass --judge REF (or use auto, em or acc)")
-    store = run.stage("results", EvalResult)
+    store = run.stage_file("results", EvalResult)
     everything = expand_items(items, maxd)
     todo = [i for i in everything if i.id not in store]
     order = [i.id for i in everything]
@@ -183,7 +183,7 @@ def run_pending(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run: Run
 def evaluate_stage(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_dir: str | os.PathLike[str] | RunDir,
                    *, judge: LLMJudge | None = None, concurrency: int = 4, maxd: bool = False,
                    correct_by: CorrectBy = "auto",
-                   progress: Callable[[str, int, int], None] | None = None,
+                   progress: Progress | None = None,
                    on_result: Callable[[EvalResult], object] | None = None,
                    executor: Executor | None = None) -> tuple[list[EvalResult], StageResult]:
     """:func:`evaluate`, also returning the :class:`~agentrag.exec.StageResult` of this invocation
@@ -202,7 +202,7 @@ def evaluate_stage(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_d
 def evaluate(agent: RunsItems | WorkerTask, items: Sequence[QAItem], run_dir: str | os.PathLike[str] | RunDir, *,
              judge: LLMJudge | None = None, concurrency: int = 4, maxd: bool = False,
              correct_by: CorrectBy = "auto",
-             progress: Callable[[str, int, int], None] | None = None,
+             progress: Progress | None = None,
              on_result: Callable[[EvalResult], object] | None = None,
              executor: Executor | None = None) -> list[EvalResult]:
     """Evaluate ``agent`` on ``items`` (resuming from ``results.jsonl``); returns all results.

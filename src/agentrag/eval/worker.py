@@ -17,21 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from agentrag.exec import WorkerTask
+from agentrag.llm.cache import worker_cache_path
 from agentrag.records import QAItem
-
-
-def worker_cache_path(run_cache: str | Path | None) -> str | None:
-    """The cache a worker opens: the run's, or ``$AGENTRAG_WORKER_CACHE_DIR/<run>-<host>.sqlite``."""
-    import os
-    import socket
-
-    if run_cache is None:
-        return None
-    local = os.environ.get("AGENTRAG_WORKER_CACHE_DIR")
-    if not local:
-        return str(run_cache)
-    run = Path(run_cache).parent.name or "run"
-    return str(Path(local) / f"{run}-{socket.gethostname()}.sqlite")
 
 
 class EvalTask(WorkerTask):
@@ -66,4 +53,4 @@ class EvalTask(WorkerTask):
         return run_and_score(agent, item, judge, correct_by)
 
 
-__all__ = ["EvalTask", "worker_cache_path"]
+__all__ = ["EvalTask"]

@@ -23,6 +23,7 @@ from agentrag.exec.base import Executor, Outcome, ThreadExecutor, WorkerTask
 from agentrag.exec.flow import run_flow
 from agentrag.exec.policy import ItemBugs, StageResult, item_key, run_stage
 from agentrag.exec.resolve import resolve_executor
+from agentrag.progress import Progress
 
-__all__ = ["Executor", "Outcome", "ThreadExecutor", "WorkerTask", "resolve_executor", "run_stage",
+__all__ = ["Executor", "Outcome", "Progress", "ThreadExecutor", "WorkerTask", "resolve_executor", "run_stage",
            "StageResult", "item_key", "ItemBugs", "run_flow"]

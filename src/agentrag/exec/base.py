@@ -14,6 +14,7 @@ from agentrag.errors import UserError
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
 R = TypeVar("R")
 
 _in_flight = 0

@@ -30,6 +30,7 @@ from typing import Any
 
 from agentrag.exec.base import Executor
 from agentrag.exec.policy import StageResult, item_key, settle_failure
+from agentrag.progress import Progress
 
 #: a task of a flow: (stage name, the item of that stage)
 Task = tuple[str, Any]
@@ -93,7 +94,7 @@ def _key(task: Task) -> str:
 
 
 def run_flow(executor: Executor, fns: Mapping[str, Callable[[Any], Any]], writers: Mapping[str, Writer],
-             first: Iterable[Task], *, progress: Callable[[str, int, int], None] | None = None,
+             first: Iterable[Task], *, progress: Progress | None = None,
              hold: int | None = None) -> dict[str, StageResult]:
     """Run the tasks ``first`` and every follow-up their writers return (module docstring) under
     the failure policy; returns one :class:`StageResult` per stage of ``fns``. ``hold``: how many

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from agentrag.errors import AgentRagError, classify
 from agentrag.exec.base import Executor
+from agentrag.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ def settle_failure(res: StageResult, item: Any, error: BaseException, key: Calla
 
 
 def run_stage(executor: Executor, fn: Callable[[T], R], items: Iterable[T], *, stage: str = "",
-              progress: Callable[[str, int, int], None] | None = None,
+              progress: Progress | None = None,
               on_result: Callable[[T, R], object] | None = None,
               key: Callable[[T], str] = item_key) -> StageResult:
     """Run ``fn`` over ``items`` under the failure policy (module docstring); ``on_result`` (in

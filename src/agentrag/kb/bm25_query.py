@@ -3,7 +3,7 @@ update_vocab=False)`` returns, minus ids without a column in the index, in a thi
 
 bm25s lower-cases each query, splits it with the regex ``(?u)\\b\\w\\w+\\b`` and looks every word up
 (word -> id, else stopword, else its stem -> id). On a small KB that regex was half of a
-query's cost (issue 27). Here an ASCII query is split by a byte translation (every byte that is
+query's cost. Here an ASCII query is split by a byte translation (every byte that is
 not ``[a-z0-9_]`` becomes a space, then ``bytes.split``; words of one letter dropped), which
 yields the same words; other queries use ``\\w\\w+`` (the same matches: a greedy run of word
 characters always starts and ends at a word boundary). Each distinct word's id is remembered

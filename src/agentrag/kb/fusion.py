@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from agentrag.kb.config import HybridConfig
 
 Ranked = list[tuple[int, float]]
-FUSIONS = ("rrf", "minmax", "zscore")
 
 
 def _n_queries(runs: Mapping[str, Sequence[Ranked]]) -> int:
@@ -139,4 +138,4 @@ def fuse(runs: Mapping[str, Sequence[Ranked]], config: HybridConfig) -> list[Ran
     return score_fuse(runs, config.weights, config.fusion, adaptive=config.adaptive)
 
 
-__all__ = ["rrf_fuse", "score_fuse", "normalise", "confidence", "fuse", "FUSIONS", "Ranked"]
+__all__ = ["rrf_fuse", "score_fuse", "normalise", "confidence", "fuse", "Ranked"]

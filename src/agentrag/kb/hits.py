@@ -3,9 +3,9 @@ and the :class:`~agentrag.records.Hit` objects, built without pydantic's per-fie
 :class:`SearchResults`, the hit lists of one search, built when they are first looked at.
 
 On a small KB a BM25 query costs bm25s ~10-40 us, and reading the 10 passages from SQLite (one
-``SELECT ... WHERE row IN (...)`` a call) cost us more than that (issue 27). A store whose file
+``SELECT ... WHERE row IN (...)`` a call) cost more than that. A store whose file
 is at most :func:`cache_bytes` is therefore read into a list once, on its first search, and
-searches index that list; a larger store is read per search as before, and nothing of it is held.
+searches index that list; a larger store is read per search, and nothing of it is held.
 """
 
 from __future__ import annotations

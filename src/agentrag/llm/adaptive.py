@@ -166,18 +166,13 @@ def default_items_in_flight(*llms: Any) -> int:
 
 def _is_remote(llm: Any) -> bool:
     if isinstance(llm, str):
-        if llm.startswith("openai:"):
-            return True
-        if llm.endswith((".yaml", ".yml")):
-            from agentrag.config import load_config
-            from agentrag.errors import UserError
-            from agentrag.llm.config import LLMConfig
+        from agentrag.errors import UserError
+        from agentrag.llm.reference import parse_llm_ref
 
-            try:
-                return load_config(LLMConfig, llm).backend == "openai"
-            except (UserError, OSError):  # the input check names a bad file; the default does not matter
-                return False
-        return False
+        try:
+            return parse_llm_ref(llm).is_remote
+        except (UserError, OSError):  # the input check names a bad reference; the default does not matter
+            return False
     return any(getattr(b, "backend", None) == "openai" for b in _backends(llm))
 
 

@@ -296,6 +296,21 @@ class CachedLLM:
         return self._finish(key, have, fresh, n)
 
 
+def worker_cache_path(run_cache: str | Path | None) -> str | None:
+    """The cache a worker process opens: the run's, or ``$AGENTRAG_WORKER_CACHE_DIR/<run>-<host>.sqlite``
+    (a node-local copy when the run directory is not on a filesystem every node sees)."""
+    import os
+    import socket
+
+    if run_cache is None:
+        return None
+    local = os.environ.get("AGENTRAG_WORKER_CACHE_DIR")
+    if not local:
+        return str(run_cache)
+    run = Path(run_cache).parent.name or "run"
+    return str(Path(local) / f"{run}-{socket.gethostname()}.sqlite")
+
+
 def with_response_cache(llm: Any, path: str | Path, made: dict[int, Any] | None = None) -> Any:
     """An LLM object a Python caller passed to a run, behind the run's response cache as the CLI's
     backends are: the library's own backends (``response_cache = True``: embedded, openai, hf) are
@@ -315,4 +330,5 @@ def with_response_cache(llm: Any, path: str | Path, made: dict[int, Any] | None 
     return wrapped
 
 
-__all__ = ["with_response_cache", "CachedLLM", "ResponseCache", "request_key", "flush_unsaved", "integrity_problem"]
+__all__ = ["with_response_cache", "CachedLLM", "ResponseCache", "request_key", "flush_unsaved", "integrity_problem",
+           "worker_cache_path"]

@@ -1,4 +1,4 @@
-"""What the synthesizers share: JSON and text calls with provenance, the progress-callback type,
+"""What the synthesizers share: JSON and text calls with provenance,
 rejection-reason counts and usage sums for the funnels, derived sampling seeds.
 
 ``call_json`` asks an LLM for a JSON object declared by a pydantic model; model output that fails
@@ -14,7 +14,7 @@ import hashlib
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -25,7 +25,6 @@ from agentrag.records import Message, Provenance, Usage
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str, int, int], None]
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -134,10 +133,4 @@ def reason_counts(reasons: Iterable[str | None]) -> dict[str, int]:
     return dict(Counter(reason_kind(r) for r in reasons if r))
 
 
-def total_usage(provenances: Iterable[Provenance | None]) -> Usage:
-    """The summed token usage of some provenance records."""
-    return sum((p.usage for p in provenances if p is not None), Usage())
-
-
-__all__ = ["Progress", "prompt_hash", "derive_seed", "parse_json", "call_json", "call_text", "reason_kind", "reason_counts",
-           "total_usage"]
+__all__ = ["prompt_hash", "derive_seed", "parse_json", "call_json", "call_text", "reason_kind", "reason_counts"]

@@ -1,16 +1,21 @@
 """The one driver of the four synthesizers (RAGShaper, EviPath, ReasonRAG, Tracer).
 
 A synthesizer is a declaration, :class:`Synthesizer`: its stages (name, input, output, gates),
-how to check its inputs, how to build its components (the same recipe Ray workers use), the
-pipeline over pending items, and its report sections. :func:`run_synthesizer` does the rest, the
+how to check its inputs, how to build its components (the same recipe Ray workers use), what a
+finished run's output depends on (``finished_key``), its pipeline (the steps over pending items
+and the report: :class:`Pipeline`), and its report sections. :func:`run_synthesizer` does the rest, the
 same way for all four (and their CLI commands and ``run_*`` functions alike):
 
 1. check every input before anything is written (:meth:`Synthesizer.check_inputs`);
 2. open the run directory (taking its writer lock) and write the resolved config;
 3. build the components (:meth:`Synthesizer.components`; LLM and retriever objects passed by a
    Python caller replace the references);
-4. run the pipeline over pending items through the executor seam (:class:`SynthRun.stage`
-   applies the failure policy of :mod:`agentrag.exec.policy` and tallies unfinished items);
+4. reuse the output of a finished run that nothing changed since (:meth:`Synthesizer.finished_key`),
+   or run the synthesizer's :class:`Pipeline`: its steps in order over pending items through the
+   executor seam (flows of overlapping stages, then each :class:`PendingStage` catching up the
+   items the flows did not reach, minus the ones this run already left unfinished; :class:`SynthRun`
+   applies the failure policy of :mod:`agentrag.exec.policy` and tallies unfinished items), then
+   its report (statistics and exports, reused when no data file changed: ``report_key``);
 5. assemble the typed metrics (:class:`SynthMetrics`: funnel per declared stage, unfinished
    count, one LLM-usage block, wall time), write ``metrics.json``;
 6. write the report once, after the statistics exist.
@@ -32,14 +37,13 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentrag.errors import UserError
-from agentrag.exec import Executor, ItemBugs, StageResult, ThreadExecutor, run_flow, run_stage
+from agentrag.exec import Executor, ItemBugs, Progress, StageResult, ThreadExecutor, run_flow, run_stage
 from agentrag.exec.flow import Task, Writer
 from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
 from agentrag.llm.cache import with_response_cache
 from agentrag.llm.usage import llm_usage
 from agentrag.progress import ProgressArg, progress_for
 from agentrag.runs import FINISHED, RunDir
-from agentrag.synth.common import Progress
 from agentrag.threads import passive_openmp
 
 log = logging.getLogger(__name__)
@@ -115,7 +119,7 @@ class SynthOutput:
 
 
 def ids_key(ids: Iterable[str]) -> str:
-    """A short key of a set of item ids (for :func:`reuse_output`)."""
+    """A short key of a set of item ids (for :attr:`Pipeline.report_key`)."""
     import hashlib
 
     return hashlib.sha1("\n".join(sorted(ids)).encode("utf-8")).hexdigest()
@@ -131,27 +135,70 @@ def _output(got: Mapping[str, Any]) -> SynthOutput:
                        details=got["details"])
 
 
-def reuse_output(run: RunDir, key: str, compute: Callable[[], SynthOutput]) -> SynthOutput:
-    """``compute()`` (a pipeline's statistics and exports after its stages), or the output of the
-    last run when none of the run's data files changed since (:meth:`RunDir.derived`; ``key``:
-    what else the output depends on, e.g. the config and the item ids). A no-op rerun then reads
-    no record and writes no export."""
-    return _output(run.derived(key, lambda: _output_json(compute())))
+@dataclass(frozen=True)
+class PendingStage(Generic[T, R]):
+    """A stage run over the items it still has to do: ``pending()`` lists them when the step's
+    turn comes (after the steps before it wrote their records); the driver drops the ones this
+    run already left unfinished or hit a bug on (a rerun tries them again) and runs ``task`` over
+    the rest under the failure policy, writing each result with ``write``. After a flow, this is
+    the catch-up of the items the flow did not reach (those of an earlier run)."""
+
+    stage: str
+    task: Callable[[T], R]
+    pending: Callable[[], Iterable[T]]
+    write: Callable[[T, R], object]
+    #: the item's id, as the stage tallies it (default: its ``id``)
+    key: Callable[[T], str] = field(default=lambda item: str(item.id))
 
 
-def finished_output(ctx: SynthRun, key: str, pipeline: Callable[[], SynthOutput]) -> SynthOutput:
-    """The output of the last run when it finished every item, ``key`` is the same (the config
-    and the items asked for) and no data file of the run changed since (:meth:`RunDir.stored`:
-    names, sizes and mtimes, nothing read): a no-op rerun then opens no stage file and scans
-    nothing for pending work. Otherwise ``pipeline()`` (the full resume: stages, statistics,
-    exports); its output is kept for the next rerun only when no item was left unfinished (an
-    outage, a bug) and nothing raised. A rerun after a crash, an outage, an appended, edited or
-    deleted file, another config or other items therefore runs the full resume."""
-    found, got = ctx.run.stored(FINISHED, key)
-    if found:
-        return _output(got)
-    out = pipeline()
-    if not ctx.unfinished_by_stage:
+#: one step of a pipeline: a plain function (a flow, a step without per-item work) or a stage over
+#: its pending items
+PipelineStep = Callable[[], object] | PendingStage[Any, Any]
+
+
+@dataclass
+class Pipeline:
+    """What a synthesizer runs over its run directory: ``steps`` in order, then ``report()`` (the
+    statistics and exports after the stages). With ``report_key`` the report is reused when no
+    data file of the run changed since the last one (:meth:`RunDir.derived`; ``report_key()``,
+    asked after the steps: what else it depends on, e.g. the item ids), so a no-op rerun reads no
+    record and writes no export."""
+
+    steps: Sequence[PipelineStep]
+    report: Callable[[], SynthOutput]
+    report_key: Callable[[], str] | None = None
+
+
+def run_pipeline(ctx: SynthRun, pipeline: Pipeline) -> SynthOutput:
+    """Every step of ``pipeline`` in order, then its report (reused as :class:`Pipeline` says)."""
+    for step in pipeline.steps:
+        if isinstance(step, PendingStage):
+            ctx.stage(step.stage, step.task, [x for x in step.pending() if not ctx.failed(step.stage, step.key(x))],
+                      step.write)
+        else:
+            step()
+    if pipeline.report_key is None:
+        return pipeline.report()
+    report = pipeline.report
+    return _output(ctx.run.derived(pipeline.report_key(), lambda: _output_json(report())))
+
+
+def run_or_reuse(synth: Synthesizer[Any, Any, Any], ctx: SynthRun, cfg: Any, comps: Any, inputs: Any) -> SynthOutput:
+    """The output of the last run when it finished every item, its :meth:`Synthesizer.finished_key`
+    is the same (the config and the items asked for) and no data file of the run changed since
+    (:meth:`RunDir.stored`: names, sizes and mtimes, nothing read): a no-op rerun then opens no
+    stage file and scans nothing for pending work. Otherwise the synthesizer's pipeline (the full
+    resume: stages, statistics, exports); its output is kept for the next rerun only when no item
+    was left unfinished (an outage, a bug) and nothing raised. A rerun after a crash, an outage,
+    an appended, edited or deleted file, another config or other items therefore runs the full
+    resume. A synthesizer without a finished key always runs its pipeline."""
+    key = synth.finished_key(cfg, inputs)
+    if key is not None:
+        found, got = ctx.run.stored(FINISHED, key)
+        if found:
+            return _output(got)
+    out = run_pipeline(ctx, synth.pipeline(ctx, cfg, comps, inputs))
+    if key is not None and not ctx.unfinished_by_stage:
         ctx.run.store(FINISHED, key, _output_json(out))
     return out
 
@@ -219,6 +266,15 @@ class Synthesizer(Generic[Cfg, Inputs, Comps]):
     stages: ClassVar[tuple[Stage, ...]] = ()
     #: the objects a Python caller may pass in place of references (``run_<name>(..., llm=obj)``)
     given: ClassVar[tuple[str, ...]] = ()
+    #: the components recipe (a :class:`~agentrag.synth.worker.ComponentsRecipe` class with a
+    #: ``from_config(cfg, run_dir)``), or None for components without live clients
+    recipe: ClassVar[type[Any] | None] = None
+    #: what the run viewer (``agentrag view``) reads of this synthesizer: the files that mark its
+    #: run directory (all must exist; none: not viewable), the config keys its header names, and
+    #: ``"module:function"`` of the page-data loader (``function(run_dir, limits) -> Payload``)
+    run_files: ClassVar[tuple[str, ...]] = ()
+    key_config: ClassVar[tuple[str, ...]] = ()
+    viewer: ClassVar[str] = ""
 
     def check_inputs(self, cfg: Cfg, out: str | os.PathLike[str], given: Mapping[str, Any]) -> Inputs:
         """Check everything the run needs before anything is written; return the inputs."""
@@ -233,8 +289,13 @@ class Synthesizer(Generic[Cfg, Inputs, Comps]):
         """``{role: LLM object}`` of the run, for the LLM-usage block."""
         raise NotImplementedError
 
-    def execute(self, ctx: SynthRun, cfg: Cfg, comps: Comps, inputs: Inputs) -> SynthOutput:
-        """Run the stages over pending items (``ctx.stage`` for per-item work)."""
+    def finished_key(self, cfg: Cfg, inputs: Inputs) -> str | None:
+        """What a finished run's stored output depends on besides the run's data files (the config
+        and the items asked for; :func:`run_or_reuse`); ``None``: never reused."""
+        return None
+
+    def pipeline(self, ctx: SynthRun, cfg: Cfg, comps: Comps, inputs: Inputs) -> Pipeline:
+        """The steps over pending items and the report (:class:`Pipeline`); the driver runs them."""
         raise NotImplementedError
 
     def title(self, cfg: Cfg, name: str) -> str:
@@ -305,21 +366,37 @@ def run_sections(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def preflight_config(cfg: Any) -> None:
+    """One cheap request to every LLM endpoint (:func:`agentrag.llm.preflight.preflight_llm`) and
+    to the retrieval server (:func:`agentrag.kb.reference.check_retriever`) a synthesizer's config
+    names: a dead endpoint or a refused key is one UserError line, in seconds."""
+    from agentrag.kb.reference import check_retriever, is_kb_url, resolve_retriever
+    from agentrag.llm.preflight import preflight_llm
+    from agentrag.llm.reference import config_llm_refs
+
+    for _key, ref in config_llm_refs(cfg):
+        preflight_llm(ref)
+    kb = getattr(cfg, "kb", None)
+    if isinstance(kb, str) and is_kb_url(kb):
+        check_retriever(resolve_retriever(kb))
+
+
 def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.PathLike[str], *,
                     progress: ProgressArg = None, executor: Executor | None = None,
-                    preflight: Callable[[Any], object] | None = None, **given: Any) -> dict[str, Any]:
+                    preflight: bool = False, **given: Any) -> dict[str, Any]:
     """Run ``synth`` into the run directory ``out`` (rerun = resume); returns ``metrics.json``'s
-    object. ``preflight(cfg)`` (the CLI's endpoint check) runs after the input checks and before
-    anything is written. Raises :class:`SynthBugs` (after writing metrics and report) when items
-    hit a bug. ``progress``: see :mod:`agentrag.progress` (default: heartbeat lines on stderr when
-    the session is interactive)."""
+    object. With ``preflight`` (the CLI's default) every LLM endpoint and retrieval server the
+    config names gets one cheap request after the input checks and before anything is written
+    (:func:`preflight_config`). Raises :class:`SynthBugs` (after writing metrics and report) when
+    items hit a bug. ``progress``: see :mod:`agentrag.progress` (default: heartbeat lines on
+    stderr when the session is interactive)."""
     unknown = sorted(set(given) - set(synth.given))
     if unknown:
         raise UserError(f"run_{synth.name}: unknown argument(s) {', '.join(unknown)}; the objects it takes: "
                         f"{', '.join(synth.given)}")
     inputs = synth.check_inputs(cfg, out, given)
-    if preflight is not None:  # endpoints answer (the CLI's check), after the local inputs, before writing
-        preflight(cfg)
+    if preflight:  # endpoints answer, after the local inputs, before writing
+        preflight_config(cfg)
     passive_openmp()
     with RunDir(out) as run, progress_for(progress) as beat:
         run.write_config(cfg)
@@ -333,7 +410,7 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
         link_request_limits(llms, width)  # one setting: the endpoint's request limit is the items in flight
         ctx = SynthRun(run, executor or ThreadExecutor(width), beat)
         start = time.monotonic()
-        output = synth.execute(ctx, cfg, comps, inputs)
+        output = run_or_reuse(synth, ctx, cfg, comps, inputs)
         metrics = finish_run(synth, cfg, ctx, comps, output, time.monotonic() - start)
     bugs = {k: v for r in ctx.results.values() for k, v in r.bugs.items()}
     if bugs:
@@ -342,4 +419,4 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
 
 
 __all__ = ["Stage", "FunnelRow", "SynthMetrics", "SynthOutput", "SynthRun", "SynthBugs", "Synthesizer",
-           "run_synthesizer", "funnel_rows", "finish_run", "run_sections"]
+           "Pipeline", "PendingStage", "PipelineStep", "run_pipeline", "run_or_reuse", "ids_key", "run_synthesizer", "preflight_config", "funnel_rows", "finish_run", "run_sections"]

@@ -1,5 +1,5 @@
-"""Stage records read when they are needed, not held for a whole stage (issue 27, part 3: peak
-memory), shared by the synthesizers.
+"""Stage records read when they are needed, not held for a whole stage (bounded memory), shared
+by the synthesizers.
 
 A stage's work list holds ids, and the records are read from their stage file by byte offset
 when an item runs: one record per item in flight. :class:`StageIndex` maps a record id to its

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrag._extras import require
+from agentrag.exec import Progress
 from agentrag.export.dpo import read_trl_dpo
 from agentrag.export.masking import training_chat_template
 from agentrag.paths import check_out_dir
@@ -23,7 +24,7 @@ from agentrag.progress import ProgressArg, progress_for
 from agentrag.runs import RunDir
 from agentrag.train.config import DPOTrainConfig
 from agentrag.train.model import check_model, load_tokenizer, load_trainable_model
-from agentrag.train.sft import Progress, export_gguf, finish, finished_run, progress_callbacks, trainer_args
+from agentrag.train.sft import export_gguf, finish, finished_run, progress_callbacks, trainer_args
 
 log = logging.getLogger(__name__)
 

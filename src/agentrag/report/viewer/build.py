@@ -18,23 +18,22 @@ VIEWER_FILE = "viewer.html"
 
 
 def _loader(kind: str) -> Callable[[Path, Limits], Payload]:
+    """The page-data loader of ``kind``: eval's, or the one a synthesizer declares (``viewer``)."""
+    import importlib
+
     if kind == "eval":
         from agentrag.report.viewer.eval_view import eval_payload
         return eval_payload
     if kind == "suite":
         from agentrag.report.viewer.suite_view import suite_payload
         return suite_payload
-    if kind == "ragshaper":
-        from agentrag.report.viewer.ragshaper_view import ragshaper_payload
-        return ragshaper_payload
-    if kind == "evipath":
-        from agentrag.report.viewer.evipath_view import evipath_payload
-        return evipath_payload
-    if kind == "reasonrag":
-        from agentrag.report.viewer.reasonrag_view import reasonrag_payload
-        return reasonrag_payload
-    from agentrag.report.viewer.tracer_view import tracer_payload
-    return tracer_payload
+    from agentrag.synth.registry import synthesizer_class
+
+    where = synthesizer_class(kind).viewer
+    if not where:
+        raise UserError(f"{kind} runs have no viewer page (no page-data loader is declared)")
+    module, _, fn = where.partition(":")
+    return getattr(importlib.import_module(module), fn)  # type: ignore[no-any-return]
 
 
 def _run_parts(payload: Payload, kind: str, run_dir: Path) -> None:

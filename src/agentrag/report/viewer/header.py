@@ -10,16 +10,12 @@ from typing import Any
 
 from agentrag.render import fmt_cell
 
-#: the configuration keys the header names for each kind of run (when present)
+#: the configuration keys the header names for the runs that are not a synthesizer's (a synthesizer
+#: declares its own: ``key_config``)
 KEY_CONFIG: dict[str, tuple[str, ...]] = {
     "eval": ("agent", "agent_config.max_steps", "agent_config.top_k", "agent_config.max_tokens", "limit",
              "concurrency", "correct_by"),
     "suite": ("reference", "limit", "concurrency", "correct_by", "resamples"),
-    "ragshaper": ("preset", "seeds", "curator.max_depth", "paths_per_tree", "f1_threshold", "distractors.enabled"),
-    "evipath": ("mode", "split", "limit", "planner.max_iterations", "gates.eq6_floor"),
-    "reasonrag": ("value.kind", "mcts.iterations", "mcts.max_children", "mcts.max_iter", "value.rollouts",
-                  "pairs.min_gap", "limit"),
-    "tracer": ("preset", "docs", "max_hops", "compose.max_tries"),
 }
 MODEL_KEYS = ("llm", "teacher", "judge", "executor_llm", "agent_config.executor_llm", "tagger")
 DATA_KEYS = ("dataset", "datasets", "kb")
@@ -67,7 +63,7 @@ def run_header(kind: str, config: Mapping[str, Any], metrics: Mapping[str, Any],
     data = [f"{k}: {_short(f[k])}" for k in DATA_KEYS if f.get(k)]
     if data:
         out.append(["data", " · ".join(data)])
-    keys = [f"{k}={_short(f[k])}" for k in KEY_CONFIG.get(kind, ()) if k in f and f[k] is not None]
+    keys = [f"{k}={_short(f[k])}" for k in key_config(kind) if k in f and f[k] is not None]
     if keys:
         out.append(["config", "  ".join(keys)])
     usage = usage_totals(metrics, per_record)
@@ -77,6 +73,15 @@ def run_header(kind: str, config: Mapping[str, Any], metrics: Mapping[str, Any],
     if isinstance(wall, (int, float)):
         out.append(["wall time", f"{wall:,.1f} s"])
     return out
+
+
+def key_config(kind: str) -> tuple[str, ...]:
+    """The configuration keys the header names for a run of ``kind`` (when present)."""
+    if kind in KEY_CONFIG:
+        return KEY_CONFIG[kind]
+    from agentrag.synth.registry import SYNTHESIZERS, synthesizer_class
+
+    return tuple(synthesizer_class(kind).key_config) if kind in SYNTHESIZERS else ()
 
 
 def synth_summary(kind: str, metrics: Mapping[str, Any], have: set[str]) -> list[dict[str, Any]]:
@@ -101,16 +106,9 @@ def synth_summary(kind: str, metrics: Mapping[str, Any], have: set[str]) -> list
 
 
 def _synth(kind: str) -> Any:
-    import importlib
+    from agentrag.synth.registry import SYNTHESIZERS, synthesizer
 
-    names = {"ragshaper": ("agentrag.synth.ragshaper.run", "RagShaperSynth"),
-             "evipath": ("agentrag.synth.evipath.run", "EviPathSynth"),
-             "reasonrag": ("agentrag.synth.reasonrag.run", "ReasonRagSynth"),
-             "tracer": ("agentrag.synth.tracer.run", "TracerSynth")}
-    if kind not in names:
-        return None
-    mod, cls = names[kind]
-    return getattr(importlib.import_module(mod), cls)()
+    return synthesizer(kind) if kind in SYNTHESIZERS else None
 
 
 def failure_help(reason: str | None, config: Mapping[str, Any], finish: str | None = None) -> str | None:
@@ -137,4 +135,4 @@ def failure_help(reason: str | None, config: Mapping[str, Any], finish: str | No
     return None
 
 
-__all__ = ["run_header", "synth_summary", "failure_help", "usage_totals", "KEY_CONFIG"]
+__all__ = ["run_header", "synth_summary", "failure_help", "usage_totals", "key_config", "KEY_CONFIG"]

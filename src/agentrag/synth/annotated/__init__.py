@@ -1,5 +1,5 @@
 """The human-annotation teacher: MuSiQue decompositions and 2WikiMultihopQA evidence triples
-searched in a real KB become ``react`` SFT trajectories, with no LLM call (issue 26)."""
+searched in a real KB become ``react`` SFT trajectories, with no LLM call."""
 
 from agentrag.synth.annotated.config import AnnotatedRunConfig
 from agentrag.synth.annotated.run import AnnotatedSynth, run_annotated

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import Field
 
 from agentrag.errors import UserError
+from agentrag.kb.reference import is_kb_url
 from agentrag.paths import check_out_dir
 from agentrag.progress import ProgressArg
 from agentrag.records import QAItem, Record, Trajectory, iter_json_objects
@@ -37,7 +38,15 @@ from agentrag.synth.annotated.teacher import (
     search_path,
     summary,
 )
-from agentrag.synth.driver import Stage, Synthesizer, SynthOutput, SynthRun, run_synthesizer
+from agentrag.synth.driver import (
+    PendingStage,
+    Pipeline,
+    Stage,
+    Synthesizer,
+    SynthOutput,
+    SynthRun,
+    run_synthesizer,
+)
 
 GIVEN = ("retriever",)
 PATHS = "paths.jsonl"
@@ -115,7 +124,7 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
             raise UserError("no dataset: pass --dataset FILE (raw MuSiQue or 2WikiMultihopQA training file)")
         if not (cfg.kb or given.get("retriever")):
             raise UserError("every hop is searched in a KB: pass --kb DIR (built from the training contexts)")
-        if cfg.kb and not cfg.kb.startswith(("http://", "https://")) and not Path(cfg.kb).is_dir():
+        if cfg.kb and not is_kb_url(cfg.kb) and not Path(cfg.kb).is_dir():
             raise UserError(f"--kb {cfg.kb!r} is not a KB directory; build one with `agentrag kb build`")
         check_out_dir(out)
         return read_annotated(cfg.datasets, cfg.limit)
@@ -132,11 +141,11 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
     def llm_roles(self, comps: AnnotatedComponents) -> dict[str, Any]:
         return {}
 
-    def execute(self, ctx: SynthRun, cfg: AnnotatedRunConfig, comps: AnnotatedComponents,
-                inputs: AnnotatedInputs) -> SynthOutput:
+    def pipeline(self, ctx: SynthRun, cfg: AnnotatedRunConfig, comps: AnnotatedComponents,
+                 inputs: AnnotatedInputs) -> Pipeline:
         from agentrag.agents.navigation import PlainNavigation
 
-        store = ctx.run.stage("paths", PathRecord)
+        store = ctx.run.stage_file("paths", PathRecord)
         policy = PlainNavigation(comps.retriever)
 
         def work(item: QAItem) -> PathRecord:
@@ -153,10 +162,9 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
             return PathRecord(id=item.id, source=source, kept=reason is None, reason=reason, trajectory=traj,
                               detail=summary(searched))
 
-        pending = [i for i in inputs.items if i.id not in store]
-        ctx.stage("search", work, pending, lambda _i, rec: store.append(rec))
-        records = store.read()
-        return self._output(cfg, ctx, records, len(inputs.items))
+        search = PendingStage("search", work, lambda: [i for i in inputs.items if i.id not in store],
+                              lambda _i, rec: store.append(rec))
+        return Pipeline(steps=[search], report=lambda: self._output(cfg, ctx, store.read(), len(inputs.items)))
 
     def _output(self, cfg: AnnotatedRunConfig, ctx: SynthRun, records: list[PathRecord], n_items: int) -> SynthOutput:
         from agentrag.agents.tools import search_tool_schema

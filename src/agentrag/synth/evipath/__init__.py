@@ -4,7 +4,7 @@ executor SFT conversations. See docs/evipath.md and :func:`run_evipath`."""
 from agentrag.synth.evipath.config import EviPathConfig, EviPathRunConfig
 from agentrag.synth.evipath.inputs import read_items
 from agentrag.synth.evipath.pipeline import EviPathComponents, EviPathStages
-from agentrag.synth.evipath.run import EviPathBuilder, EviPathSynth, run_evipath
+from agentrag.synth.evipath.run import EviPathRecipe, EviPathSynth, run_evipath
 
 __all__ = ["EviPathConfig", "EviPathRunConfig", "EviPathComponents", "EviPathSynth", "EviPathStages",
-           "EviPathBuilder", "read_items", "run_evipath"]
+           "EviPathRecipe", "read_items", "run_evipath"]

@@ -1,4 +1,4 @@
-"""The EviPath SFT export, streamed over ``conversations.jsonl`` (issue 27, part 3: peak memory).
+"""The EviPath SFT export, streamed over ``conversations.jsonl`` (bounded memory).
 
 ``sft/`` holds the split (both roles mixed, Eq. 7, for ``both``) and ``sft_planner/``,
 ``sft_executor/`` each role alone, with its own ``dataset_info.json`` entry. A conversation whose

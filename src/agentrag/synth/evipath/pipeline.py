@@ -22,7 +22,7 @@ from typing import Any
 from agentrag.eval.metrics import f1
 from agentrag.kb.base import Embedder, Retriever
 from agentrag.llm.base import LLM
-from agentrag.synth.driver import SynthRun
+from agentrag.synth.driver import PendingStage, Pipeline, PipelineStep, SynthOutput, SynthRun, ids_key
 from agentrag.synth.evipath.answering import synthesize_selection
 from agentrag.synth.evipath.config import EviPathConfig
 from agentrag.synth.evipath.conversations import executor_messages, planner_messages
@@ -100,13 +100,13 @@ class EviPathStages:
     def __init__(self, ctx: SynthRun, cfg: EviPathConfig, comps: EviPathComponents) -> None:
         self.ctx, self.cfg, self.c = ctx, cfg, comps
         run = ctx.run
-        self.items = run.stage("items", EviItem)
-        self.plans = run.stage("plans", PlanRecord)
-        self.iterations = run.stage("iterations", IterationRecord)
-        self.sub_answers = run.stage("sub_answers", SubAnswerRecord)
-        self.selections = run.stage("selections", SelectionRecord)
-        self.gates = run.stage("gates", GateRecord)
-        self.conversations = run.stage("conversations", ConversationRecord)
+        self.items = run.stage_file("items", EviItem)
+        self.plans = run.stage_file("plans", PlanRecord)
+        self.iterations = run.stage_file("iterations", IterationRecord)
+        self.sub_answers = run.stage_file("sub_answers", SubAnswerRecord)
+        self.selections = run.stage_file("selections", SelectionRecord)
+        self.gates = run.stage_file("gates", GateRecord)
+        self.conversations = run.stage_file("conversations", ConversationRecord)
         self._items: StageIndex[EviItem] | None = None
 
     def add_items(self, items: Iterable[EviItem]) -> set[str]:
@@ -179,22 +179,21 @@ class EviPathStages:
         self.ctx.flow({"paths": (fn, write), "selections": (self._task(_select_one), write_selection)},
                       [("paths", t) for t in todo])
 
-    def select(self) -> None:
+    def selections_catch_up(self) -> PendingStage[tuple[SubAnswerRecord, Ref], SelectionRecord]:
         """Eq. 6 selections + executor thoughts for the sub-answers of paths that reached an answer
         good enough for the final-answer gate and have none yet (a path of an earlier run, or a
         selection an outage left unfinished; those of this run's paths ran in :meth:`synthesize_paths`)."""
-        if self.cfg.mode == "deductive":
-            return
-        index = self.item_index()
-        good = {k for k, its in self.finished_paths() if self._good(index[k], its)}
-        todo = [(s, Ref(s.item_id)) for s in self.sub_answers
-                if s.item_id in good and s.status == "ok" and s.id not in self.selections]
-        fresh = [t for t in todo if not self.ctx.failed("selections", t[0].id)]
+
+        def pending() -> list[tuple[SubAnswerRecord, Ref]]:
+            index = self.item_index()
+            good = {k for k, its in self.finished_paths() if self._good(index[k], its)}
+            return [(s, Ref(s.item_id)) for s in self.sub_answers
+                    if s.item_id in good and s.status == "ok" and s.id not in self.selections]
 
         def write(_sub: Any, rec: SelectionRecord) -> None:
             self.selections.append(rec)
 
-        self.ctx.stage("selections", self._task(_select_one), fresh, write)
+        return PendingStage("selections", self._task(_select_one), pending, write, key=lambda t: t[0].id)
 
     def gate_and_convert(self) -> None:
         """The gates and the Eq. 7 conversations of every finished path not gated yet, one item at
@@ -234,14 +233,21 @@ class EviPathStages:
         return export_sft(self.conversations, self.ctx.run.path, mode=self.cfg.mode, split=self.cfg.split,
                           roles=self.export_roles())
 
-    def run(self, items: Iterable[EviItem], *, export: bool = True) -> tuple[set[str], dict[str, Any]]:
-        """Every stage over the pending items (a stream: none is held); returns the wanted item ids
-        and the export summary (``export=False``: no export, an empty summary; the caller exports)."""
-        wanted = self.add_items(items)
-        self.synthesize_paths(wanted)
-        self.select()
-        self.gate_and_convert()
-        return wanted, self.export() if export else {}
+    def pipeline(self, items: Iterable[EviItem], report: Callable[[set[str]], SynthOutput]) -> Pipeline:
+        """Every stage over the pending items (``items``: a stream, none is held): plans and paths
+        with their selections, the selections' catch-up (abductive mode), the gates and
+        conversations; then ``report(wanted item ids)``, reused on a rerun that changed no file."""
+        wanted: set[str] = set()
+
+        def paths() -> None:
+            wanted.update(self.add_items(items))
+            self.synthesize_paths(wanted)
+
+        steps: list[PipelineStep] = [paths]
+        if self.cfg.mode != "deductive":
+            steps.append(self.selections_catch_up())
+        steps.append(self.gate_and_convert)
+        return Pipeline(steps=steps, report=lambda: report(wanted), report_key=lambda: ids_key(wanted))
 
 
 __all__ = ["EviPathStages", "EviPathComponents"]

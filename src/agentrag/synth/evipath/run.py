@@ -21,13 +21,11 @@ from agentrag.paths import check_out_dir
 from agentrag.progress import ProgressArg
 from agentrag.runs import RunDir, config_key, records_key
 from agentrag.synth.driver import (
+    Pipeline,
     Stage,
     Synthesizer,
     SynthOutput,
     SynthRun,
-    finished_output,
-    ids_key,
-    reuse_output,
     run_synthesizer,
 )
 from agentrag.synth.evipath.config import EviPathRunConfig
@@ -58,7 +56,7 @@ def _embedder_factory(embedder: str | None, kb: Any) -> Any:
 
 
 @dataclass
-class EviPathBuilder:
+class EviPathRecipe:
     """Plain-data recipe of a run's components, rebuilt in worker processes (the Ray executor) and
     used by the driver itself: the planner and executor LLMs on the run's cache, the KB loaded
     read-only (or its server), φ."""
@@ -70,7 +68,7 @@ class EviPathBuilder:
     run_dir: str
 
     @classmethod
-    def from_config(cls, cfg: EviPathRunConfig, run_dir: str | os.PathLike[str]) -> EviPathBuilder:
+    def from_config(cls, cfg: EviPathRunConfig, run_dir: str | os.PathLike[str]) -> EviPathRecipe:
         return cls(llm=cfg.llm, executor_llm=cfg.executor_llm, kb=cfg.kb, embedder=cfg.executor.embedder,
                    run_dir=str(run_dir))
 
@@ -122,6 +120,10 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
 
     name = "evipath"
     given = GIVEN
+    recipe = EviPathRecipe
+    run_files = ("items.jsonl", "plans.jsonl")
+    key_config = ("mode", "split", "limit", "planner.max_iterations", "gates.eq6_floor")
+    viewer = "agentrag.report.viewer.evipath_view:evipath_payload"
     stages = (
         Stage("items", "raw HotpotQA / 2Wiki / MuSiQue files", "items.jsonl", ("gold_evidence",), "d_train",
               "items"),
@@ -164,7 +166,7 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
 
     def components(self, cfg: EviPathRunConfig, run: RunDir, inputs: EviInputs,
                    given: Mapping[str, Any]) -> EviPathComponents:
-        recipe = EviPathBuilder.from_config(cfg, run.path)
+        recipe = EviPathRecipe.from_config(cfg, run.path)
         planner = given.get("planner") or given.get("llm")
         llms = {"planner": planner} if planner is not None else {}
         if given.get("executor_llm") is not None:
@@ -181,19 +183,14 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
     def llm_roles(self, comps: EviPathComponents) -> dict[str, Any]:
         return {"planner": comps.planner, "executor": comps.executor}
 
-    def execute(self, ctx: SynthRun, cfg: EviPathRunConfig, comps: EviPathComponents,
-                inputs: EviInputs) -> SynthOutput:
-        # a no-op rerun of a finished run reuses its output without opening a stage file
-        key = config_key(cfg, inputs.key)
-        return finished_output(ctx, key, lambda: self.pipeline(ctx, cfg, comps, inputs))
+    def finished_key(self, cfg: EviPathRunConfig, inputs: EviInputs) -> str:
+        return config_key(cfg, inputs.key)
 
     def pipeline(self, ctx: SynthRun, cfg: EviPathRunConfig, comps: EviPathComponents,
-                 inputs: EviInputs) -> SynthOutput:
-        """The full resume: every stage over pending items, statistics, exports."""
+                 inputs: EviInputs) -> Pipeline:
         stages = EviPathStages(ctx, cfg, comps)
-        wanted, _ = stages.run(inputs.items(), export=False)
 
-        def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
+        def report(wanted: set[str]) -> SynthOutput:
             exported = stages.export()
             counts, details = statistics(  # every argument a stream over a stage file
                 mode=cfg.mode, split=cfg.split, items=(i for i in stages.items if i.id in wanted),
@@ -201,7 +198,7 @@ class EviPathSynth(Synthesizer[EviPathRunConfig, EviInputs, EviPathComponents]):
                 sels=stages.selections, gates=stages.gates, convs=stages.conversations,
                 exported=exported, export_roles=stages.export_roles())
             return SynthOutput(counts=counts, export=exported, details=details)
-        return reuse_output(ctx.run, ids_key(wanted), report)
+        return stages.pipeline(inputs.items(), report)
 
     def concurrency(self, cfg: EviPathRunConfig) -> int:
         return cfg.items_in_flight()
@@ -224,4 +221,4 @@ def run_evipath(cfg: EviPathRunConfig, out: str | os.PathLike[str], *, progress:
     return run_synthesizer(EviPathSynth(), cfg, out, progress=progress, executor=executor, **given)
 
 
-__all__ = ["run_evipath", "EviPathSynth", "EviPathBuilder", "EviInputs", "GIVEN"]
+__all__ = ["run_evipath", "EviPathSynth", "EviPathRecipe", "EviInputs", "GIVEN"]

@@ -1,7 +1,7 @@
 """Build RAGShaper's components from plain references: in the driver and inside a worker process
 (the Ray executor) alike.
 
-:class:`ComponentsBuilder` is plain data (LLM references, KB directory, run directory), so it
+:class:`RagShaperRecipe` is plain data (LLM references, KB directory, run directory), so it
 pickles to Ray workers, where it resolves the LLMs (an OpenAI-compatible endpoint is shared; the
 embedded model loads once per worker process), loads K read-only and opens the K~ directory the
 driver built. Workers use the run's LLM cache (WAL SQLite; see :mod:`agentrag.eval.worker`).
@@ -9,7 +9,7 @@ driver built. Workers use the run's LLM cache (WAL SQLite; see :mod:`agentrag.ev
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,7 @@ def role_refs(llm: str, teacher: str | None, tagger: str | None) -> dict[str, st
 
 
 @dataclass
-class ComponentsBuilder:
+class RagShaperRecipe:
     """Plain-data recipe of a run's components (picklable; see the module doc)."""
 
     kb: str
@@ -61,17 +61,18 @@ class ComponentsBuilder:
     run_dir: str
 
     @classmethod
-    def from_config(cls, cfg: RagShaperRunConfig, run_dir: str | Path) -> ComponentsBuilder:
+    def from_config(cls, cfg: RagShaperRunConfig, run_dir: str | Path) -> RagShaperRecipe:
         return cls(kb=str(cfg.kb), llm=cfg.llm, teacher=cfg.teacher, tagger=cfg.tagger, run_dir=str(run_dir))
 
     def open_distractor_kb(self) -> OpenDistractorKB:
         return OpenDistractorKB(str(Path(self.run_dir) / "distractor_kb"))
 
-    def __call__(self, main_kb: Any = None, llms: dict[str, Any] | None = None) -> RagShaperComponents:
-        """The components; ``main_kb`` and ``llms`` (objects a Python caller passed, by role)
-        replace what the references would resolve to."""
+    def __call__(self, kb: Any = None, llms: Mapping[str, Any] | None = None) -> RagShaperComponents:
+        """The components; ``kb`` (the main KB K) and ``llms`` (objects a Python caller passed, by
+        role) replace what the references would resolve to."""
         from agentrag.synth.worker import resolve_role_llms
 
+        main_kb = kb
         if main_kb is None:
             from agentrag.kb import KnowledgeBase
 
@@ -86,4 +87,4 @@ class ComponentsBuilder:
                                    rebuild=self, open_distractor_kb=self.open_distractor_kb())
 
 
-__all__ = ["ComponentsBuilder", "OpenDistractorKB", "distractor_kb_factory", "role_refs"]
+__all__ = ["RagShaperRecipe", "OpenDistractorKB", "distractor_kb_factory", "role_refs"]

@@ -1,9 +1,8 @@
-"""Stage records read when a worker needs them, not held for a whole stage (issue 27, part 3:
-peak memory).
+"""Stage records read when a worker needs them, not held for a whole stage (bounded memory).
 
-A stage's work list used to hold every record it needed (every tree for QA synthesis, every
-accepted question for elicitation, every trajectory and filter decision for the tagger): the
-largest records of the run, all in memory at once. Here the work list holds :class:`Ref` ids,
+Holding every record a stage needs (every tree for QA synthesis, every accepted question for
+elicitation, every trajectory and filter decision for the tagger) would keep the largest
+records of the run in memory at once. Here the work list holds :class:`Ref` ids,
 and the records are read from their stage file by byte offset (:class:`StageIndex`) when an
 item runs: one record per item in flight. Both pickle as plain data (a path, a model class, a
 dict of offsets), so a Ray worker reads the run directory as it already does for K~.

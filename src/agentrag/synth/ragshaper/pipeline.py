@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from agentrag.kb.base import Retriever
 from agentrag.records import Passage, Trajectory
 from agentrag.runs import JsonlStore
-from agentrag.synth.driver import SynthOutput, SynthRun, reuse_output
+from agentrag.synth.driver import Pipeline, SynthOutput, SynthRun
 from agentrag.synth.lazy import Selected
 from agentrag.synth.ragshaper import analysis
 from agentrag.synth.ragshaper.components import RagShaperComponents, seed_id
@@ -59,14 +60,14 @@ class RagShaperPipeline:
     def __init__(self, ctx: SynthRun, cfg: RagShaperConfig, comps: RagShaperComponents, seed_source: str = ""):
         self.ctx, self.cfg, self.c, self.seed_source = ctx, cfg, comps, seed_source
         run = ctx.run
-        self.seeds = run.stage("seeds", SeedRecord)
-        self.trees = run.stage("trees", InfoTree)
-        self.distractors = run.stage("distractors", DistractorDoc)
-        self.paths = run.stage("paths", PathRecord)
-        self.qas = run.stage("qa", QARecord)
-        self.trajs = run.stage("trajectories", Trajectory)
-        self.filters = run.stage("filter", FilterRecord)
-        self.tags = run.stage("tags", TagRecord)
+        self.seeds = run.stage_file("seeds", SeedRecord)
+        self.trees = run.stage_file("trees", InfoTree)
+        self.distractors = run.stage_file("distractors", DistractorDoc)
+        self.paths = run.stage_file("paths", PathRecord)
+        self.qas = run.stage_file("qa", QARecord)
+        self.trajs = run.stage_file("trajectories", Trajectory)
+        self.filters = run.stage_file("filter", FilterRecord)
+        self.tags = run.stage_file("tags", TagRecord)
 
     # --- stages -------------------------------------------------------------------------------
     # explore -> select -> qa and elicit -> filter -> tag run as flows (SynthRun.flow): an item's
@@ -209,21 +210,22 @@ class RagShaperPipeline:
             return {"skipped": f"export area unavailable: {exc}", "records": 0}
 
     # --- the whole run ------------------------------------------------------------------------
-    def run(self, entities: list[str]) -> SynthOutput:
-        """Every stage over pending items; the funnel counts and the run's own statistics."""
-        self.explore_and_synthesize(entities)
-        self.elicit_filter_tag()
+    def pipeline(self, entities: list[str]) -> Pipeline:
+        """Every stage over pending items, then the funnel counts and the run's own statistics
+        (reused on a rerun that changed no file of the run)."""
+        return Pipeline(steps=[partial(self.explore_and_synthesize, entities), self.elicit_filter_tag],
+                        report=self.report, report_key=lambda: self.seed_source)
 
-        def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
-            exported = self.export()
-            # the stage files themselves: the statistics read each once, record by record
-            recs = analysis.RunRecords(seeds=len(self.seeds), trees=self.trees, distractors=self.distractors,
-                                       paths=self.paths, qas=self.qas, trajs=self.trajs, filters=self.filters,
-                                       tags=self.tags if self.cfg.tag_behaviours else None)
-            counts, notes = analysis.stage_counts(recs, exported)
-            return SynthOutput(counts=counts, export=exported,
-                               details=analysis.details(recs, self.cfg, notes, self.seed_source))
-        return reuse_output(self.ctx.run, self.seed_source, report)
+    def report(self) -> SynthOutput:
+        """The export, the funnel counts and the run's statistics, read from the stage files."""
+        exported = self.export()
+        # the stage files themselves: the statistics read each once, record by record
+        recs = analysis.RunRecords(seeds=len(self.seeds), trees=self.trees, distractors=self.distractors,
+                                   paths=self.paths, qas=self.qas, trajs=self.trajs, filters=self.filters,
+                                   tags=self.tags if self.cfg.tag_behaviours else None)
+        counts, notes = analysis.stage_counts(recs, exported)
+        return SynthOutput(counts=counts, export=exported,
+                           details=analysis.details(recs, self.cfg, notes, self.seed_source))
 
 
 __all__ = ["RagShaperPipeline", "kept_trajectories"]

@@ -3,7 +3,7 @@
 
 :class:`RagShaperSynth` declares the stages once (the funnel of ``metrics.json`` and the report
 follow this declaration), checks every input before anything is written (KB, seeds, LLM
-references), builds the components with the recipe Ray workers use (:class:`.ComponentsBuilder`)
+references), builds the components with the recipe Ray workers use (:class:`.RagShaperRecipe`)
 and runs :class:`.RagShaperPipeline` over pending items.
 """
 
@@ -20,15 +20,14 @@ from agentrag.exec import Executor
 from agentrag.progress import ProgressArg
 from agentrag.runs import RunDir, check_out_dir, config_key
 from agentrag.synth.driver import (
+    Pipeline,
     Stage,
     Synthesizer,
-    SynthOutput,
     SynthRun,
-    finished_output,
     run_synthesizer,
 )
 from agentrag.synth.ragshaper import analysis
-from agentrag.synth.ragshaper.build import ComponentsBuilder, role_refs
+from agentrag.synth.ragshaper.build import RagShaperRecipe, role_refs
 from agentrag.synth.ragshaper.components import RagShaperComponents, read_seeds
 from agentrag.synth.ragshaper.config import RagShaperConfig, RagShaperRunConfig, check_kb_methods
 from agentrag.synth.ragshaper.pipeline import RagShaperPipeline
@@ -104,6 +103,10 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
 
     name = "ragshaper"
     given = GIVEN
+    recipe = RagShaperRecipe
+    run_files = ("seeds.jsonl", "trees.jsonl")
+    key_config = ("preset", "seeds", "curator.max_depth", "paths_per_tree", "f1_threshold", "distractors.enabled")
+    viewer = "agentrag.report.viewer.ragshaper_view:ragshaper_payload"
     stages = (
         Stage("explore", "seeds", "trees", ("curator action parses",), "InfoCurator trees (Eq. 2-4)", "seeds"),
         Stage("distractors", "distractor tool calls", "K~ documents",
@@ -132,8 +135,8 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
                    given: Mapping[str, Any]) -> RagShaperComponents:
         if given.get("components") is not None:
             return given["components"]  # type: ignore[no-any-return]
-        builder = ComponentsBuilder.from_config(cfg, run.path)  # how Ray workers rebuild them
-        comps = builder(main_kb=inputs.main_kb, llms=_given_llms(given))
+        recipe = RagShaperRecipe.from_config(cfg, run.path)  # how Ray workers rebuild them
+        comps = recipe(kb=inputs.main_kb, llms=_given_llms(given))
         extra = {k: given[k] for k in ("distractor_kb", "agent_factory", "verifier") if given.get(k) is not None}
         if extra or any(k in given for k in ("main_kb", "retriever", "llm", "curator", "teacher", "tagger")):
             # objects of this process cannot be rebuilt in a worker process from the references
@@ -145,12 +148,12 @@ class RagShaperSynth(Synthesizer[RagShaperRunConfig, RagShaperInputs, RagShaperC
         return {"curator": comps.curator, "teacher": comps.teacher, "tagger": comps.tagger,
                 "verifier": comps.verifier}
 
-    def execute(self, ctx: SynthRun, cfg: RagShaperRunConfig, comps: RagShaperComponents,
-                inputs: RagShaperInputs) -> SynthOutput:
-        # a no-op rerun of a finished run reuses its output without opening a stage file
-        key = config_key(cfg, json.dumps([inputs.source, inputs.entities], ensure_ascii=False))
-        return finished_output(ctx, key, lambda: RagShaperPipeline(ctx, cfg, comps, seed_source=inputs.source)
-                               .run(inputs.entities))
+    def finished_key(self, cfg: RagShaperRunConfig, inputs: RagShaperInputs) -> str:
+        return config_key(cfg, json.dumps([inputs.source, inputs.entities], ensure_ascii=False))
+
+    def pipeline(self, ctx: SynthRun, cfg: RagShaperRunConfig, comps: RagShaperComponents,
+                 inputs: RagShaperInputs) -> Pipeline:
+        return RagShaperPipeline(ctx, cfg, comps, seed_source=inputs.source).pipeline(inputs.entities)
 
     def title(self, cfg: RagShaperRunConfig, name: str) -> str:
         return f"RAGShaper run {name}" + (" (ablation: no distractors)" if not cfg.distractors.enabled else "")

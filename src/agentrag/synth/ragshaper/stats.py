@@ -1,4 +1,4 @@
-"""RAGShaper's run statistics, streamed over the run's stage files (issue 27, part 3: peak memory):
+"""RAGShaper's run statistics, streamed over the run's stage files (bounded memory):
 the funnel, tool calls per trajectory (Fig. 3), distractor types created and met and success rate
 by distractor type met (Fig. 4 right). Each stage file is read once, record by record, into the
 counters of :class:`Tally`; no record is held."""

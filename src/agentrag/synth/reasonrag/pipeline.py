@@ -42,7 +42,7 @@ from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import PreferencePair, QAItem, Trajectory
 from agentrag.runs import JsonlStore, RunDir
-from agentrag.synth.driver import SynthRun
+from agentrag.synth.driver import PendingStage, SynthRun
 from agentrag.synth.lazy import Selected
 from agentrag.synth.reasonrag.config import ReasonRagConfig
 from agentrag.synth.reasonrag.mcts import QuestionSearch, SearchBatch
@@ -69,11 +69,11 @@ class RunFiles:
 
     def __init__(self, run: RunDir) -> None:
         self.run = run
-        self.questions: JsonlStore[QAItem] = run.stage("questions", QAItem)
-        self.events: JsonlStore[IterationEvent] = run.stage("events", IterationEvent)
-        self.trees: JsonlStore[SearchTree] = run.stage("trees", SearchTree)
-        self.greedy: JsonlStore[Trajectory] = run.stage("greedy", Trajectory)
-        self.pairs: JsonlStore[PreferencePair] = run.stage("pairs", PreferencePair)
+        self.questions: JsonlStore[QAItem] = run.stage_file("questions", QAItem)
+        self.events: JsonlStore[IterationEvent] = run.stage_file("events", IterationEvent)
+        self.trees: JsonlStore[SearchTree] = run.stage_file("trees", SearchTree)
+        self.greedy: JsonlStore[Trajectory] = run.stage_file("greedy", Trajectory)
+        self.pairs: JsonlStore[PreferencePair] = run.stage_file("pairs", PreferencePair)
 
 
 def _iterate(cfg: ReasonRagConfig, batch: int, c: ReasonRagComponents,
@@ -193,15 +193,14 @@ def _greedy_task(cfg: ReasonRagConfig, comps: ReasonRagComponents) -> Components
     return ComponentsTask(partial(_greedy_one, cfg), comps, comps.rebuild, what="ReasonRAG components")
 
 
-def run_greedy(ctx: SynthRun, cfg: ReasonRagConfig, comps: ReasonRagComponents, files: RunFiles,
-               items: list[QAItem]) -> None:
+def greedy_catch_up(cfg: ReasonRagConfig, comps: ReasonRagComponents, files: RunFiles,
+                    items: list[QAItem]) -> PendingStage[QAItem, Trajectory]:
     """The greedy reason_ground agent per searched question without one (for the report): those
     searched in an earlier run; this run's ran as soon as their search ended (:func:`search`; one
     it left unfinished waits for a rerun)."""
-    if not cfg.greedy_baseline:
-        return
-    todo = [q for q in items if q.id in files.trees and q.id not in files.greedy and not ctx.failed("greedy", q.id)]
-    ctx.stage("greedy", _greedy_task(cfg, comps), todo, on_result=lambda _item, traj: files.greedy.append(traj))
+    return PendingStage("greedy", _greedy_task(cfg, comps),
+                        lambda: [q for q in items if q.id in files.trees and q.id not in files.greedy],
+                        lambda _item, traj: files.greedy.append(traj))
 
 
 #: the file holding the settings the stored pairs were built with
@@ -226,7 +225,7 @@ def refresh_pairs(cfg: ReasonRagConfig, files: RunFiles) -> bool:
     if stale:
         log.info("pair settings changed (%s -> %s): rebuilding pairs.jsonl from the stored trees", have, want)
         files.pairs.path.unlink(missing_ok=True)
-        files.pairs = files.run.stage("pairs", PreferencePair)
+        files.pairs = files.run.stage_file("pairs", PreferencePair)
     if have != want:
         files.run.write_json(PAIR_SETTINGS, want)
     return stale
@@ -328,5 +327,5 @@ def check_tree_settings(cfg: ReasonRagConfig, out: Path) -> None:
                         "\nUse a new output directory (the CLI: --force-new-config writes OUT.2 beside it).")
 
 
-__all__ = ["ReasonRagComponents", "RunFiles", "search", "search_window", "MIN_WINDOW", "run_greedy", "build_pairs", "export", "Selected", "pair_settings",
+__all__ = ["ReasonRagComponents", "RunFiles", "search", "search_window", "MIN_WINDOW", "greedy_catch_up", "build_pairs", "export", "Selected", "pair_settings",
            "refresh_pairs", "PAIR_SETTINGS", "DPO_FILES", "clear_export", "tree_settings", "check_tree_settings"]

@@ -2,7 +2,7 @@
 Python API, declared as :class:`ReasonRagSynth` and run by the one synthesizer driver
 (:func:`agentrag.synth.driver.run_synthesizer`): every input is checked before anything is
 written (datasets, KB reference, LLM references, output path), the components are built with
-the recipe Ray workers use (:class:`ReasonRagBuilder`), the stages run over pending questions,
+the recipe Ray workers use (:class:`ReasonRagRecipe`), the stages run over pending questions,
 then ``metrics.json`` (the driver's typed metrics, Table-1 statistics beside them) and the report.
 
 Objects passed by a Python caller replace the config's references: ``llm`` (or ``policy``),
@@ -14,7 +14,7 @@ of ``--dataset``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,13 +25,13 @@ from agentrag.progress import ProgressArg
 from agentrag.records import QAItem, Trajectory
 from agentrag.runs import RunDir, check_out_dir, config_key, records_key
 from agentrag.synth.driver import (
+    Pipeline,
+    PipelineStep,
     Stage,
     Synthesizer,
     SynthOutput,
     SynthRun,
-    finished_output,
     ids_key,
-    reuse_output,
     run_synthesizer,
 )
 from agentrag.synth.reasonrag.config import ReasonRagRunConfig
@@ -43,7 +43,7 @@ from agentrag.synth.reasonrag.pipeline import (
     build_pairs,
     check_tree_settings,
     export,
-    run_greedy,
+    greedy_catch_up,
     search,
 )
 from agentrag.synth.reasonrag.stats import report_sections as stats_sections
@@ -107,7 +107,7 @@ def check_inputs(cfg: ReasonRagRunConfig, out: str | os.PathLike[str],
 
 
 @dataclass
-class ReasonRagBuilder:
+class ReasonRagRecipe:
     """Plain-data recipe of a run's components, rebuilt in worker processes (the Ray executor): the
     policy and judge LLMs on the run's cache and the retriever (a KB directory loaded read-only, or
     a retrieval server URL)."""
@@ -118,29 +118,23 @@ class ReasonRagBuilder:
     run_dir: str
 
     @classmethod
-    def from_config(cls, cfg: ReasonRagRunConfig, run_dir: str | os.PathLike[str]) -> ReasonRagBuilder:
+    def from_config(cls, cfg: ReasonRagRunConfig, run_dir: str | os.PathLike[str]) -> ReasonRagRecipe:
         return cls(llm=cfg.llm, judge=cfg.judge, kb=cfg.kb or "", run_dir=str(run_dir))
 
-    def __call__(self) -> ReasonRagComponents:
+    def __call__(self, kb: Any = None, llms: Mapping[str, Any] | None = None) -> ReasonRagComponents:
+        """The components; ``kb`` (a retriever) and ``llms`` (``policy``, ``judge``: objects a
+        Python caller passed) replace what the references would resolve to."""
         passive_openmp()
         from agentrag.kb import resolve_retriever
         from agentrag.synth.worker import resolve_role_llms
 
+        given = {k: v for k, v in (llms or {}).items() if v is not None}
         refs = {"policy": self.llm}
         if self.judge and self.judge != self.llm:
             refs["judge"] = self.judge
-        llms = resolve_role_llms(refs, self.run_dir)
-        return ReasonRagComponents(llm=llms["policy"], retriever=resolve_retriever(self.kb), judge=llms.get("judge"),
-                                   rebuild=self)
-
-
-def mcts_flags(trees: Iterable[SearchTree], error_expansion: int) -> dict[str, int]:
-    """What the search spent without a value, counted in the mcts funnel row (samples, not
-    questions): ``error_expansion`` (an expansion whose call failed as data: context window, empty
-    output; the events of the finished trees with outcome ``error``, counted by the caller while
-    it streams the events) and ``flagged_rollout`` (a SPRE rollout cut short by such a call; no
-    value). ``trees`` is read once."""
-    return flags(error_expansion, sum(flagged_rollouts(t) for t in trees))
+        built = {**resolve_role_llms({k: v for k, v in refs.items() if k not in given}, self.run_dir), **given}
+        return ReasonRagComponents(llm=built["policy"], retriever=kb if kb is not None else resolve_retriever(self.kb),
+                                   judge=built.get("judge"), rebuild=self)
 
 
 def flagged_rollouts(tree: SearchTree) -> int:
@@ -158,6 +152,11 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
 
     name = "reasonrag"
     given = GIVEN
+    recipe = ReasonRagRecipe
+    run_files = ("questions.jsonl", "events.jsonl")
+    key_config = ("value.kind", "mcts.iterations", "mcts.max_children", "mcts.max_iter", "value.rollouts",
+                  "pairs.min_gap", "limit")
+    viewer = "agentrag.report.viewer.reasonrag_view:reasonrag_payload"
     stages = (
         Stage("questions", "dataset", "questions.jsonl", about="QA items with gold answers", unit="questions"),
         Stage("mcts", "questions.jsonl", "events.jsonl, trees.jsonl", gates=("error_expansion", "flagged_rollout"),
@@ -178,49 +177,45 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
                    given: Mapping[str, Any]) -> ReasonRagComponents:
         if given.get("components") is not None:
             return given["components"]  # type: ignore[no-any-return]
-        from agentrag.kb import resolve_retriever
-        from agentrag.llm import resolve_llm
-
-        cache = run.file("llm_cache.sqlite")
-        objects = any(given.get(k) is not None for k in ("llm", "policy", "judge", "retriever"))
-        policy = given.get("llm") or given.get("policy") or resolve_llm(cfg.llm, cache=cache)
-        judge = given.get("judge")
-        if judge is None and cfg.judge and cfg.judge != cfg.llm:
-            judge = resolve_llm(cfg.judge, cache=cache)
-        retriever = given.get("retriever") or resolve_retriever(cfg.kb or "")
+        recipe = ReasonRagRecipe.from_config(cfg, run.path)  # how Ray workers rebuild them
+        comps = recipe(kb=given.get("retriever"),
+                       llms={"policy": given.get("llm") or given.get("policy"), "judge": given.get("judge")})
         # objects cannot travel to worker processes: a run on them has no rebuild recipe
-        rebuild = None if objects else ReasonRagBuilder.from_config(cfg, run.path)
-        return ReasonRagComponents(llm=policy, retriever=retriever, judge=judge, rebuild=rebuild)
+        if any(given.get(k) is not None for k in ("llm", "policy", "judge", "retriever")):
+            comps.rebuild = None
+        return comps
 
     def llm_roles(self, comps: ReasonRagComponents) -> dict[str, Any]:
         return {"policy": comps.llm, "judge": comps.judge or comps.llm}
 
-    def execute(self, ctx: SynthRun, cfg: ReasonRagRunConfig, comps: ReasonRagComponents,
-                inputs: list[QAItem]) -> SynthOutput:
-        # a no-op rerun of a finished run reuses its output without opening a stage file
-        key = config_key(cfg, records_key(inputs))
-        return finished_output(ctx, key, lambda: self.pipeline(ctx, cfg, comps, inputs))
+    def finished_key(self, cfg: ReasonRagRunConfig, inputs: list[QAItem]) -> str:
+        return config_key(cfg, records_key(inputs))
 
     def pipeline(self, ctx: SynthRun, cfg: ReasonRagRunConfig, comps: ReasonRagComponents,
-                 inputs: list[QAItem]) -> SynthOutput:
-        """The full resume: search and greedy over pending questions, pairs, statistics, export."""
+                 inputs: list[QAItem]) -> Pipeline:
+        """Search and greedy over pending questions, the greedy catch-up, pairs; statistics, export."""
         files = RunFiles(ctx.run)
-        search(ctx, cfg, comps, files, inputs)
-        run_greedy(ctx, cfg, comps, files, inputs)
         ids = {q.id for q in inputs}
         # trees.jsonl is streamed (read tree by tree, once per pass): nothing per tree is held
         # beyond its id and the small numbers of the statistics (docs/scale.md, bounded memory)
         trees = Selected(files.trees, lambda t: t.id in ids)
         done: set[str] = set()
+        built: dict[str, Any] = {}
 
         def searched() -> Iterator[SearchTree]:
             for t in trees:
                 done.add(t.id)
                 yield t
 
-        candidates, rejected = build_pairs(cfg, files, searched())
+        def pair_step() -> None:
+            built["candidates"], built["rejected"] = build_pairs(cfg, files, searched())
 
-        def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
+        steps: list[PipelineStep] = [lambda: search(ctx, cfg, comps, files, inputs)]
+        if cfg.greedy_baseline:
+            steps.append(greedy_catch_up(cfg, comps, files, inputs))
+        steps.append(pair_step)
+
+        def report() -> SynthOutput:
             # every stage file is streamed (read record by record, once per pass): the report
             # holds counters, not the run's trees, events, pairs or greedy trajectories
             pairs = Selected(files.pairs, lambda p: p.metadata.get("question_id") in ids)
@@ -250,14 +245,14 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
             counts: dict[str, tuple[int, int, Mapping[str, int]]] = {
                 "questions": (len(inputs), len(inputs), {}),
                 "mcts": (len(inputs), len(done), flags(tally["error_expansion"], tally["flagged_rollout"])),
-                "pairs": (candidates, n_pairs, dict(rejected)),
+                "pairs": (built["candidates"], n_pairs, dict(built["rejected"])),
                 "dpo": (n_pairs, int(exported.get("exported", 0)), {}),
             }
             if cfg.greedy_baseline:
                 counts["greedy"] = (len(done), tally["greedy"], {})
             return SynthOutput(counts=counts, export=exported, details=details)
         # the export setting is part of the key: a rerun that only turns it off or on redoes the export
-        return reuse_output(ctx.run, f"{ids_key(ids)}:export={cfg.export}", report)
+        return Pipeline(steps=steps, report=report, report_key=lambda: f"{ids_key(ids)}:export={cfg.export}")
 
     def title(self, cfg: ReasonRagRunConfig, name: str) -> str:
         return f"ReasonRAG run {name} ({cfg.value.kind} values)"
@@ -276,5 +271,5 @@ def run_reasonrag(cfg: ReasonRagRunConfig, out: str | os.PathLike[str], *, progr
     return run_synthesizer(ReasonRagSynth(), cfg, out, progress=progress, executor=executor, **given)
 
 
-__all__ = ["run_reasonrag", "check_inputs", "check_questions", "load_questions", "ReasonRagBuilder",
-           "ReasonRagSynth", "GIVEN", "mcts_flags"]
+__all__ = ["run_reasonrag", "check_inputs", "check_questions", "load_questions", "ReasonRagRecipe",
+           "ReasonRagSynth", "GIVEN"]

@@ -228,11 +228,5 @@ def pruned(tree: SearchTree) -> set[str]:
     return {n.id for n in tree.nodes if n.id != "r" and not reaches_answer(n, nodes)}
 
 
-def trajectory_text(tree: SearchTree, node_id: str) -> list[str]:
-    """y_{1:t}: the responses on the path to ``node_id`` (the root has none)."""
-    return [n.response for n in tree.path(node_id)[1:]]
-
-
 __all__ = ["Action", "Stage", "Estimate", "q_value", "TreeNode", "IterationEvent", "SearchTree", "backpropagate",
-           "uct_score", "select_child", "open_nodes", "select", "reaches_answer", "pruned", "trajectory_text",
-           "ACTION_LETTER"]
+           "uct_score", "select_child", "open_nodes", "select", "reaches_answer", "pruned", "ACTION_LETTER"]

@@ -10,8 +10,6 @@ from agentrag.config import Config
 from agentrag.errors import UserError
 from agentrag.llm.adaptive import ITEMS_IN_FLIGHT_HELP, default_items_in_flight
 
-TEMPLATES = ("inference", "comparison")
-
 DOMAINS = ("art", "literature", "music", "film_tv", "history", "geography", "science", "technology",
            "sports", "politics", "military", "religion", "business", "other")
 
@@ -107,5 +105,5 @@ class TracerRunConfig(TracerConfig):
         return self.concurrency or default_items_in_flight(self.llm, self.judge)
 
 
-__all__ = ["PRESETS", "preset_base", "TEMPLATES", "DOMAINS", "SamplingConfig", "AtomicConfig", "ComposeConfig", "VerifyConfig",
+__all__ = ["PRESETS", "preset_base", "DOMAINS", "SamplingConfig", "AtomicConfig", "ComposeConfig", "VerifyConfig",
            "TracerConfig", "TracerRunConfig"]

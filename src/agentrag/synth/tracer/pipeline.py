@@ -25,7 +25,7 @@ from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Passage
 from agentrag.runs import JsonlStore
-from agentrag.synth.driver import SynthOutput, SynthRun, ids_key, reuse_output
+from agentrag.synth.driver import PendingStage, Pipeline, PipelineStep, SynthOutput, SynthRun, ids_key
 from agentrag.synth.tracer import sampling
 from agentrag.synth.tracer.atomic import atomic_qa
 from agentrag.synth.tracer.chains import iter_chains, seed_hop
@@ -69,10 +69,11 @@ class TracerStages:
     def __init__(self, ctx: SynthRun, cfg: TracerConfig, comps: TracerComponents):
         self.ctx, self.cfg, self.c = ctx, cfg, comps
         run = ctx.run
-        self.docs = run.stage("docs", DocRecord)
-        self.atomic = run.stage("atomic", AtomicRecord)
-        self.hops = {level: run.stage(f"hop{level}", HopRecord) for level in range(2, cfg.max_hops + 1)}
+        self.docs = run.stage_file("docs", DocRecord)
+        self.atomic = run.stage_file("atomic", AtomicRecord)
+        self.hops = {level: run.stage_file(f"hop{level}", HopRecord) for level in range(2, cfg.max_hops + 1)}
         self.sampling_stats: dict[str, int] = {}
+        self.selected: list[DocRecord] = []  # the documents :meth:`sample` selected
 
     def _stage(self, name: str, fn: Callable[..., Any], todo: list[Any], store: JsonlStore[Any]) -> None:
         self.ctx.stage(name, self._task(fn), todo, on_result=lambda _item, rec: store.append(rec))
@@ -128,28 +129,35 @@ class TracerStages:
         """The chains of ``docs``, one at a time (:func:`~agentrag.synth.tracer.chains.iter_chains`)."""
         return iter_chains(docs, self.atomic, {level: store.path for level, store in self.hops.items()}, want)
 
-    def extend_stage(self, level: int, docs: list[DocRecord]) -> None:
+    def extend_catch_up(self, level: int) -> PendingStage[Chain, HopRecord]:
         """The hop ``level`` of chains still without it (from an earlier run; this run's chains
         were extended in :meth:`atomic_stage`'s flow; one it left unfinished waits for a rerun)."""
         store = self.hops[level]
-        todo = list(self.chains(docs, lambda cid, depth: depth == level - 1 and f"{cid}-h{level}" not in store
-                                and not self.ctx.failed(f"hop{level}", cid)))
-        self._stage(f"hop{level}", _extend, todo, store)
 
-    def run(self) -> SynthOutput:
-        docs = self.sample()
-        self.atomic_stage(docs)
-        for level in range(2, self.cfg.max_hops + 1):
-            self.extend_stage(level, docs)
+        def pending() -> list[Chain]:
+            return list(self.chains(self.selected, lambda cid, depth: depth == level - 1 and f"{cid}-h{level}" not in store))
 
-        def report() -> SynthOutput:  # reused on a rerun that changed no file of the run
-            shapes: list[ChainShape] = []  # what the statistics need of a chain, kept as it is exported
-            exported = export_benchmark(ChainShape.noting(self.chains(docs), shapes), self.ctx.run.path)
-            counts, details = tracer_counts(self.docs, docs, self.atomic, dict(self.hops), shapes,  # streamed
-                                            exported, self.sampling_stats)
-            return SynthOutput(counts=counts, export=exported, details=details)
-        key = ids_key(d.id for d in docs) + json.dumps(self.sampling_stats, sort_keys=True)
-        return reuse_output(self.ctx.run, key, report)
+        return PendingStage(f"hop{level}", self._task(_extend), pending, lambda _item, rec: store.append(rec))
+
+    def pipeline(self) -> Pipeline:
+        """Sampling, then atomic QA and the hops as one flow, then each level's catch-up; the
+        report (exports and statistics) reused on a rerun that changed no file of the run."""
+        def sample_and_extend() -> None:
+            self.selected = self.sample()
+            self.atomic_stage(self.selected)
+
+        steps: list[PipelineStep] = [sample_and_extend, *(self.extend_catch_up(level) for level in self.hops)]
+        return Pipeline(steps=steps, report=self.report, report_key=self.report_key)
+
+    def report_key(self) -> str:
+        return ids_key(d.id for d in self.selected) + json.dumps(self.sampling_stats, sort_keys=True)
+
+    def report(self) -> SynthOutput:
+        shapes: list[ChainShape] = []  # what the statistics need of a chain, kept as it is exported
+        exported = export_benchmark(ChainShape.noting(self.chains(self.selected), shapes), self.ctx.run.path)
+        counts, details = tracer_counts(self.docs, self.selected, self.atomic, dict(self.hops), shapes,  # streamed
+                                        exported, self.sampling_stats)
+        return SynthOutput(counts=counts, export=exported, details=details)
 
 
 __all__ = ["TracerComponents", "TracerStages", "seed_hop"]

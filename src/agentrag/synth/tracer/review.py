@@ -24,8 +24,6 @@ from agentrag.errors import UserError
 from agentrag.synth.tracer.review_sheet import sheet_html
 
 COLUMNS = ["id", "hops", "type", "question", "answer", "chain", "documents", "decision", "comment"]
-#: what the sheet's Save button writes (and ``--labels`` reads back; extra columns are ignored)
-LABEL_COLUMNS = ["id", "decision", "comment", "rater"]
 _DECISIONS = {"retain": "Retain", "r": "Retain", "keep": "Retain", "discard": "Discard", "d": "Discard",
               "drop": "Discard"}
 
@@ -51,11 +49,6 @@ def _hops(chains: Mapping[str, dict[str, Any]], item: dict[str, Any]) -> list[di
 def _hop_line(h: dict[str, Any]) -> str:
     return (f"hop {h['level']} [{h['template']}] atomic Q: {h['atomic_question']} | atomic A: {h['atomic_answer']} | "
             f"doc: {h['doc_title']} ({h['doc_id']}) | Q: {h['question']} | A: {h['answer']}")
-
-
-def _verdicts(h: dict[str, Any]) -> str:
-    return "; ".join(f"{c['name']}: {'pass' if c['passed'] else 'not run' if c['passed'] is None else 'FAIL'}"
-                     + (f" ({c['reason']})" if c.get("reason") else "") for c in h.get("checks", []))
 
 
 def write_review_sheet(run_dir: str | Path, out_dir: str | Path | None = None) -> tuple[Path, Path]:
@@ -199,4 +192,4 @@ def apply_review(run_dir: str | Path, label_files: Sequence[str | Path]) -> dict
     return result
 
 
-__all__ = ["write_review_sheet", "read_labels", "read_label_file", "RaterLabels", "LABEL_COLUMNS", "fleiss_kappa", "decide", "apply_review", "COLUMNS"]
+__all__ = ["write_review_sheet", "read_labels", "read_label_file", "RaterLabels", "fleiss_kappa", "decide", "apply_review", "COLUMNS"]

@@ -1,6 +1,6 @@
 """``run_tracer``: what ``agentrag synth tracer`` does, as a library call, through the one
 synthesizer driver (:func:`agentrag.synth.driver.run_synthesizer`); :class:`TracerSynth` declares
-the stages, inputs, components and report, and :class:`TracerBuilder` is the plain-data recipe the
+the stages, inputs, components and report, and :class:`TracerRecipe` is the plain-data recipe the
 driver and every worker process (the Ray executor) build the components from.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agentrag.errors import UserError
@@ -20,11 +20,10 @@ from agentrag.progress import ProgressArg
 from agentrag.records import Passage
 from agentrag.runs import RunDir, config_key, records_key
 from agentrag.synth.driver import (
+    Pipeline,
     Stage,
     Synthesizer,
-    SynthOutput,
     SynthRun,
-    finished_output,
     run_synthesizer,
 )
 from agentrag.synth.tracer.config import TracerRunConfig
@@ -37,7 +36,7 @@ GIVEN = ("llm", "judge", "kb", "retriever", "passages", "rebuild")
 
 
 @dataclass
-class TracerBuilder:
+class TracerRecipe:
     """Plain-data recipe of a run's components: the LLM and judge on the run's cache, the KB loaded
     read-only, the excluded titles. Workers get no passage list (only the driver samples)."""
 
@@ -47,13 +46,27 @@ class TracerBuilder:
     run_dir: str
     excluded_titles: tuple[str, ...] = ()
 
-    def build(self, *, llm: LLM | None = None, judge: LLM | None = None,
-              kb: Retriever | None = None) -> TracerComponents:
-        """The components; objects given here replace the references of the recipe."""
+    @classmethod
+    def from_config(cls, cfg: TracerRunConfig, run_dir: str | os.PathLike[str],
+                    excluded: Iterable[str] | None = None) -> TracerRecipe:
+        """The recipe of ``cfg``; ``excluded``: the excluded titles when already read (default:
+        read from ``cfg.exclude``)."""
+        if excluded is None:
+            from agentrag.synth.tracer.sampling import excluded_titles
+
+            excluded = excluded_titles(cfg.exclude)
+        return cls(llm=cfg.llm, judge=cfg.judge, kb=str(cfg.kb), run_dir=str(run_dir),
+                   excluded_titles=tuple(sorted(excluded)))
+
+    def __call__(self, kb: Any = None, llms: Mapping[str, Any] | None = None) -> TracerComponents:
+        """The components; ``kb`` (a KB or retriever) and ``llms`` (``llm``, ``judge``: objects a
+        Python caller passed) replace the references of the recipe."""
         from agentrag.synth.worker import resolve_role_llms
         from agentrag.threads import passive_openmp
 
         passive_openmp()
+        llm: LLM | None = (llms or {}).get("llm")
+        judge: LLM | None = (llms or {}).get("judge")
         refs = {role: ref for role, ref, obj in (("llm", self.llm, llm), ("judge", self.judge, judge))
                 if obj is None and ref is not None}
         llms = resolve_role_llms(refs, self.run_dir) if refs else {}
@@ -64,9 +77,6 @@ class TracerBuilder:
             kb = KnowledgeBase.load(self.kb)
         return TracerComponents(llm=gen, judge=judge if judge is not None else llms.get("judge", gen), kb=kb,
                                 passages=(), excluded_titles=frozenset(self.excluded_titles), rebuild=self)
-
-    def __call__(self) -> TracerComponents:
-        return self.build()
 
 
 @dataclass
@@ -91,6 +101,10 @@ class TracerSynth(Synthesizer[TracerRunConfig, TracerInputs, TracerComponents]):
 
     name = "tracer"
     given = GIVEN
+    recipe = TracerRecipe
+    run_files = ("docs.jsonl", "atomic.jsonl")
+    key_config = ("preset", "docs", "max_hops", "compose.max_tries")
+    viewer = "agentrag.report.viewer.tracer_view:tracer_payload"
     stages = (
         Stage("sample", "KB passages (seeded shuffle, excluded titles and short passages removed)", "docs.jsonl",
               ("annotate: entity type + domain",), "LLM type/domain annotation of the candidates", "documents"),
@@ -132,11 +146,11 @@ class TracerSynth(Synthesizer[TracerRunConfig, TracerInputs, TracerComponents]):
                    given: Mapping[str, Any]) -> TracerComponents:
         refs = {k: v for k, v in given.items() if k in ("llm", "judge") and isinstance(v, str)}
         objs = {k: v for k, v in given.items() if k in ("llm", "judge") and not isinstance(v, str)}
-        recipe = TracerBuilder(llm=refs.get("llm", cfg.llm), judge=refs.get("judge", cfg.judge), kb=str(cfg.kb),
-                               run_dir=str(run.path), excluded_titles=tuple(sorted(inputs.excluded)))
+        recipe = TracerRecipe.from_config(cfg, run.path, inputs.excluded)
+        recipe = replace(recipe, llm=refs.get("llm", recipe.llm), judge=refs.get("judge", recipe.judge))
         if "judge" not in given and cfg.judge is None and "llm" in objs:
             objs["judge"] = objs["llm"]  # the judge defaults to the generator
-        comps = recipe.build(kb=inputs.kb, **objs)
+        comps = recipe(kb=inputs.kb, llms=objs)
         comps.passages = inputs.passages
         # objects given by a caller cannot be rebuilt from the config in a worker: their recipe (if any)
         comps.rebuild = given.get("rebuild") if objs or "kb" in given or "retriever" in given else recipe
@@ -145,11 +159,12 @@ class TracerSynth(Synthesizer[TracerRunConfig, TracerInputs, TracerComponents]):
     def llm_roles(self, comps: TracerComponents) -> dict[str, Any]:
         return {"llm": comps.llm, "judge": comps.judge}
 
-    def execute(self, ctx: SynthRun, cfg: TracerRunConfig, comps: TracerComponents,
-                inputs: TracerInputs) -> SynthOutput:
-        # a no-op rerun of a finished run reuses its output without opening a stage file
-        key = config_key(cfg, records_key(inputs.passages), json.dumps(sorted(inputs.excluded), ensure_ascii=False))
-        return finished_output(ctx, key, lambda: TracerStages(ctx, cfg, comps).run())
+    def finished_key(self, cfg: TracerRunConfig, inputs: TracerInputs) -> str:
+        return config_key(cfg, records_key(inputs.passages), json.dumps(sorted(inputs.excluded), ensure_ascii=False))
+
+    def pipeline(self, ctx: SynthRun, cfg: TracerRunConfig, comps: TracerComponents,
+                 inputs: TracerInputs) -> Pipeline:
+        return TracerStages(ctx, cfg, comps).pipeline()
 
     def title(self, cfg: TracerRunConfig, name: str) -> str:
         return f"AgenticRAGTracer build {name}"
@@ -174,4 +189,4 @@ def run_tracer(cfg: TracerRunConfig, out: str | os.PathLike[str], *, progress: P
     return run_synthesizer(TracerSynth(), cfg, out, progress=progress, executor=executor, **given)
 
 
-__all__ = ["run_tracer", "TracerSynth", "TracerBuilder", "TracerInputs"]
+__all__ = ["run_tracer", "TracerSynth", "TracerRecipe", "TracerInputs"]

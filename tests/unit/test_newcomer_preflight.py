@@ -58,7 +58,8 @@ def small_kb(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
 
 
 @pytest.mark.parametrize("args", [
-    ["synth", "ragshaper", "--seeds", "1"],
+    # the KB is BM25-only: RAGShaper reads it with BM25 (its dense defaults are a local input error, reported first)
+    ["synth", "ragshaper", "--seeds", "1", "--set", "curator.method=bm25", "--set", "elicit.method=bm25"],
     ["synth", "tracer", "--docs", "1"],
     ["synth", "reasonrag", "--limit", "1"],
     ["synth", "evipath", "--limit", "1"],

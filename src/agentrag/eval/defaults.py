@@ -14,29 +14,33 @@ EMBEDDED_AGENT_BUDGET: dict[str, Any] = {"max_steps": 4, "top_k": 3, "max_top_k"
 
 
 def is_embedded(llm: Any) -> bool:
-    """Whether an ``--llm`` value names the embedded model (a reference that does not parse does
-    not: the input checks report it)."""
+    """Whether an ``--llm`` value names the embedded model, or an LLM object is the embedded
+    backend (also behind a response cache). A reference that does not parse does not: the input
+    checks report it."""
     from agentrag.llm.reference import parse_llm_ref
 
     if not isinstance(llm, str):
-        return False
+        from agentrag.llm.embedded import EmbeddedLLM
+
+        return isinstance(llm, EmbeddedLLM) or isinstance(getattr(llm, "inner", None), EmbeddedLLM)
     try:
         return parse_llm_ref(llm).is_embedded
     except (UserError, OSError):
         return False
 
 
-def resolved_eval_config(cfg: Any) -> Any:
+def resolved_eval_config(cfg: Any, llm: Any = None) -> Any:
     """``cfg`` with its agent's settings resolved: ``agent_config`` holds every key of the agent's
     config class (its defaults included, and with an embedded LLM the CPU budgets of
     :data:`EMBEDDED_AGENT_BUDGET` for the keys left unset), as ``--print-config`` and
-    ``config.yaml`` show it. Resolving twice changes nothing."""
+    ``config.yaml`` show it. ``llm``: the LLM object the run was given in place of ``cfg.llm``
+    (its backend decides the budgets then). Resolving twice changes nothing."""
     from agentrag.agents import agent_config
     from agentrag.config import config_source
 
     given = dict(cfg.agent_config)
     fields = type(agent_config(cfg.agent)).model_fields
-    if is_embedded(cfg.llm):  # CPU budgets for the keys the user left unset (docs/quickstart.md)
+    if is_embedded(cfg.llm if llm is None else llm):  # CPU budgets for the keys the user left unset (docs/quickstart.md)
         for key, value in EMBEDDED_AGENT_BUDGET.items():
             if key in fields and key not in given:
                 given[key] = value

@@ -132,8 +132,8 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
     passive_openmp()
     given_retriever = retriever
     items, retriever = check_inputs(cfg, out, llm=llm, retriever=retriever, judge=judge)
-    if llm is None:  # the defaults of the backend the reference names (the CLI's, too)
-        cfg = resolved_eval_config(cfg)
+    # the defaults of the backend the reference names, or of the LLM object given (the CLI's, too)
+    cfg = resolved_eval_config(cfg, llm)
     in_process = executor is None or isinstance(executor, ThreadExecutor)
     if not in_process and any(x is not None for x in (llm, judge, given_retriever)):
         raise UserError("LLM, judge and retriever objects cannot be sent to a distributed executor: pass references "

@@ -78,8 +78,9 @@ def number_forms(item: Item, rng: random.Random) -> list[Case]:
         for m in list(_NUMBER.finditer(doc))[:2]:
             raw = m.group(1)
             n = int(raw.replace(",", ""))
-            if 1900 <= n <= 2030:
-                continue  # years are the date family's
+            after, before = doc[m.end():m.end() + 12], doc[max(0, m.start() - 12):m.start()]
+            if 1000 <= n <= 2100 or any(mo in after or mo in before for mo in _MONTHS):
+                continue  # years and days of a date are the date family's
             forms = [f"{n:,}", str(n)]
             words = _number_words(n)
             if words:

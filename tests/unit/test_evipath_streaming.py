@@ -88,7 +88,7 @@ class _Counting(CleanGoldLLM):
 
 
 def test_the_stages_hold_only_the_records_of_the_items_in_flight(tmp_path: Path, records, musique: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch):
+                                                                  monkeypatch: pytest.MonkeyPatch, frozen_heap: None):
     llm = _Counting(records)
     llm.peak = {}
     at_gate: list[int] = []

@@ -49,7 +49,7 @@ def test_stage_index_names_file_and_line_of_a_bad_record(tmp_path: Path) -> None
         index["b"]
 
 
-def test_stages_hold_the_records_of_the_items_in_flight_only(tmp_path: Path, monkeypatch: Any) -> None:
+def test_stages_hold_the_records_of_the_items_in_flight_only(tmp_path: Path, monkeypatch: Any, frozen_heap: None) -> None:
     """The QA stage held every tree of the run, elicitation every question, the tagger every
     trajectory and filter decision. Now their work lists hold ids and their data byte offsets:
     each record is read when its item runs (once per item), and while QA runs (2 in flight) at

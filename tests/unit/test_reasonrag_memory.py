@@ -193,7 +193,7 @@ def test_streamed_report_is_byte_identical_to_the_list_based_one(tmp_path: Path)
         assert (new_dir / name).read_bytes() == (old_dir / name).read_bytes(), name
 
 
-def test_report_reads_no_tree_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_report_reads_no_tree_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, frozen_heap: None) -> None:
     """The report never reads trees.jsonl into a list (the old path called ``read()``)."""
     from agentrag.runs import JsonlStore
 
@@ -251,7 +251,7 @@ def watched(monkeypatch: pytest.MonkeyPatch, watch: Watch, window: int) -> None:
 
 
 @pytest.mark.parametrize("workers", [1, 3])
-def test_search_holds_only_the_events_of_questions_in_flight(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_search_holds_only_the_events_of_questions_in_flight(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, frozen_heap: None,
                                                              workers: int) -> None:
     """12 questions, window 3: at every tree written, no event of a question whose tree is written
     is alive, and at most 3 questions have events in memory; a rerun with 6 more questions loads

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from agentrag.match.vocab import ABBREVIATION_GROUPS, ARTICLES, DOTTED_ONLY, MONTHS, WORD_ABBREVIATIONS
 
@@ -76,8 +76,7 @@ _GROUPED = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     """One canonical token, its plural-folded form and the word it was read from (cased,
     transliterated)."""
 
@@ -216,7 +215,12 @@ _MULTI_UNITS = {("per", "cent"): "percent", ("pound", "sterling"): "gbp", ("poun
                 ("us", "dollars"): "usd", ("us", "dollar"): "usd"}
 
 
-@lru_cache(maxsize=16384)
+#: texts whose analysis is kept: a gate reads the same few documents many times within one item,
+#: and every token kept is an object the garbage collector walks, so the cache stays small
+ANALYSED_CACHE = 1024
+
+
+@lru_cache(maxsize=ANALYSED_CACHE)
 def analyse(text: str) -> tuple[Token, ...]:
     """The canonical tokens of ``text`` with the words they were read from (articles dropped)."""
     prepared = _prepare(text or "")

@@ -93,11 +93,21 @@ def _scripted_curator(messages: list, **kw: object) -> str:  # type: ignore[type
         return json.dumps({"documents": [{"title": "Revised edition (2031)", "text": f"In the 2031 revision: {fact}"}]})
     if name == "qa_pair":
         seed = user.split("\n")[0].removeprefix("Seed entity: ")
-        # evidence quoted from the path's documents, so the grounded-hop check accepts the pair
+        # evidence quoted from the path's documents, so the grounded-hop check accepts the pair, and
+        # an answer those documents state (a name or a year of the first quote, not the seed's)
         quotes = re.findall(r"^- evidence: \[[^\]]*\] (.+)$", user, flags=re.M)
-        return json.dumps({"question": f"What is {seed} best known for?", "answer": "unknown fact",
+        names = [w for q in quotes for w in re.findall(r"\b[A-Z][a-z]{3,}\b", q[:200])
+                 if w not in seed and w not in {"The", "This", "That", "Revised", "In"}]
+        years = [y for q in quotes for y in re.findall(r"\b1[5-9]\d\d\b", q[:200])]
+        answer = (names or years or ["unknown fact"])[0]
+        return json.dumps({"question": f"Which name or year does the record of {seed} give?", "answer": answer,
                            "reasoning_steps": [{"hop": i, "fact": "f", "evidence": q[:200], "output": "o"}
                                                for i, q in enumerate(quotes[:3])], "negative_aspect": []})
+    if name == "verdict":  # the curator is the verifier: every check passes (this test is about the teacher)
+        from agentrag.synth.verifier import CHECKS
+
+        check = next((c for c in CHECKS.values() if c.statement.split("{")[0][:40] in user), None)
+        return json.dumps({"holds": check.keep_if if check is not None else True, "reason": "scripted"})
     return json.dumps({"tag": "direct_answer", "rationale": "r"})
 
 

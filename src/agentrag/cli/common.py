@@ -151,8 +151,9 @@ def setup_logging(verbose: bool = False) -> None:
     libraries = logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=libraries, format="%(message)s", datefmt="[%X]", handlers=[handler], force=True)
     logging.getLogger("agentrag").setLevel(level)
+    # uvicorn sets its own loggers to INFO when a server starts in this process
     for noisy in ("httpx", "httpx2", "httpcore", "urllib3", "sentence_transformers", "faiss", "filelock",
-                  "transformers", "bm25s", "openai"):
+                  "transformers", "bm25s", "openai", "uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

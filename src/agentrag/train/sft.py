@@ -118,7 +118,7 @@ def export_gguf(out: str | os.PathLike[str], cfg: TrainConfig, metrics: dict[str
     if not (run / CHECKPOINT / "config.json").is_file():
         raise UserError(f"export_gguf={cfg.export_gguf!r} needs the checkpoint; set save_model: true")
     if not path.exists():
-        reference = Path(cfg.model) if cfg.model.endswith(".gguf") else None
+        reference = Path(cfg.model) if Path(cfg.model).suffix == ".gguf" else None
         write_gguf(run / CHECKPOINT, path, cfg.export_gguf, reference=reference)
     if metrics.get("gguf") != str(path):
         metrics = {**metrics, "gguf": str(path), "gguf_quant": cfg.export_gguf}

@@ -108,3 +108,15 @@ def test_advice_names_only_options_the_command_has():
     evipath = dict(_synth_commands())["evipath"]
     assert "--seeds" not in " ".join(explain_empty([{"stage": "qa", "in": 0, "out": 0, "rejected": {}}], None,
                                                    evipath))
+
+
+def test_advice_names_only_settings_of_the_run_config():
+    """Two synthesizers name a reason alike: the Tracer's "malformed" pairs get no ReasonRAG advice
+    (mcts.max_tokens); ReasonRAG's keep theirs."""
+    from agentrag.cli.funnel import explain_empty
+
+    funnel = [{"stage": "pairs", "in": 2, "out": 0, "rejected": {"malformed": 2}}]
+    tracer = " ".join(explain_empty(funnel, config={"atomic": {}, "compose": {}, "pairs": {}}))
+    assert "mcts." not in tracer and "what helps:" in tracer
+    reasonrag = " ".join(explain_empty(funnel, config={"mcts": {}, "pairs": {}, "value": {}}))
+    assert "mcts.max_tokens" in reasonrag

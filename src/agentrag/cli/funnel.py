@@ -81,10 +81,16 @@ def default_hint(options: Collection[str] | None = None) -> str:
     return fit_options(DEFAULT_HINT, options)
 
 
-def hint_for(reason: str, options: Collection[str] | None = None) -> str:
-    """The advice for a rejection ``reason``, naming only the command's ``options``."""
-    if reason in REASON_HINTS:
-        return fit_options(REASON_HINTS[reason], options)
+_SETTING = re.compile(r"\b([a-z_]{2,})\.[a-z_]{2,}\b")
+
+
+def hint_for(reason: str, options: Collection[str] | None = None, sections: Collection[str] | None = None) -> str:
+    """The advice for a rejection ``reason``, naming only the command's ``options`` and, when the
+    run's config ``sections`` are given, only its settings: two synthesizers may name a reason
+    alike ("malformed"), and advice naming another one's settings (``mcts.max_tokens``) is skipped."""
+    hint = REASON_HINTS.get(reason)
+    if hint is not None and (sections is None or all(m.group(1) in sections for m in _SETTING.finditer(hint))):
+        return fit_options(hint, options)
     low = reason.lower()
     for words, hint in WORD_HINTS:
         if any(w in low for w in words):
@@ -128,7 +134,8 @@ def explain_empty(funnel: Sequence[Mapping[str, Any]], config: Mapping[str, Any]
     if rejected:
         reason, count = max(rejected.items(), key=lambda kv: kv[1])
         lines.append(f"  top rejection: {reason} ({count} of {row.get('in')})")
-        lines.append(f"  what helps: {hint_for(reason, options)}")
+        sections = set(config) if config is not None else None
+        lines.append(f"  what helps: {hint_for(reason, options, sections)}")
     elif int(row.get("unfinished", 0)):
         lines.append(f"  {row['unfinished']} items unfinished at this stage: rerun the same command to finish them")
     else:

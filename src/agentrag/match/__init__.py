@@ -132,10 +132,12 @@ def find_mention(answer: str, text: str, aliases: Iterable[str] = (), *, partial
         if acronym and any(t.surface == acronym for t in text_toks):
             return acronym
     if partial:
+        # every token of the text, and each word of a token read from several ("Los Angeles")
+        words = {t.canon for t in text_toks} | {a[0].canon for t in text_toks for w in t.surface.split()
+                                                 if (a := analyse(w))}
         for form in forms:
             for part in name_parts(form):
-                if any(t.canon == part or part in (analyse(w)[0].canon for w in t.surface.split() if analyse(w))
-                       for t in text_toks):
+                if part in words:
                     return f"part:{part}"
     return None
 
@@ -221,16 +223,12 @@ def yes_no(text: str | None) -> str | None:
     return "yes" if word in YES else "no" if word in NO else None
 
 
-def _token_lists(a: str, b: str) -> tuple[list[str], list[str]]:
-    return stems(a), stems(b)
-
-
 def similarity(a: str, b: str) -> float:
     """Token-level similarity in [0, 1] of two texts: the larger of the Indel similarity of their
     canonical tokens in order and sorted (word order ignored)."""
     from rapidfuzz.distance import Indel
 
-    ta, tb = _token_lists(a, b)
+    ta, tb = stems(a), stems(b)
     if not ta or not tb:
         return 1.0 if ta == tb else 0.0
     return max(Indel.normalized_similarity(ta, tb), Indel.normalized_similarity(sorted(ta), sorted(tb)))
@@ -285,7 +283,7 @@ def containment(part: str, whole: str) -> float:
     subsequence), 1.0 when ``whole`` quotes ``part``."""
     from rapidfuzz.distance import LCSseq
 
-    tp, tw = _token_lists(part, whole)
+    tp, tw = stems(part), stems(whole)
     if not tp:
         return 0.0
     return LCSseq.similarity(tp, tw) / len(tp)

@@ -22,7 +22,7 @@ from agentrag.synth.lazy import StageGroups, StageIndex
 from evipath_fakes import CleanGoldLLM, ContentWordEmbedder
 
 N = 12
-TIMINGS = {"wall_s", "path_seconds_per_item", "llm", "started", "finished", "seconds", "timings"}
+TIMINGS = {"wall_s", "path_seconds_per_item", "llm", "invocation_wall_s", "invocation_llm", "started", "finished", "seconds", "timings"}
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from agentrag.testing import ScriptedLLM
 
 OTHER = QAItem(id="q2", question="Who directed Film Alpha (again)?", golden_answers=["John Smith"])
 #: metrics keys that describe the invocation (its wall time, its LLM calls), not the run's data
-INVOCATION = {"wall_s", "llm"}
+INVOCATION = {"wall_s", "llm", "invocations", "invocation_wall_s", "invocation_llm"}
 
 
 @pytest.fixture

@@ -20,6 +20,13 @@ same way for all four (and their CLI commands and ``run_*`` functions alike):
    count, one LLM-usage block, wall time), write ``metrics.json``;
 6. write the report once, after the statistics exist.
 
+Reruns keep the run's record. A no-op rerun of a finished run (step 4 reuses its output) writes
+nothing: ``metrics.json`` and the reports stay as the run that did the work left them (they are
+written again, from the stored metrics, only when missing or changed). A rerun that does run the
+pipeline (a resume after an outage or a crash, more items) reports the LLM usage and wall time of
+every invocation that wrote ``metrics.json`` summed (``invocations`` of them; this one's alone in
+``invocation_wall_s`` and ``invocation_llm``).
+
 A fatal error (401/404, unknown model, unwritable directory) propagates at once; items hit by an
 outage stay unfinished (``metrics["unfinished"]``, exit code 3 from the CLI); a bug is logged and
 raised as :class:`SynthBugs` after the metrics are written (exit code 1).
@@ -27,6 +34,7 @@ raised as :class:`SynthBugs` after the metrics are written (exit code 1).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -41,7 +49,7 @@ from agentrag.exec import Executor, ItemBugs, Progress, StageResult, ThreadExecu
 from agentrag.exec.flow import Task, Writer
 from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
 from agentrag.llm.cache import with_response_cache
-from agentrag.llm.usage import llm_usage
+from agentrag.llm.usage import add_usage, llm_usage
 from agentrag.progress import ProgressArg, progress_for
 from agentrag.runs import FINISHED, RunDir
 from agentrag.threads import passive_openmp
@@ -99,6 +107,10 @@ class SynthMetrics(BaseModel):
     bugs: int = 0
     llm: dict[str, dict[str, Any]] = Field(default_factory=dict)
     wall_s: float = 0.0
+    #: how many invocations ``llm`` and ``wall_s`` sum (a resumed run's earlier ones included)
+    invocations: int = 1
+    invocation_wall_s: float = 0.0
+    invocation_llm: dict[str, dict[str, Any]] = Field(default_factory=dict)
     export: dict[str, Any] = Field(default_factory=dict)
     details: dict[str, Any] = Field(default_factory=dict)
 
@@ -187,7 +199,8 @@ def run_or_reuse(synth: Synthesizer[Any, Any, Any], ctx: SynthRun, cfg: Any, com
     """The output of the last run when it finished every item, its :meth:`Synthesizer.finished_key`
     is the same (the config and the items asked for) and no data file of the run changed since
     (:meth:`RunDir.stored`: names, sizes and mtimes, nothing read): a no-op rerun then opens no
-    stage file and scans nothing for pending work. Otherwise the synthesizer's pipeline (the full
+    stage file and scans nothing for pending work (and :func:`finish_run` keeps the stored
+    metrics: ``ctx.reused``). Otherwise the synthesizer's pipeline (the full
     resume: stages, statistics, exports); its output is kept for the next rerun only when no item
     was left unfinished (an outage, a bug) and nothing raised. A rerun after a crash, an outage,
     an appended, edited or deleted file, another config or other items therefore runs the full
@@ -196,10 +209,12 @@ def run_or_reuse(synth: Synthesizer[Any, Any, Any], ctx: SynthRun, cfg: Any, com
     if key is not None:
         found, got = ctx.run.stored(FINISHED, key)
         if found:
+            ctx.reused, ctx.finished_key = got, key
             return _output(got)
     out = run_pipeline(ctx, synth.pipeline(ctx, cfg, comps, inputs))
     if key is not None and not ctx.unfinished_by_stage:
         ctx.run.store(FINISHED, key, _output_json(out))
+        ctx.finished_key = key
     return out
 
 
@@ -216,6 +231,10 @@ class SynthRun:
     executor: Executor
     progress: Progress | None = None
     results: dict[str, StageResult] = field(default_factory=dict)
+    #: the stored value of a finished run this invocation reused (:func:`run_or_reuse`), if any
+    reused: dict[str, Any] | None = None
+    #: the key the finished output is stored under this invocation (None: not stored)
+    finished_key: str | None = None
 
     def stage(self, name: str, fn: Callable[[T], R], items: Iterable[T],
               on_result: Callable[[T, R], object] | None = None, *, progress: bool = True) -> StageResult:
@@ -333,28 +352,72 @@ def funnel_rows(stages: Sequence[Stage], counts: Mapping[str, tuple[int, int, Ma
 
 def finish_run(synth: Synthesizer[Any, Any, Any], cfg: Any, ctx: SynthRun, comps: Any, output: SynthOutput,
            elapsed: float) -> dict[str, Any]:
-    """Metrics, ``metrics.json`` and the report, written once, after the statistics exist."""
-    from agentrag.render import write_report
-
+    """Metrics, ``metrics.json`` and the report, written once, after the statistics exist. A
+    reused finished run (``ctx.reused`` with its metrics) keeps its record: nothing is written
+    unless ``metrics.json`` or a report is missing or changed. Otherwise the LLM usage and wall
+    time are this invocation's plus those of the run's earlier ``metrics.json`` (a resume sums
+    what every invocation paid); the finished output is stored again with the metrics."""
     name = ctx.run.path.name
+    kept = ctx.reused.get("metrics") if ctx.reused is not None else None
+    if isinstance(kept, dict):
+        _keep_record(synth, cfg, ctx.run, kept)
+        return kept
     unfinished_items = {k: v for r in ctx.results.values() for k, v in {**r.unfinished, **r.bugs}.items()}
     by_stage = ctx.unfinished_by_stage
+    now = llm_usage(synth.llm_roles(comps))
+    before = _earlier_metrics(ctx.run, synth.name)
     metrics = SynthMetrics(
         synthesizer=synth.name, name=name, funnel=funnel_rows(synth.stages, output.counts, by_stage),
         unfinished=len(unfinished_items), unfinished_by_stage=by_stage, unfinished_items=unfinished_items,
-        bugs=sum(len(r.bugs) for r in ctx.results.values()), llm=llm_usage(synth.llm_roles(comps)),
-        wall_s=round(elapsed, 1), export=output.export, details=output.details).as_dict()
-    ctx.run.write_json("metrics.json", metrics)
-    write_report(ctx.run.path, synth.title(cfg, name), [*synth.report_sections(metrics), *run_sections(metrics)])
+        bugs=sum(len(r.bugs) for r in ctx.results.values()), llm=add_usage(before.get("llm") or {}, now),
+        wall_s=round(float(before.get("wall_s") or 0.0) + elapsed, 1),
+        invocations=int(before.get("invocations") or (1 if before else 0)) + 1,
+        invocation_wall_s=round(elapsed, 1), invocation_llm=now,
+        export=output.export, details=output.details).as_dict()
+    _write_record(synth, cfg, ctx.run, metrics)
+    if ctx.finished_key is not None:  # what a no-op rerun keeps: the output and this record
+        ctx.run.store(FINISHED, ctx.finished_key, {**_output_json(output), "metrics": metrics})
     return metrics
+
+
+def _earlier_metrics(run: RunDir, synthesizer: str) -> dict[str, Any]:
+    """The run's ``metrics.json`` as the last invocation wrote it (``{}``: none, unreadable, or
+    another synthesizer's)."""
+    try:
+        got = json.loads(run.file("metrics.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(got, dict) or got.get("synthesizer") != synthesizer:
+        return {}
+    return got
+
+
+def _write_record(synth: Synthesizer[Any, Any, Any], cfg: Any, run: RunDir, metrics: dict[str, Any]) -> None:
+    from agentrag.render import write_report
+
+    run.write_json("metrics.json", metrics)
+    write_report(run.path, synth.title(cfg, run.path.name), [*synth.report_sections(metrics), *run_sections(metrics)])
+
+
+def _keep_record(synth: Synthesizer[Any, Any, Any], cfg: Any, run: RunDir, metrics: dict[str, Any]) -> None:
+    """Leave ``metrics.json`` and the reports as they are when they hold ``metrics``; write them
+    from ``metrics`` when one is missing or ``metrics.json`` was edited."""
+    if all(run.file(n).exists() for n in ("report.md", "report.html")):
+        if _earlier_metrics(run, synth.name) == metrics:
+            return
+    _write_record(synth, cfg, run, metrics)
 
 
 def run_sections(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The sections every synthesizer report ends with: LLM usage per role, unfinished items."""
     keys = ("hits", "misses", "inner_calls", "prompt_tokens", "completion_tokens", "backend_latency_s")
     rows = [[role, *(st.get(k, "") for k in keys)] for role, st in metrics.get("llm", {}).items()]
+    runs = int(metrics.get("invocations") or 1)
+    wall = (f"Wall time {metrics.get('wall_s')} s" if runs == 1 else
+            f"Wall time {metrics.get('wall_s')} s and LLM usage summed over the {runs} invocations that did "
+            f"this run's work (the last: {metrics.get('invocation_wall_s')} s)")
     out: list[dict[str, Any]] = [{
-        "title": "LLM usage", "text": f"Wall time {metrics.get('wall_s')} s. Cache hits are calls answered "
+        "title": "LLM usage", "text": f"{wall}. Cache hits are calls answered "
         "from this run's llm_cache.sqlite; backend calls reached the endpoint.",
         "headers": ["LLM (roles)", "cache hits", "cache misses", "backend calls", "prompt tokens",
                     "completion tokens", "backend seconds"], "rows": rows}]

@@ -24,7 +24,7 @@ from agentrag.kb.reference import is_kb_url
 from agentrag.paths import check_out_dir
 from agentrag.progress import ProgressArg
 from agentrag.records import QAItem, Record, Trajectory, iter_json_objects
-from agentrag.runs import RunDir
+from agentrag.runs import RunDir, config_key, records_key
 from agentrag.synth.annotated.config import AnnotatedRunConfig
 from agentrag.synth.annotated.gates import first_failure
 from agentrag.synth.annotated.teacher import (
@@ -140,6 +140,9 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
 
     def llm_roles(self, comps: AnnotatedComponents) -> dict[str, Any]:
         return {}
+
+    def finished_key(self, cfg: AnnotatedRunConfig, inputs: AnnotatedInputs) -> str:
+        return config_key(cfg, records_key(inputs.items), json.dumps(inputs.titles, sort_keys=True, ensure_ascii=False))
 
     def pipeline(self, ctx: SynthRun, cfg: AnnotatedRunConfig, comps: AnnotatedComponents,
                  inputs: AnnotatedInputs) -> Pipeline:

@@ -50,8 +50,9 @@ from agentrag.records import Message, ToolCall  # noqa: E402
 from agentrag.testing import FakeRetriever, StubOpenAIServer  # noqa: E402
 
 DATA = Path(os.environ.get("AGENTRAG_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "data"
-#: retries: the backend's defaults except a shorter first backoff (0.1 s instead of 0.5 s)
-LLM_SETTINGS = {"max_retries": 6, "backoff_initial": 0.1, "backoff_max": 2.0, "timeout": 30.0}
+#: the backend's settings: its defaults (retries, backoff from 0.5 s, timeout), as a user's run gets them;
+#: ``--backoff-initial`` overrides the first backoff (earlier runs of this benchmark used 0.1 s)
+LLM_SETTINGS: dict[str, Any] = {}
 
 
 def to_message(m: dict[str, Any]) -> Message:
@@ -101,7 +102,7 @@ def case_eval(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
 
     def run(llm: Any) -> dict[str, Any]:
         m = run_eval(out=out, dataset=str(data), agent="plan_step", concurrency=conc, llm=llm,
-                     retriever=FakeRetriever(PASSAGES), executor=ThreadExecutor(conc))
+                     retriever=FakeRetriever(PASSAGES), executor=_executor(conc))
         return {"items": n, "finished": m["n"], "unfinished": m["unfinished"]}
     return served(ScriptedLLM(default=plan_step_policy, record=False)), {"run": run}
 
@@ -122,7 +123,7 @@ def case_ragshaper(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
         cfg = RagShaperRunConfig(kb=str(kb), concurrency=conc)
         cfg.curator.max_depth = 3
         m = run_ragshaper(cfg, out, llm=llm, seeds=[f"{names[i % 4]} {i}" for i in range(n)],
-                          executor=ThreadExecutor(conc))
+                          executor=_executor(conc))
         return {"items": n, "finished": m["funnel"][0]["out"], "unfinished": m["unfinished"]}
     return world_reply, {"run": run}
 
@@ -141,7 +142,7 @@ def case_reasonrag(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
 
     def run(llm: Any) -> dict[str, Any]:
         cfg = ReasonRagRunConfig.model_validate({"concurrency": conc, "mcts": {"top_k": 1, "iterations": 8}})
-        m = run_reasonrag(cfg, out, llm=llm, retriever=docs, questions=qs, executor=ThreadExecutor(conc))
+        m = run_reasonrag(cfg, out, llm=llm, retriever=docs, questions=qs, executor=_executor(conc))
         return {"items": n, "finished": n - m["unfinished"], "unfinished": m["unfinished"]}
     return reply, {"run": run}
 
@@ -158,7 +159,7 @@ def case_evipath(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
 
     def run(llm: Any) -> dict[str, Any]:
         cfg = EviPathRunConfig(datasets=[str(data)], concurrency=conc, limit=n)
-        m = run_evipath(cfg, out, planner=llm, embedder=ContentWordEmbedder(), executor=ThreadExecutor(conc))
+        m = run_evipath(cfg, out, planner=llm, embedder=ContentWordEmbedder(), executor=_executor(conc))
         return {"items": n, "finished": m["funnel"][0]["out"], "unfinished": m["unfinished"]}
     return served(CleanGoldLLM(records)), {"run": run}
 
@@ -168,6 +169,15 @@ COPY = re.compile(r" §\d+")
 #: tokenizes every passage per search: 10.8 ms at 320 passages, 31.6 ms at 960, the benchmark's own
 #: cost, not the pipeline's); ``--fake-kb`` for the unindexed fake
 KB: dict[str, Any] = {"cls": IndexedRetriever}
+
+
+#: ``--fixed-width``: every case runs a ThreadExecutor of exactly ``--concurrency`` workers (items in
+#: flight = request slots, as before); default: the executor the command builds (``executor_width``)
+EXEC: dict[str, bool] = {"fixed": False}
+
+
+def _executor(conc: int) -> Any:
+    return ThreadExecutor(conc) if EXEC["fixed"] else None
 
 
 def kb(passages: list[Any]) -> Any:
@@ -193,7 +203,7 @@ def case_tracer(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
         cfg = TracerRunConfig(docs=len(passages), max_hops=4, concurrency=conc)
         cfg.sampling.min_chars = 0
         m = run_tracer(cfg, out, llm=llm, judge=llm, kb=kb(passages), passages=passages,
-                       executor=ThreadExecutor(conc))
+                       executor=_executor(conc))
         return {"items": len(passages), "finished": m["funnel"][0]["out"], "unfinished": m["unfinished"]}
     return reply, {"run": run}
 
@@ -207,13 +217,20 @@ CASES: dict[str, tuple[Any, int]] = {"backend": (case_backend, 3000), "eval": (c
 
 
 def _serve(conn: Any, reply: Any, kw: dict[str, Any]) -> None:
-    """The stub server's process: serve until told to stop; answer request counts on the way."""
+    """The stub server's process: serve until told to stop; answer request counts on the way, and
+    at the end the monotonic times at which answered requests finished their latency (the reply)."""
     logging.disable(logging.CRITICAL)
-    with StubOpenAIServer(reply=reply, **kw) as srv:
+    done: list[float] = []
+
+    def timed(body: dict[str, Any]) -> Any:
+        done.append(time.monotonic())  # after the stub's latency sleep: the request ran [t - latency, t]
+        return reply(body)
+
+    with StubOpenAIServer(reply=timed, **kw) as srv:
         conn.send(srv.base_url)
         while (msg := conn.recv()) != "stop":
             conn.send((srv.requests, len(srv.injected)) if msg == "count" else None)
-        conn.send((srv.requests, len(srv.injected)))
+        conn.send((srv.requests, len(srv.injected), done))
 
 
 class ServerProcess:
@@ -227,6 +244,7 @@ class ServerProcess:
         self.mp = multiprocessing.get_context("fork")
         self.reply, self.kw = reply, kw
         self.requests = self.faults = 0
+        self.done: list[float] = []
 
     def __enter__(self) -> ServerProcess:
         self.conn, child = self.mp.Pipe()
@@ -242,7 +260,7 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.conn.send("stop")
-        self.requests, self.faults = self.conn.recv()
+        self.requests, self.faults, self.done = self.conn.recv()
         self.proc.join(10)
 
 
@@ -291,6 +309,7 @@ def bench(name: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
             llm = resolve_llm(f"openai:stub@{srv.base_url}", **LLM_SETTINGS)
             clock = StageClock(srv if not args.same_process else _Counts(srv))
             cpu0 = time.process_time()
+            t_start = time.monotonic()
             t0 = time.perf_counter()
             with clock:
                 got = parts["run"](llm)
@@ -299,12 +318,32 @@ def bench(name: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
         requests, faults = srv.requests, (srv.faults if not args.same_process else len(srv.injected))
     ideal = requests * args.latency / args.concurrency
     lim = getattr(llm, "limit", None)
+    util = utilization(getattr(srv, "done", []), t_start, t_start + wall, args.latency, args.concurrency)
     stages = [f"{s} {w:.1f}/{r * args.latency / args.concurrency:.1f}" for s, w, r in clock.rows if r or w > 0.5]
     return {"case": name, **got, "requests": requests, "faults": faults, "wall_s": round(wall, 1),
             "ideal_s": round(ideal, 1), "wall/ideal": round(wall / ideal, 2) if ideal else None,
             "client_cpu_s": round(cpu, 1), "stages wall/ideal s": ", ".join(stages) or "-",
+            "busy by tenth": util,
             "backend_limit": getattr(lim, "maximum", getattr(getattr(llm, "config", None), "concurrency", "?")),
             "lowest_limit": getattr(lim, "lowest", "-")}
+
+
+def utilization(done: list[float], start: float, end: float, latency: float, slots: int) -> str:
+    """Mean share of the ``slots`` request slots busy with an answered request in each tenth of the
+    run (a request answered at t ran [t - latency, t]); low tenths in the middle: slots idle while
+    items do other things (backoff, client CPU); low last tenths: the tail. "-" when not recorded."""
+    if not done or end <= start:
+        return "-"
+    step = (end - start) / 10
+    busy = [0.0] * 10
+    for t in done:
+        a, b = max(start, t - latency), min(end, t)
+        while a < b:
+            i = min(9, int((a - start) / step))
+            edge = min(b, start + (i + 1) * step)
+            busy[i] += edge - a
+            a = edge
+    return " ".join(f"{x / (step * slots):.2f}" for x in busy)
 
 
 class _Counts:
@@ -330,16 +369,35 @@ def main() -> None:
                     help="serve the stub from a thread of this process (the old setup: its CPU competes with the client's)")
     ap.add_argument("--fake-kb", action="store_true",
                     help="the Tracer case searches the test FakeRetriever (every passage tokenized per search)")
+    ap.add_argument("--fixed-width", action="store_true",
+                    help="run every case on a ThreadExecutor of exactly --concurrency workers (items in flight = "
+                         "request slots) instead of the executor the command builds")
+    ap.add_argument("--per-slot", type=float, default=None,
+                    help="items in flight per request slot (agentrag.llm.adaptive.ITEMS_PER_REQUEST_SLOT)")
+    ap.add_argument("--backoff-initial", type=float, default=None,
+                    help="the backend's first backoff wait (default: the backend's own, 0.5 s)")
     args = ap.parse_args()
+    EXEC["fixed"] = args.fixed_width
+    if args.per_slot is not None:
+        import agentrag.llm.adaptive as adaptive
+
+        adaptive.ITEMS_PER_REQUEST_SLOT = args.per_slot
+    if args.backoff_initial is not None:
+        LLM_SETTINGS["backoff_initial"] = args.backoff_initial
     if args.fake_kb:
         KB["cls"] = FakeRetriever
     logging.basicConfig(level=logging.ERROR)  # the failed attempts (5% of requests) would flood the table
     print(f"latency {args.latency} s, faults {args.faults:.0%} ({args.fault_kinds or 'stub defaults'}), concurrency {args.concurrency}, cpus {os.cpu_count()}, "
           f"load {os.getloadavg()[0]:.1f}")
+    import agentrag
+    import agentrag.llm.adaptive as adaptive
+
     print(f"stub server: {'in this process' if args.same_process else 'a separate (forked) process'}, "
-          f"scale {args.scale}")
+          f"scale {args.scale}; backend settings {LLM_SETTINGS or 'the defaults'}; executor "
+          f"{'fixed at --concurrency' if args.fixed_width else 'the command default'}, items per request slot "
+          f"{getattr(adaptive, 'ITEMS_PER_REQUEST_SLOT', 1.0)}; agentrag from {Path(agentrag.__file__).parent}")
     cols = ["case", "items", "finished", "unfinished", "requests", "faults", "wall_s", "ideal_s", "wall/ideal",
-            "client_cpu_s", "stages wall/ideal s", "backend_limit", "lowest_limit"]
+            "client_cpu_s", "stages wall/ideal s", "busy by tenth", "backend_limit", "lowest_limit"]
     print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols), flush=True)
     for name in args.only.split(","):
         row = bench(name, max(1, round(CASES[name][1] * args.scale)), args)

@@ -11,8 +11,14 @@ elsewhere; ``--same-process`` serves it from a thread of this process instead (t
 For each: backend requests (faults and their retries included), faults injected, items finished
 and unfinished, wall time, ideal = requests x latency / concurrency, wall / ideal (goal <= 1.3;
 a run also has sequential chains inside items and a tail, which ideal ignores), the client
-process's CPU seconds, and per stage its wall time / its own ideal (the requests the server got
-while the stage ran; stages that overlap, ``SynthRun.flow``, are one row joined by ``+``).
+process's CPU seconds, per stage its wall time / its own ideal (the requests the server got
+while the stage ran; stages that overlap, ``SynthRun.flow``, are one row joined by ``+``), and
+the share of the request slots busy in each tenth of the run (idle slots mid-run: items doing
+something else than a request; a low last tenth: the tail).
+
+The LLM backend runs with its default settings (retries, backoff from 0.5 s, timeout), as a
+user's run does (``--backoff-initial`` to change the first backoff), and each case runs on the
+executor its command builds (``--fixed-width``: exactly ``--concurrency`` workers, the old setup).
 
     PYTHONPATH=src AGENTRAG_SHARED=../shared python benchmarks/synth_concurrency.py \
         [--only backend,eval,ragshaper,reasonrag,evipath,tracer] [--scale 1.0] [--latency 0.2] [--concurrency 64]
@@ -338,11 +344,9 @@ def utilization(done: list[float], start: float, end: float, latency: float, slo
     busy = [0.0] * 10
     for t in done:
         a, b = max(start, t - latency), min(end, t)
-        while a < b:
-            i = min(9, int((a - start) / step))
-            edge = min(b, start + (i + 1) * step)
-            busy[i] += edge - a
-            a = edge
+        for i in range(10):
+            lo, hi = start + i * step, start + (i + 1) * step
+            busy[i] += max(0.0, min(b, hi) - max(a, lo))
     return " ".join(f"{x / (step * slots):.2f}" for x in busy)
 
 

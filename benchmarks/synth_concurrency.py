@@ -178,7 +178,7 @@ KB: dict[str, Any] = {"cls": IndexedRetriever}
 
 
 #: ``--fixed-width``: every case runs a ThreadExecutor of exactly ``--concurrency`` workers (items in
-#: flight = request slots, as before); default: the executor the command builds (``executor_width``)
+#: flight = request slots, as before); default: the executor the command builds
 EXEC: dict[str, bool] = {"fixed": False}
 
 
@@ -376,16 +376,10 @@ def main() -> None:
     ap.add_argument("--fixed-width", action="store_true",
                     help="run every case on a ThreadExecutor of exactly --concurrency workers (items in flight = "
                          "request slots) instead of the executor the command builds")
-    ap.add_argument("--per-slot", type=float, default=None,
-                    help="items in flight per request slot (agentrag.llm.adaptive.ITEMS_PER_REQUEST_SLOT)")
     ap.add_argument("--backoff-initial", type=float, default=None,
                     help="the backend's first backoff wait (default: the backend's own, 0.5 s)")
     args = ap.parse_args()
     EXEC["fixed"] = args.fixed_width
-    if args.per_slot is not None:
-        import agentrag.llm.adaptive as adaptive
-
-        adaptive.ITEMS_PER_REQUEST_SLOT = args.per_slot
     if args.backoff_initial is not None:
         LLM_SETTINGS["backoff_initial"] = args.backoff_initial
     if args.fake_kb:
@@ -394,12 +388,11 @@ def main() -> None:
     print(f"latency {args.latency} s, faults {args.faults:.0%} ({args.fault_kinds or 'stub defaults'}), concurrency {args.concurrency}, cpus {os.cpu_count()}, "
           f"load {os.getloadavg()[0]:.1f}")
     import agentrag
-    import agentrag.llm.adaptive as adaptive
 
     print(f"stub server: {'in this process' if args.same_process else 'a separate (forked) process'}, "
           f"scale {args.scale}; backend settings {LLM_SETTINGS or 'the defaults'}; executor "
-          f"{'fixed at --concurrency' if args.fixed_width else 'the command default'}, items per request slot "
-          f"{getattr(adaptive, 'ITEMS_PER_REQUEST_SLOT', 1.0)}; agentrag from {Path(agentrag.__file__).parent}")
+          f"{'fixed at --concurrency' if args.fixed_width else 'the command default'}; "
+          f"agentrag from {Path(agentrag.__file__).parent}")
     cols = ["case", "items", "finished", "unfinished", "requests", "faults", "wall_s", "ideal_s", "wall/ideal",
             "client_cpu_s", "stages wall/ideal s", "busy by tenth", "backend_limit", "lowest_limit"]
     print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols), flush=True)

@@ -12,9 +12,7 @@ Two pieces (docs/llm.md, "Concurrency"):
   config set the backend's own ``concurrency`` explicitly; then, if it is the lower of the two,
   a warning names it. :func:`default_items_in_flight` is the default of ``concurrency``: small for
   the embedded model (it generates one request at a time), large enough to keep a GPU server
-  busy for an endpoint. :func:`executor_width`: a synthesizer run whose request limit was linked
-  runs :data:`ITEMS_PER_REQUEST_SLOT` times as many items as request slots, so the slots stay busy
-  while some items are between requests (backing off after a fault, parsing, searching).
+  busy for an endpoint.
 """
 
 from __future__ import annotations
@@ -38,12 +36,6 @@ ITEMS_IN_FLIGHT_HELP = (f"items in flight, and the most requests that reach an O
                         f"backend's limit follows, adapting below it on 429s and timeouts). Default: "
                         f"{REMOTE_ITEMS_IN_FLIGHT} when an LLM is an endpoint (keeps a GPU server busy), "
                         f"{EMBEDDED_ITEMS_IN_FLIGHT} for the embedded model (it generates one request at a time)")
-
-#: items a synthesizer run keeps in flight per request slot of a linked endpoint (:func:`executor_width`):
-#: an item spends part of its time outside a request (a retry's backoff: 0.5-1 s by default after a
-#: fault; the client's work between calls; searches), and with exactly as many items as slots those
-#: slots sit idle meanwhile; the request limit still caps what reaches the server
-ITEMS_PER_REQUEST_SLOT = 1.5
 
 Outcome = Literal["ok", "overload", "error"]
 
@@ -193,12 +185,11 @@ def _backends(llm: Any) -> list[Any]:
     return seen
 
 
-def link_request_limits(llms: Iterable[Any], items: int) -> int:
+def link_request_limits(llms: Iterable[Any], items: int) -> None:
     """Make ``items`` (a run's items in flight) the request limit of each OpenAI backend among
     ``llms``; a backend whose LLM config sets ``concurrency`` explicitly keeps it, with a warning
-    when it is the lower of the two (module doc). Returns how many backends now follow ``items``."""
+    when it is the lower of the two (module doc)."""
     done: set[int] = set()
-    linked = 0
     for llm in llms:
         for backend in _backends(llm):
             set_limit = getattr(backend, "set_request_limit", None)
@@ -208,22 +199,12 @@ def link_request_limits(llms: Iterable[Any], items: int) -> int:
             config = backend.config
             if "concurrency" not in config.model_fields_set:
                 set_limit(items)
-                linked += 1
             elif config.concurrency < items:
                 log.warning("%d items are in flight but the LLM config of %s sets concurrency: %d, so at most %d "
                             "requests reach the server; raise that setting (or drop it: the run's concurrency is "
                             "then the backend's limit) or lower the run's concurrency",
                             items, getattr(backend, "base_url", backend), config.concurrency, config.concurrency)
-    return linked
-
-
-def executor_width(items: int, linked: int) -> int:
-    """The executor's workers for a run of ``items`` request slots: :data:`ITEMS_PER_REQUEST_SLOT`
-    times as many when ``linked`` backends' request limits follow ``items`` (those limits keep the
-    requests that reach the server at ``items``), else ``items`` (the embedded model, fakes, a
-    backend whose config set its own limit)."""
-    return max(items, math.ceil(items * ITEMS_PER_REQUEST_SLOT)) if linked else items
 
 
 __all__ = ["AdaptiveLimit", "Slot", "ITEMS_IN_FLIGHT_HELP", "REMOTE_ITEMS_IN_FLIGHT", "EMBEDDED_ITEMS_IN_FLIGHT", "default_items_in_flight",
-           "link_request_limits", "executor_width", "ITEMS_PER_REQUEST_SLOT"]
+           "link_request_limits"]

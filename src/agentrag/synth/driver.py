@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentrag.errors import UserError
 from agentrag.exec import Executor, ItemBugs, Progress, StageResult, ThreadExecutor, run_flow, run_stage
 from agentrag.exec.flow import Task, Writer
-from agentrag.llm.adaptive import default_items_in_flight, executor_width, link_request_limits
+from agentrag.llm.adaptive import default_items_in_flight, link_request_limits
 from agentrag.llm.cache import with_response_cache
 from agentrag.llm.usage import add_usage, llm_usage
 from agentrag.progress import ProgressArg, progress_for
@@ -470,9 +470,8 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
         width = synth.concurrency(cfg)
         if getattr(cfg, "concurrency", 0) is None and given:  # the default follows LLM objects passed in too
             width = max(width, default_items_in_flight(*llms))
-        linked = link_request_limits(llms, width)  # one setting: the endpoint's request limit is `concurrency`
-        # more items than request slots keep the slots busy while items are between requests
-        ctx = SynthRun(run, executor or ThreadExecutor(executor_width(width, linked)), beat)
+        link_request_limits(llms, width)  # one setting: the endpoint's request limit is the items in flight
+        ctx = SynthRun(run, executor or ThreadExecutor(width), beat)
         start = time.monotonic()
         output = run_or_reuse(synth, ctx, cfg, comps, inputs)
         metrics = finish_run(synth, cfg, ctx, comps, output, time.monotonic() - start)

@@ -52,6 +52,7 @@ GIVEN = ("retriever",)
 PATHS = "paths.jsonl"
 SFT_DIR = "sft"
 PE_DIR = "sft_planner_executor"
+RG_DIR = "sft_reason_ground"
 
 
 class PathRecord(Record):
@@ -189,6 +190,8 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
         export["forced_answer"] = len(forced)
         if cfg.planner_executor and kept:
             export["planner_executor"] = self._pe_export(ctx, cfg, [r for r in records if r.kept and r.trajectory])
+        if cfg.reason_ground and kept:
+            export["reason_ground"] = self._rg_export(ctx, cfg, [r for r in records if r.kept and r.trajectory])
         by_source = Counter(r.source for r in records if r.kept)
         return SynthOutput(
             counts={"items": (n_items, n_items - sum(item_rej.values()), dict(item_rej)),
@@ -220,6 +223,21 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
                         "evidence -> think / select / answer). Train on assistant turns only.")
         return {k: v for k, v in info.items() if k != "files"}
 
+    @staticmethod
+    def _rg_export(ctx: SynthRun, cfg: AnnotatedRunConfig, kept: list[PathRecord]) -> dict[str, Any]:
+        """ReasonRAG reason_ground rounds of the kept paths (rebuilt from the stored records)."""
+        from agentrag.export.sft import write_sft_export
+        from agentrag.synth.annotated.rg import rg_trajectory
+
+        trajs = []
+        for r in kept:
+            assert r.trajectory is not None
+            item = QAItem(id=r.id, question=r.trajectory.question, golden_answers=[r.trajectory.answer or ""],
+                          metadata={"source": r.source})
+            trajs.append(rg_trajectory(item, stored_hops(r), cfg.doc_chars))
+        info = write_sft_export(ctx.run.file(RG_DIR), trajs, tools=[])
+        return {k: v for k, v in info.items() if k != "files"}
+
     def report_sections(self, metrics: dict[str, Any]) -> Sequence[Any]:
         rows = [[r["stage"], r["in"], r["out"], ", ".join(f"{k}: {v}" for k, v in r["rejected"].items())]
                 for r in metrics.get("funnel", [])]
@@ -246,4 +264,4 @@ def run_annotated(cfg: AnnotatedRunConfig, out: str | os.PathLike[str], *, progr
     return run_synthesizer(AnnotatedSynth(), cfg, out, progress=progress, **given)
 
 
-__all__ = ["AnnotatedSynth", "PathRecord", "read_annotated", "run_annotated", "stored_hops", "PATHS", "SFT_DIR", "PE_DIR"]
+__all__ = ["AnnotatedSynth", "PathRecord", "read_annotated", "run_annotated", "stored_hops", "PATHS", "SFT_DIR", "PE_DIR", "RG_DIR"]

@@ -135,7 +135,8 @@ def _rollout(llm: LLM, retriever: Retriever, cfg: ReasonRagConfig, item: QAItem,
         sampling = {"temperature": cfg.value.rollout_temperature, "max_tokens": m.max_tokens,
                     "seed": derive_seed(cfg.seed, item.id, node.id, "rollout", i, depth)}
         step = take_step(llm, retriever, item.question, y, stage, query, docs, forced=forced,
-                         top_k=m.top_k, sampling=sampling, accept_untagged_answer=m.accept_untagged_answer)
+                         top_k=m.top_k, sampling=sampling, accept_untagged_answer=m.accept_untagged_answer,
+                         doc_chars=m.doc_chars)
         usage = usage + step.usage
         depth += 1
         if step.context_limited or not step.raw:  # a failed call: the rollout ends, its estimate flagged

@@ -35,14 +35,15 @@ SIZES = {
                 "MAX_TOKENS": "96", "KB_METHOD": "bm25"},
     "small": {"ARMS": "react", "N_MUSIQUE": "60", "N_2WIKI": "60", "N_DEV": "15", "TRAIN_STEPS": "40", "BATCH": "1",
               "MAX_LENGTH": "2048", "LR": "1e-4", "AGENT_STEPS": "6", "MAX_TOKENS": "96", "KB_METHOD": "bm25"},
-    # "arms-small" (fixed 2026-11-27 before its run): the three arms end to end, a smoke size. Training:
-    # 10 MuSiQue + 3 2Wiki records per type; 20 react SFT steps (the other SFTs: the same token budget);
-    # MCTS on the first 2 questions of each training slice, 4 iterations; 10 DPO steps. Evaluation: the
-    # first 3 questions of each evaluation file (not in H nor in the reserve R of docs/loop.md)
-    "arms-small": {"ARMS": "react evipath reasonrag", "N_MUSIQUE": "10", "WIKI_PER_TYPE": "3", "TRAIN_STEPS": "20",
+    # "arms-small" (fixed 2026-11-27 before its run): the three arms end to end at the smallest size that
+    # runs every step on a loaded 2-core machine (a plumbing check, not a measurement). Training: 10 MuSiQue
+    # + 3 2Wiki records per type; 6 react SFT steps (the other SFTs: the same token budget); MCTS on the first
+    # question of each training slice, 3 iterations; 3 DPO steps. Evaluation: the first question of each
+    # evaluation file (not in H nor in the reserve R of docs/loop.md)
+    "arms-small": {"ARMS": "react evipath reasonrag", "N_MUSIQUE": "10", "WIKI_PER_TYPE": "3", "TRAIN_STEPS": "6",
                    "BATCH": "1", "MAX_LENGTH": "2048", "LR": "1e-4", "AGENT_STEPS": "6", "MAX_TOKENS": "96",
-                   "KB_METHOD": "bm25", "EVAL_SLICES": "2wiki:1-3 hotpotqa:1-3 musique:1-3", "RR_PER_FILE": "2",
-                   "RR_ITERATIONS": "4", "DPO_STEPS": "10"},
+                   "KB_METHOD": "bm25", "EVAL_SLICES": "2wiki:1-1 hotpotqa:1-1 musique:1-1", "RR_PER_FILE": "1",
+                   "RR_ITERATIONS": "3", "DPO_STEPS": "3"},
     # "arms-heldout" (fixed 2026-11-27 before any run): the three arms on the held-out set H (120
     # questions). Training as the "heldout" size (40 MuSiQue + 25 2Wiki per type), one epoch of react SFT;
     # MCTS on the first 10 questions of each training slice, 8 iterations; one DPO epoch

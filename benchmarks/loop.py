@@ -137,6 +137,9 @@ def training_rows(out: Path) -> list[list[str]]:
             continue
         b = _json(out / f"budget_{budget}.json") if budget else None
         epochs = b["epochs"]["data"] if b else None
+        if name == "train":  # the reference of the matched budgets
+            ref = _json(out / "budget_planner_executor.json") or _json(out / "budget_reason_ground.json")
+            b, epochs = ref, (ref["epochs"]["reference"] if ref else None)
         rows.append([what, str(m.get("records")), str(m.get("global_step")), str(m.get("tokens", "-")),
                      str(m.get("trained_tokens", "-")), _f(epochs, 2) if epochs is not None else "-",
                      str(b["token_budget"]) if b else "-", _f(m.get("final_loss")),

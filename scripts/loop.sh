@@ -175,7 +175,7 @@ eval_bases() {
   if [ "$STANDARD_RAG" = 1 ]; then evaluate srag_base standard_rag embedded; fi
   if has_arm evipath; then evaluate pe_base planner_executor embedded; fi
 }
-stamp "eval base models (embedded)"
+stamp "eval base models (embedded; in the background, their minutes are in the table)"
 if [ "$PARALLEL" = 1 ]; then eval_bases > "$OUT/eval_base.log" 2>&1 & base_pid=$!; else eval_bases; fi
 # --- 4. react arm: observation-masked SFT on the react trajectories, then react (and standard_rag) ---
 stamp "train sft (react)"

@@ -86,18 +86,26 @@ def eval_datasets(out: Path) -> list[str]:
     return sorted(p.name[len("eval_"):-len(".jsonl")] for p in (out / "data").glob("eval_*.jsonl"))
 
 
+def _backend(run: Path, out: Path) -> str:
+    """The ``--llm`` an evaluation ran with (its resolved config), relative to the loop's directory."""
+    import yaml
+
+    cfg = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) if (run / "config.yaml").is_file() else {}
+    llm = str((cfg or {}).get("llm", "?"))
+    return llm.replace(f"{out}/", "OUT/").replace(f"{out.resolve()}/", "OUT/")
+
+
 def model_rows(out: Path) -> list[list[str]]:
     from agentrag.eval.compare import load_results, summary
 
     rows = []
-    for arm, agent, model, prefix, train in MODEL_ROWS:
+    for arm, agent, model, prefix, _train in MODEL_ROWS:
         runs = [out / "eval" / f"{prefix}_{ds}" for ds in eval_datasets(out)]
         if not runs or not all((r / "results.jsonl").is_file() for r in runs):
             continue
         s = summary(list(load_results(",".join(map(str, runs))).values()))
         metrics = [_json(r / "metrics.json") or {} for r in runs]
-        llm = (_json(out / train / "metrics.json") or {}).get("gguf") if train else None
-        backend = f"embedded:{Path(llm).name}" if llm else ("hf:" if train else "embedded (base)")
+        backend = " / ".join(sorted({_backend(r, out) for r in runs}))
         wall = sum(float(m.get("wall_s") or 0) for m in metrics)
         rows.append([arm, agent, model, backend, str(s["n"]), _f(s["em"]), _f(s["f1"]), _f(s["recall"]),
                      _f(s["answered_rate"]), _f(s["protocol_error_rate"]), _f(s["steps"], 1), f"{wall / 60:.1f}"])

@@ -239,10 +239,10 @@ if [ "$PARALLEL" = 1 ]; then
   wait "$base_pid" || { echo "eval of the base models failed; see $OUT/eval_base.log" >&2; exit 1; }
 fi
 stamp "compare"
-cmp() { $PY -m agentrag.eval.compare "$(runs "$2")" "$(runs "$3")" --out "$OUT/compare/$1.md"; }
-cmp react react_base react_sft
+compare_runs() { $PY -m agentrag.eval.compare "$(runs "$2")" "$(runs "$3")" --out "$OUT/compare/$1.md"; }
+compare_runs react react_base react_sft
 cp "$OUT/compare/react.md" "$OUT/compare.md"; cp "$OUT/compare/react.json" "$OUT/compare.json"
-if [ "$STANDARD_RAG" = 1 ]; then cmp standard_rag srag_base srag_sft; fi
-if has_arm evipath; then cmp pe pe_base pe_sft; cmp pe_vs_react react_sft pe_sft; fi
-if has_arm reasonrag && [ -d "$OUT/eval/rg_dpo_${EVAL_DS##* }" ]; then cmp dpo rg_sft rg_dpo; fi
+if [ "$STANDARD_RAG" = 1 ]; then compare_runs standard_rag srag_base srag_sft; fi
+if has_arm evipath; then compare_runs pe pe_base pe_sft; compare_runs pe_vs_react react_sft pe_sft; fi
+if has_arm reasonrag && [ -d "$OUT/eval/rg_dpo_${EVAL_DS##* }" ]; then compare_runs dpo rg_sft rg_dpo; fi
 stamp "done: $OUT/compare/"

@@ -194,8 +194,8 @@ def table(out: Path) -> str:
                  ["MCTS (synth reasonrag)", funnel_text(rr),
                   f"pairs {((rr or {}).get('export') or {}).get('pairs', (rr or {}).get('pairs', '-'))}"]]), "",
              "Trainings:", "",
-             md_table(["model", "records", "steps", "tokens", "trained tokens", "epochs", "token budget",
-                       "final loss", "min"], training_rows(out)), "",
+             md_table(["model", "records", "steps", "data tokens", "data assistant tokens", "epochs",
+                       "tokens seen (steps x batch x mean)", "final loss", "min"], training_rows(out)), "",
              "Steps (wall time, load average at the step's start):", "",
              md_table(["step", "min", "load"], step_rows(out))]
     return "\n".join(parts) + "\n"

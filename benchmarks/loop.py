@@ -181,7 +181,7 @@ def table(out: Path) -> str:
     export = (teacher or {}).get("export", {})
     parts = ["Models (pooled over the evaluation datasets: " + ", ".join(eval_datasets(out)) + "; greedy):", "",
              md_table(["arm", "agent", "model", "backend", "n", "EM", "F1", "gold recall", "answered",
-                       "protocol err", "steps", "eval min"], model_rows(out)), "",
+                       "protocol err", "retrievals", "eval min"], model_rows(out)), "",
              "Comparisons (paired by question; percentile bootstrap 95% CI, 2000 resamples, seed 0):", "",
              md_table(["comparison", "n", "F1 diff [95% CI]", "EM diff [95% CI]", "per dataset F1 diff"],
                       comparison_rows(out)), "",

@@ -75,11 +75,11 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
     Check("same_entity", "{a!r} and {b!r} name the same entity or value.", True),
     Check("one_answer", "Exactly one entity, title or value is named by {answer!r} as the answer to {question!r} "
           "(a single name may contain 'and', '&' or '/'); it is not two or more separate answers.", True),
-    Check("self_contained", "The question {question!r} can be understood on its own: every pronoun in it refers to "
-          "something the question itself names, or means people in general (as 'they' in 'Where did they film "
-          "Casablanca?').", True),
     Check("bridge_restated", "Bridge restated: the final answer {a!r} names the same entity or value as the "
           "earlier answer {b!r} (another written form, a part of its name or another of its names).", False),
+    Check("self_contained", "Self-contained: the question {question!r} can be understood on its own: every pronoun "
+          "in it refers to something the question itself names, or means people in general (as 'they' in 'Where did "
+          "they film Casablanca?').", True),
 )}
 
 

@@ -91,11 +91,13 @@ _SET_DICT, _SET_FIELDS, _SET_EXTRA, _SET_PRIVATE = (
 
 
 def ranking_rows(ranking: Ranking) -> Iterator[int]:
-    """The rows ``ranking`` names (those scoring above 0), for reading their passages."""
+    """The rows ``ranking`` names (those scoring above 0), for reading their passages (worked out
+    only if they are read: a store held in memory does not need them)."""
     if isinstance(ranking, list):
-        return (r for rs in ranking for r, _ in rs)
-    rows, vals = ranking
-    return iter(rows[vals > 0].tolist())
+        yield from (r for rs in ranking for r, _ in rs)
+    else:
+        rows, vals = ranking
+        yield from rows[vals > 0].tolist()
 
 
 def make_hits(ranking: Ranking, found: Sequence[Row] | Mapping[int, Row], method: str,

@@ -15,7 +15,6 @@ import json
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import islice
 from typing import Any, overload
 
 from pydantic import BaseModel
@@ -122,13 +121,12 @@ def make_hits(ranking: Ranking, found: Sequence[Row] | Mapping[int, Row], method
     set_dict, set_fields, set_extra, set_private = _SET_DICT, _SET_FIELDS, _SET_EXTRA, _SET_PRIVATE
     fields = _ALL_FIELDS_SET
     version = SCHEMA_VERSION
-    if isinstance(ranking, list):
-        pairs: Iterable[Iterable[tuple[int, float]]] = ranking
-    else:  # each query's entries scoring above 0, in order, read off one flat list of Python ints and floats
+    arrays = not isinstance(ranking, list)
+    if arrays:  # (Python ints and floats; entries scoring 0 are skipped below)
         rows, vals = ranking
-        keep = vals > 0
-        flat = zip(rows[keep].tolist(), vals[keep].tolist(), strict=True)
-        pairs = (islice(flat, n) for n in keep.sum(axis=1).tolist())
+        pairs: Iterable[Iterable[tuple[int, float]]] = map(zip, rows.tolist(), vals.tolist())
+    else:
+        pairs = ranking
     out: list[list[Hit]] = []
     collecting = gc.isenabled()
     if collecting:
@@ -137,6 +135,8 @@ def make_hits(ranking: Ranking, found: Sequence[Row] | Mapping[int, Row], method
         for rs in pairs:
             hits = []
             for r, s in rs:
+                if arrays and s <= 0:
+                    continue
                 row = found[r]
                 h = new(Hit)
                 set_dict(h, {"schema_version": version, "id": row[0], "title": row[1], "text": row[2],

@@ -121,12 +121,12 @@ def make_hits(ranking: Ranking, found: Sequence[Row] | Mapping[int, Row], method
     set_dict, set_fields, set_extra, set_private = _SET_DICT, _SET_FIELDS, _SET_EXTRA, _SET_PRIVATE
     fields = _ALL_FIELDS_SET
     version = SCHEMA_VERSION
-    arrays = not isinstance(ranking, list)
-    if arrays:  # (Python ints and floats; entries scoring 0 are skipped below)
+    pairs: Iterable[Iterable[tuple[int, float]]]
+    if isinstance(ranking, list):
+        pairs, arrays = ranking, False
+    else:  # (Python ints and floats; entries scoring 0 are skipped below)
         rows, vals = ranking
-        pairs: Iterable[Iterable[tuple[int, float]]] = map(zip, rows.tolist(), vals.tolist())
-    else:
-        pairs = ranking
+        pairs, arrays = map(zip, rows.tolist(), vals.tolist()), True
     out: list[list[Hit]] = []
     collecting = gc.isenabled()
     if collecting:
@@ -135,7 +135,7 @@ def make_hits(ranking: Ranking, found: Sequence[Row] | Mapping[int, Row], method
         for rs in pairs:
             hits = []
             for r, s in rs:
-                if arrays and s <= 0:
+                if arrays and not s > 0:  # (an entry scoring 0 is no hit)
                     continue
                 row = found[r]
                 h = new(Hit)

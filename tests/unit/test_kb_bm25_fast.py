@@ -94,3 +94,23 @@ def test_kb_search_hits_follow_the_index(tmp_path, data_dir):
     assert [[(h.id, h.score) for h in hs] for hs in hits] == [[(ps[r].id, s) for r, s in rs] for rs in ranked]
     by_id = {p.id: p for p in ps}
     assert all(h.text == by_id[h.id].text and h.title == by_id[h.id].title for hs in hits for h in hs)
+
+
+def test_hits_from_arrays_equal_hits_from_lists():
+    """The numba loop's (rows, scores) arrays give the hits their (row, score) lists give: entries
+    scoring 0 (anywhere in a row) are no hit, the order is kept, scores are Python floats."""
+    import json
+
+    import numpy as np
+
+    from agentrag.kb.indexes import ranked_lists
+
+    table = [(f"p{i}", f"T{i}", f"text {i}", None if i % 2 else json.dumps({"i": i})) for i in range(6)]
+    rows = np.array([[3, 1, 0], [5, 2, 4], [0, 1, 2]], dtype=np.int32)
+    vals = np.array([[2.5, 1.0, 0.0], [0.0, 0.0, 0.0], [1.5, 0.0, 0.25]], dtype=np.float32)
+    from_arrays = make_hits((rows, vals), table, "bm25", "main")
+    assert from_arrays == make_hits(ranked_lists((rows, vals)), table, "bm25", "main")
+    assert [[(h.id, h.score) for h in hs] for hs in from_arrays] == [[("p3", 2.5), ("p1", 1.0)], [],
+                                                                      [("p0", 1.5), ("p2", 0.25)]]
+    assert all(type(h.score) is float for hs in from_arrays for h in hs)
+    assert from_arrays[2][1].metadata == {"i": 2} and from_arrays[0][1].metadata == {}

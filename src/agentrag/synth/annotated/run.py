@@ -110,7 +110,7 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
     name = "annotated"
     given = GIVEN
     stages = (
-        Stage("items", "raw MuSiQue / 2Wiki training files", "(memory)", ("annotation",),
+        Stage("items", "raw MuSiQue / 2Wiki training files", "annotated hops", ("annotation",),
               "decompositions / evidence triples as hops"),
         Stage("search", "annotated hops", PATHS, (), "every hop searched in the KB (react's tool)"),
         Stage("gates", PATHS, PATHS, ("support_retrieved", "no_leakage", "distinct_hops", "answer_grounded"),

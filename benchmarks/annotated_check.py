@@ -153,7 +153,8 @@ def main() -> int:
     sample = sample_questions(a.run, a.sample, a.seed)
     natural = sum(why is None for _, _, why in sample)
     out = [f"{len(sample)} sub-questions sampled (seed {a.seed}) from {a.run / 'paths.jsonl'}: "
-           f"{natural} natural by the rules of agentrag.synth.annotated.questions.is_natural", ""]
+           f"{natural} natural by the rules of agentrag.synth.annotated.questions.is_natural",
+           f"command: python {' '.join(sys.argv)}", ""]
     out += [f"{'ok' if why is None else 'NOT NATURAL (' + why + ')':<12} [{src}] {q}" for src, q, why in sample]
     print("\n".join(out[:1]))
     if a.out:

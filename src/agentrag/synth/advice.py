@@ -9,8 +9,8 @@ says where the rejected records are), never a guess: "raise max_tokens" was drop
 following it did not help (the embedded model's malformed turns were not cut off).
 
 The funnel's counts add up stage to stage: each stage's ``in`` is the ``out`` of the stage that
-feeds it (:func:`feeder`: the latest earlier stage whose declared output this stage reads, in the
-same unit), or the stage counts another unit (sub-questions of items, sibling pairs of trees) and
+feeds it (:func:`feeder`: the latest earlier stage whose declared output this stage reads; less the
+items an outage left unfinished there), or the stage counts another unit (sub-questions of items, sibling pairs of trees) and
 says so; :func:`funnel_breaks` lists the stages where that does not hold.
 """
 
@@ -171,7 +171,7 @@ def feeder(funnel: Sequence[Mapping[str, Any]], i: int) -> Mapping[str, Any] | N
     row = funnel[i]
     reads = set(_names(str(row.get("input", ""))))
     found = [p for p in funnel[:i] if reads & set(_names(str(p.get("output", ""))))]
-    same = [p for p in found if int(p.get("out", 0)) == int(row.get("in", 0))]
+    same = [p for p in found if int(p.get("out", 0)) in _given(row)]
     return (same or found or [None])[-1]
 
 
@@ -182,8 +182,9 @@ def funnel_breaks(funnel: Sequence[Mapping[str, Any]]) -> list[str]:
     out = []
     for i, row in enumerate(funnel):
         f = feeder(funnel, i)
-        if f is not None and int(f["out"]) != int(row["in"]) and _unit(f) == _unit(row):
-            out.append(f"{row['stage']}: in {row['in']} but {f['stage']} put out {f['out']} ({_unit(row)})")
+        if f is not None and int(f["out"]) not in _given(row) and _unit(f) == _unit(row):
+            out.append(f"{row['stage']}: in {row['in']} (+ {row.get('unfinished', 0)} unfinished) but {f['stage']} "
+                       f"put out {f['out']} ({_unit(row)})")
     return out
 
 
@@ -191,12 +192,19 @@ def _unit(row: Mapping[str, Any]) -> str:
     return str(row.get("unit") or "items")
 
 
+def _given(row: Mapping[str, Any]) -> tuple[int, int]:
+    """What a stage was handed: its ``in``, or (where a stage counts in ``in`` only the items it
+    finished, EviPath's) its ``in`` plus the items an outage left unfinished there."""
+    return int(row.get("in", 0)), int(row.get("in", 0)) + int(row.get("unfinished", 0))
+
+
 def in_from(funnel: Sequence[Mapping[str, Any]], i: int) -> str:
     """What row ``i``'s ``in`` is, for the report's funnel: the out of its feeder, or the unit it
     counts of its feeder's output (a fan-out), or its own unit."""
     f = feeder(funnel, i)
-    if f is not None and int(f["out"]) == int(funnel[i]["in"]):
-        return f"out of {f['stage']}"
+    if f is not None and int(f["out"]) in _given(funnel[i]):
+        less = int(f["out"]) != int(funnel[i]["in"])
+        return f"out of {f['stage']}" + (" (less the unfinished)" if less else "")
     if f is not None:
         return f"{_unit(funnel[i])} of {f['stage']}'s output (counted here)"
     return f"{_unit(funnel[i])} (counted here)"

@@ -91,6 +91,7 @@ def test_relation_table_and_answer_types(relation, answer, question):
     ("who founded Royal Academy of Music answers.com", "Who founded Royal Academy of Music?"),
     ("who was president of the united states immediately following World War I i",
      "Who was president of the united states immediately following World War I?"),
+    ("who was president immediately following World War i", "Who was president immediately following World War I?"),
     ("where can i find the show", "Where can I find the show?"),
     ("What is the flag of the The Bahamas", "What is the flag of The Bahamas?"),
     ("The The Last Sleep of Arthur in Avalon was made by whom", "The Last Sleep of Arthur in Avalon was made by whom?"),

@@ -112,6 +112,8 @@ RELATIONS: dict[str, str] = {
     "has part": "What is a part of {s}?",
     "occupant": "Who uses {s}?",
     "main subject": "What is the main subject of {s}?",
+    "located on terrain feature": "Which landform is {s} on?",
+    "located on astronomical location": "Which astronomical body is {s} on?",
 }
 
 _ARROW = re.compile(r"^\s*(.+?)\s*>>\s*(.+?)\s*$")
@@ -152,28 +154,24 @@ def relation_question(subject: str, relation: str, answer: str = "") -> str:
 
 #: web-search leftovers at the end of a MuSiQue query: a site name ("answers.com", "wikipedia")
 _WEB_TAIL = re.compile(r"(?:\s+(?:answers\.com|wiki\.answers|wikipedia))+\s*\??\s*$", re.IGNORECASE)
-#: a stray "i" after the query ("... following World War I i"), unless a verb asks it ("can i")
-_STRAY_I = re.compile(r"(?<=\S)\s+i\s*\??\s*$")
-_ASKS_I = frozenset("am can do did should would could will shall have must may might".split())
 _ARTICLES = frozenset(("the", "a", "an"))
 
 
 def tidy(text: str) -> str:
     """A query as a question: whitespace collapsed, no space before punctuation or a possessive
-    ("John 's" -> "John's"), web-search leftovers dropped, a lone "i" written "I", no doubled word
-    (nor a doubled article, "the The Bahamas"), capitalised, exactly one "?" at the end."""
+    ("John 's" -> "John's"), web-search leftovers dropped, a lone "i" written "I" (MuSiQue's
+    "following #1 i" is "World War I" when #1 is "World War"), no doubled word (nor a doubled
+    article or "I", "the The Bahamas", "World War I i"), capitalised, exactly one "?" at the end."""
     text = " ".join(text.replace("\u200b", " ").split()).strip(" \"'`")
     text = re.sub(r"\s+([?,.;:!])(?=\s|$)", r"\1", text)  # not ".dm" (a name that starts with a dot)
     text = re.sub(r"\s+(['’]s)\b", r"\1", text)
     if len(text.split()) > 2:
         text = _WEB_TAIL.sub("", text)
-        if _STRAY_I.search(text) and text.split()[-2].lower().strip("?") not in _ASKS_I:
-            text = _STRAY_I.sub("", text)
     words = [("I" if w == "i" else w) for w in text.split(" ")]
     out: list[str] = []
     for w in words:  # "the the"; a doubled capitalised word is a name ("Liar Liar", "Duran Duran")
         prev = out[-1].strip(",.;:").lower() if out else ""
-        if out and prev in _ARTICLES and w.lower() == prev:
+        if out and (prev in _ARTICLES or prev == "i") and w.lower() == prev:  # "World War I i": one "I"
             out[-1] = w if out[-1][:1].islower() else out[-1]  # "of the The Bahamas" -> "of The Bahamas"
             continue
         if out and w.strip(",.;:") == out[-1].strip(",.;:") and w[:1].islower():

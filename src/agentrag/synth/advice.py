@@ -172,7 +172,8 @@ def feeder(funnel: Sequence[Mapping[str, Any]], i: int) -> Mapping[str, Any] | N
     reads = set(_names(str(row.get("input", ""))))
     found = [p for p in funnel[:i] if reads & set(_names(str(p.get("output", ""))))]
     same = [p for p in found if int(p.get("out", 0)) in _given(row)]
-    return (same or found or [None])[-1]
+    pick = same or found
+    return pick[-1] if pick else None
 
 
 def funnel_breaks(funnel: Sequence[Mapping[str, Any]]) -> list[str]:

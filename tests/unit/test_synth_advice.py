@@ -203,3 +203,31 @@ def test_every_synthesizers_funnel_adds_up(tmp_path: Path, data_dir: Path, name:
         assert max(m["seconds_per_seed"].values()) <= m["wall_s"]
         assert _row(m, "export")["in"] == _row(m, "filter")["out"]
         assert _row(m, "tag")["in"] == _row(m, "elicit")["out"]
+
+
+def test_evipath_funnel_adds_up_when_a_plan_and_a_path_are_rejected(tmp_path: Path, data_dir: Path) -> None:
+    """EviPath's "in" follows the "out" above it also when items drop out: one plan does not parse,
+    one path ends without an answer."""
+    from evipath_fakes import CleanGoldLLM, ContentWordEmbedder
+
+    from agentrag.synth.evipath import EviPathRunConfig, run_evipath
+    from agentrag.synth.evipath.planning import PLAN_SYSTEM, STEP_SYSTEM
+
+    musique = data_dir / "musique" / "train_100.jsonl"
+    recs = [json.loads(x) for x in musique.read_text().splitlines()[:4]]
+
+    class Broken(CleanGoldLLM):
+        def _reply(self, messages: list[Message]) -> str:
+            system, user = messages[0].content or "", messages[-1].content or ""
+            if system == PLAN_SYSTEM and recs[0]["question"] in user:
+                return "I cannot plan this."
+            if system == STEP_SYSTEM and recs[1]["question"] in user:
+                return "<think>Still thinking.</think>"
+            return super()._reply(messages)
+
+    m = run_evipath(EviPathRunConfig(datasets=[str(musique)], limit=4), tmp_path / "run", planner=Broken(recs),
+                    embedder=ContentWordEmbedder())
+    rows = {r["stage"]: r for r in m["funnel"]}
+    assert rows["plans"]["out"] < rows["plans"]["in"] or rows["paths"]["out"] < rows["paths"]["in"], rows
+    assert advice.funnel_breaks(m["funnel"]) == []
+    assert rows["paths"]["in"] == rows["plans"]["out"] and rows["gates"]["in"] == rows["paths"]["out"]

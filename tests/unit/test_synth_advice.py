@@ -36,8 +36,11 @@ def _reasonrag(out: Path, llm: Any = None, **over: Any) -> dict[str, Any]:
 
 
 def _advice_in_reports(out: Path, hint: str, stage: str) -> None:
-    """The report (both forms) names the stage and carries the advice the terminal prints."""
+    """The report (both forms) names the stage and carries the advice the terminal prints; the
+    run's funnel adds up (an emptied funnel too)."""
     import html
+
+    assert advice.funnel_breaks(json.loads((out / "metrics.json").read_text())["funnel"]) == []
 
     md, page = _reports(out)
     for text in (md, html.unescape(page)):

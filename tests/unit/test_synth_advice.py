@@ -211,10 +211,9 @@ def test_every_synthesizers_funnel_adds_up(tmp_path: Path, data_dir: Path, name:
 def test_evipath_funnel_adds_up_when_a_plan_and_a_path_are_rejected(tmp_path: Path, data_dir: Path) -> None:
     """EviPath's "in" follows the "out" above it also when items drop out: one plan does not parse,
     one path ends without an answer."""
-    from evipath_fakes import CleanGoldLLM, ContentWordEmbedder
-
     from agentrag.synth.evipath import EviPathRunConfig, run_evipath
     from agentrag.synth.evipath.planning import PLAN_SYSTEM, STEP_SYSTEM
+    from evipath_fakes import CleanGoldLLM, ContentWordEmbedder
 
     musique = data_dir / "musique" / "train_100.jsonl"
     recs = [json.loads(x) for x in musique.read_text().splitlines()[:4]]

@@ -8,9 +8,13 @@ one string that is the model's generations with the inserted text between them, 
   documents being ``Doc i(Title: t) text`` (i from 1, no space before the parenthesis) one per
   line, with no blank around them;
 - a turn without a valid action is followed by ``\\n`` + the invalid-action note + ``\\n``;
-- each request is the prompt plus the rollout so far.
+- each request is the prompt plus the rollout so far;
+- the prompt is one user turn (no system message): one line of instructions that name, in this
+  order, ``<think>``/``</think>`` (reason on new information), ``<search> query </search>``, the
+  results between ``<information>`` and ``</information>``, and ``<answer>``/``</answer>`` with a
+  spaced example (``<answer> X </answer>``), then `` Question: `` + the question + ``\n``.
 
-The expected rollout is assembled here from those rules, independently of the agent's code."""
+The expected rollout and prompt are assembled here from those rules, independently of the agent's code."""
 
 from __future__ import annotations
 
@@ -62,6 +66,33 @@ def test_a_scripted_episode_has_the_released_rollout_layout():
         assert sent[0].role == "user" and sent[0].content == prompt
         assert (sent[1].content if len(sent) > 1 else "") == rollout[:cut]
         assert req["stop"] == ["</search>"]
+
+
+def released_user_turn(instructions: str, question: str) -> str:
+    """The released template's user turn: its instructions, then " Question: {question}\n"."""
+    return f"{instructions} Question: {question}\n"
+
+
+def test_the_default_prompt_has_the_released_template_s_structure():
+    llm = ScriptedLLM(["<search> Mount Everest height </search>", "<answer> 8,848 m </answer>"])
+    traj = build_agent("search_r1", llm, FakeRetriever(PASSAGES), top_k=1).run(ITEM)
+    assert traj.answer == "8,848 m"
+    first = llm.requests[0]["messages"]
+    assert [m.role for m in first] == ["user"]  # one user turn, no system prompt
+    prompt = first[0].content
+    instructions = prompt.removesuffix(f" Question: {ITEM.question}\n")
+    assert prompt == released_user_turn(instructions, ITEM.question) and instructions != prompt
+    assert "\n" not in instructions and "Question:" not in instructions  # one line, the marker once
+    marks = ["<think>", "</think>", "<search> query </search>", "<information>", "</information>", "<answer>",
+             "</answer>"]
+    at = [instructions.find(m) for m in marks]
+    assert -1 not in at and at == sorted(at), dict(zip(marks, at, strict=True))
+    example = instructions[instructions.rindex("<answer>"):]
+    assert example.startswith("<answer> ") and " </answer>" in example  # the spaced example of the release
+    second = llm.requests[1]["messages"]  # the prompt again, then the rollout so far as one message
+    assert second[0].content == prompt and second[1].content.endswith("</information>\n\n")
+    assert traj.metadata["stream"] == second[1].content + "<answer> 8,848 m </answer>"
+    assert traj.metadata["stream"].startswith("<search> Mount Everest height </search>\n\n<information>Doc 1(Title: ")
 
 
 def test_tags_inside_documents_keep_the_layout():

@@ -18,8 +18,13 @@ The expected rollout and prompt are assembled here from those rules, independent
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from agentrag.agents import build_agent
 from agentrag.agents.prompts import SEARCH_R1_INVALID, SEARCH_R1_USER
+from agentrag.agents.search_r1 import parse_action
 from agentrag.llm.base import Completion
 from agentrag.records import Passage, QAItem
 from agentrag.testing import FakeRetriever, ScriptedLLM
@@ -112,3 +117,40 @@ def test_a_search_that_finds_nothing_keeps_the_block():
     traj = build_agent("search_r1", llm, FakeRetriever([]), top_k=1).run(ITEM)
     assert traj.metadata["stream"] == ("<search>anything</search>\n\n<information>No documents found.</information>\n\n"
                                        "<answer>none</answer>")
+
+
+def released_action(output: str) -> tuple[str | None, str]:
+    """The action the released rollout takes from one generation, written from its rule: the text is
+    cut after the first ``</search>`` if it has one, else after the first ``</answer>``; the action
+    is the first complete ``<search>``/``<answer>`` block in what is left (content stripped)."""
+    if "</search>" in output:
+        output = output.split("</search>")[0] + "</search>"
+    elif "</answer>" in output:
+        output = output.split("</answer>")[0] + "</answer>"
+    m = re.search(r"<(search|answer)>(.*?)</\1>", output, re.DOTALL)
+    return (m.group(1), m.group(2).strip()) if m else (None, "")
+
+
+#: generations whose action the release decides by its first-</answer> rule (malformed shapes and
+#: tags inside <think>, where agentrag deliberately differs, are in docs/agents.md's deviations)
+OUTPUTS = [
+    "<think>t</think>\n<answer> Paris </answer>",
+    "<answer>Paris</answer> and more text",
+    "<answer>Paris</answer> no, <answer>Lyon</answer>",
+    "<answer>Paris</answer>\n<search>capital of France</search>",
+    "<think>t</think><search> capital of France </search> then <answer>Paris</answer>",
+    "<search>q1</search><search>q2</search>",
+    "just text, no action",
+]
+
+
+@pytest.mark.parametrize("output", OUTPUTS)
+def test_each_generation_takes_the_action_the_release_takes(output):
+    assert parse_action(output)[:2] == released_action(output)
+
+
+def test_the_first_answer_ends_the_episode_and_the_rollout():
+    llm = ScriptedLLM(["<think>sure</think>\n<answer> 237 m </answer> no, <answer>wrong</answer>", "<answer>x</answer>"])
+    traj = build_agent("search_r1", llm, FakeRetriever(PASSAGES), top_k=1).run(ITEM)
+    assert traj.answer == "237 m" and len(llm.requests) == 1
+    assert traj.metadata["stream"] == "<think>sure</think>\n<answer> 237 m </answer>"

@@ -603,4 +603,4 @@ def _atomic_write(path: Path, text: str) -> bool:
         raise storage_error(exc, path) from exc
 
 
-__all__ = ["JsonlStore", "RunDir", "LOCK_NAME", "VOLATILE_FIELDS", "read_records", "input_order"]
+__all__ = ["JsonlStore", "RunDir", "LOCK_NAME", "VOLATILE_FIELDS", "read_records"]

@@ -218,3 +218,18 @@ def test_a_stage_file_full_mid_run_is_one_line_and_the_rerun_pays_nothing_twice(
         res = run(out)
         assert res.exit_code == 0, res.output
         assert srv.requests <= baseline  # the reply was cached before its record failed: not paid twice
+
+
+def test_annotated_stage_file_full_is_one_line_and_the_rerun_finishes(tmp_path, monkeypatch):
+    """synth annotated calls no LLM: its stage file refused by a full disk, then space freed."""
+    out = tmp_path / "run"
+    with WORLDS["annotated"](tmp_path, monkeypatch) as (_srv, run):
+        disk = FullDisk(monkeypatch, files=lambda n: n == "paths.jsonl")
+        res = run(out)
+        assert res.exit_code == EXIT_BAD_INPUT, res.output
+        disk_error_line(res.output, "paths.jsonl", "the disk is full")
+        assert (out / "paths.jsonl").read_text() == ""  # no torn line left behind
+        disk.full = False
+        res = run(out)
+        assert res.exit_code == 0, res.output
+    assert [json.loads(x)["id"] for x in (out / "paths.jsonl").read_text().splitlines()] == ["m1"]

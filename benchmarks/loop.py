@@ -189,7 +189,8 @@ def table(out: Path) -> str:
              md_table(["data", "funnel", "records"], [
                  ["teacher (synth annotated)", funnel_text(teacher),
                   f"react {export.get('exported', '-')}, planner_executor "
-                  f"{(export.get('planner_executor') or {}).get('exported', '-')}, reason_ground "
+                  f"{(export.get('planner_executor') or {}).get('exported', '-')} (paths left out by EviPath's "
+                  f"gates: {(export.get('planner_executor') or {}).get('dropped') or 0}), reason_ground "
                   f"{(export.get('reason_ground') or {}).get('exported', '-')}"],
                  ["MCTS (synth reasonrag)", funnel_text(rr),
                   f"pairs {((rr or {}).get('export') or {}).get('pairs', (rr or {}).get('pairs', '-'))}"]]), "",

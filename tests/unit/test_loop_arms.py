@@ -39,9 +39,14 @@ def _teacher(tmp: Path) -> Path:
 
 
 def test_evipath_arm_trains_on_planner_and_executor_chats_that_parse_with_the_agents_protocol(tmp_path: Path) -> None:
-    records = read_trl_records(_teacher(tmp_path) / "sft_planner_executor" / "trl_sft.jsonl")  # train sft's reader
+    out = _teacher(tmp_path)
+    records = read_trl_records(out / "sft_planner_executor" / "trl_sft.jsonl")  # train sft's reader
     roles = [r["messages"][0]["content"] for r in records]
-    assert roles.count(PLANNER_SYSTEM) == 2 and roles.count(EXECUTOR_SYSTEM) == 4 and len(roles) == 6
+    # the 2Wiki path states a citizenship only as "French": EviPath's gates would reject its executor
+    # chat, so the teacher leaves that path out of this export and counts it
+    assert roles.count(PLANNER_SYSTEM) == 1 and roles.count(EXECUTOR_SYSTEM) == 2 and len(roles) == 3
+    pe = json.loads((out / "metrics.json").read_text())["export"]["planner_executor"]
+    assert pe["dropped"] == {"sub_answer_support": 1}
     for rec in records:
         assert not rec["tools"]  # a text protocol: no tool schema rendered
         turns = [m["content"] for m in rec["messages"] if m["role"] == "assistant"]

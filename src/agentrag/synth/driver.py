@@ -345,12 +345,24 @@ def finish_run(synth: Synthesizer[Any, Any, Any], cfg: Any, ctx: SynthRun, comps
         bugs=sum(len(r.bugs) for r in ctx.results.values()), llm=llm_usage(synth.llm_roles(comps)),
         wall_s=round(elapsed, 1), export=output.export, details=output.details).as_dict()
     ctx.run.write_json("metrics.json", metrics)
-    write_report(ctx.run.path, synth.title(cfg, name), [*synth.report_sections(metrics), *run_sections(metrics)])
+    config = cfg.model_dump(mode="json") if isinstance(cfg, BaseModel) else None
+    ends = run_sections(metrics, config)
+    why = [s for s in ends if s["title"].startswith(WHY)]  # an empty run says why first
+    write_report(ctx.run.path, synth.title(cfg, name),
+                 [*why, *synth.report_sections(metrics), *(s for s in ends if s not in why)])
     return metrics
 
 
-def run_sections(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The sections every synthesizer report ends with: LLM usage per role, unfinished items."""
+#: the title of the section that explains an empty or near-empty run (:mod:`agentrag.synth.advice`)
+WHY = "Why this run produced"
+
+
+def run_sections(metrics: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The sections every synthesizer report ends with: why the run produced nothing or little
+    (:mod:`agentrag.synth.advice`, advice naming only ``config``'s settings), LLM usage per
+    role, unfinished items."""
+    from agentrag.synth.advice import explanation_section
+
     keys = ("hits", "misses", "inner_calls", "prompt_tokens", "completion_tokens", "backend_latency_s")
     rows = [[role, *(st.get(k, "") for k in keys)] for role, st in metrics.get("llm", {}).items()]
     out: list[dict[str, Any]] = [{
@@ -358,6 +370,9 @@ def run_sections(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
         "from this run's llm_cache.sqlite; backend calls reached the endpoint.",
         "headers": ["LLM (roles)", "cache hits", "cache misses", "backend calls", "prompt tokens",
                     "completion tokens", "backend seconds"], "rows": rows}]
+    why = explanation_section(metrics, config)
+    if why is not None:
+        out.insert(0, why)
     if metrics.get("unfinished"):
         items = metrics.get("unfinished_items", {})
         out.append({"title": "Unfinished items", "text": f"{metrics['unfinished']} item(s) were left unfinished "

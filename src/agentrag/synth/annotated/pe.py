@@ -25,6 +25,7 @@ from agentrag.agents.planner_executor import passage_text
 from agentrag.records import Message
 from agentrag.synth.annotated.gates import supporting_hits
 from agentrag.synth.annotated.teacher import SearchedHop
+from agentrag.synth.evipath.support import sub_answer_problem
 
 
 def answer_sentence(sh: SearchedHop) -> str:
@@ -36,6 +37,17 @@ def supporting_indices(sh: SearchedHop, max_chars: int | None = None) -> list[in
     """Indices (in the evidence list) of the retrieved passages of the hop's supporting page that
     state its answer in the part the executor is shown (``max_chars``)."""
     return supporting_hits(sh, max_chars, view=passage_text)
+
+
+def executor_problem(sh: SearchedHop, max_chars: int | None = None) -> str | None:
+    """Why the executor chat of ``sh`` would fail EviPath's ``sub_answer_support`` gate (its answer
+    sentence not stated by the passages it selects, as that gate reads them: a page that gives
+    only the nationality, "French" for "France", or only an abbreviation does not state it), or None."""
+    select = supporting_indices(sh, max_chars)
+    if not select:
+        return "no passage states the answer"
+    return sub_answer_problem(answer_sentence(sh), [passage_text(sh.hits[i], max_chars) for i in select],
+                              sh.hop.query)
 
 
 def planner_conversation(question: str, answer: str, searched: list[SearchedHop]) -> list[Message]:
@@ -64,4 +76,4 @@ def executor_conversation(sh: SearchedHop, max_chars: int | None = None) -> list
             Message(role="assistant", content=render_executor_turn(thought, select, answer_sentence(sh)))]
 
 
-__all__ = ["answer_sentence", "supporting_indices", "planner_conversation", "executor_conversation"]
+__all__ = ["answer_sentence", "supporting_indices", "executor_problem", "planner_conversation", "executor_conversation"]

@@ -47,7 +47,8 @@ PathOut = tuple[PlanRecord, list[IterationRecord], list[SubAnswerRecord], list[S
 @dataclass
 class EviPathComponents:
     """What a run talks to: the planner and executor LLMs (the same object for one LLM), φ of Eq. 6
-    (``embedder``, built on first use when a factory is given) and, for the deductive mode, the KB."""
+    (``embedder``, built on first use when a factory is given) and the KB (the deductive mode's agent searches it;
+    the abductive executor's training context is filled from it)."""
 
     planner: LLM
     executor: LLM
@@ -91,7 +92,8 @@ def _deductive_path(cfg: EviPathConfig, items: StageIndex[EviItem], c: EviPathCo
 def _select_one(cfg: EviPathConfig, items: StageIndex[EviItem], c: EviPathComponents,
                 task: tuple[SubAnswerRecord, Ref]) -> SelectionRecord:
     sub, item = task[0], items[task[1].id]
-    return synthesize_selection(c.executor, c.phi(), item, sub.id, sub.question, sub.answer, cfg.executor, cfg.seed)
+    return synthesize_selection(c.executor, c.phi(), item, sub.id, sub.question, sub.answer, cfg.executor, cfg.seed,
+                                c.retriever)
 
 
 class EviPathStages:

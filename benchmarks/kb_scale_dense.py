@@ -84,14 +84,15 @@ IMPORT = PRELUDE + textwrap.dedent("""
 
 SERVE = PRELUDE + textwrap.dedent("""
     import os, random
+    import faiss
     from agentrag.kb import KnowledgeBase
     out, nq, rounds, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 32
     emb = RandomEmbedder()
     t0 = time.perf_counter()
     kb = KnowledgeBase.load(out, embedder=emb)
+    ivf = faiss.extract_index_ivf(kb.dense.index)
     res = {"load_seconds": time.perf_counter() - t0, "rss_after_load_mb": now_rss_mb(),
-           "anon_after_load_mb": now_rss_mb("RssAnon"), "nprobe": int(__import__("faiss").extract_index_ivf(
-               kb.dense.index).nprobe), "nlist": int(__import__("faiss").extract_index_ivf(kb.dense.index).nlist)}
+           "anon_after_load_mb": now_rss_mb("RssAnon"), "nprobe": int(ivf.nprobe), "nlist": int(ivf.nlist)}
     steps = {"after load": now_rss_mb("RssAnon")}
     titles = kb.sample_titles(nq, seed=0)
     queries = [t.rsplit(" ", 1)[0] + " " + kb.get(str(random.Random(i).randrange(len(kb)))).text[:60]

@@ -32,7 +32,9 @@ Usage: python benchmarks/llm.py [--max-tokens 64] [--rounds 2] [--thread-rounds 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import time
 
 from agentrag.llm.bench import BENCH_PROMPTS, measure
@@ -117,6 +119,7 @@ def bench_embedder(passages: int, rounds: int) -> None:
     prefixed = ours._prefixed(texts, "passage")
     order = np.argsort(-np.fromiter((len(t) for t in texts), dtype=np.int64), kind="stable")  # as the build
     tmp = Path(tempfile.mkdtemp())
+    atexit.register(shutil.rmtree, tmp, True)  # the memmaps go with the process
 
     def raw() -> np.ndarray:
         out = np.zeros((len(texts), ours.dim), dtype=np.float32)
@@ -210,6 +213,7 @@ def bench_hf(max_tokens: int, rounds: int, threads: int) -> None:
     from agentrag.train.model import load_tokenizer, load_trainable_model
 
     ckpt = tempfile.mkdtemp(prefix="agentrag-hf-bench-")
+    atexit.register(shutil.rmtree, ckpt, True)  # the checkpoint (~0.5 GB) goes with the process
     load_trainable_model("embedded").save_pretrained(ckpt)
     load_tokenizer("embedded").save_pretrained(ckpt)
     runs: dict[str, list[dict]] = {"ours": [], "raw": []}
@@ -244,6 +248,7 @@ def bench_hf_inprocess(max_tokens: int, rounds: int, threads: int) -> None:
 
     torch.set_num_threads(threads)
     ckpt = tempfile.mkdtemp(prefix="agentrag-hf-bench-")
+    atexit.register(shutil.rmtree, ckpt, True)  # the checkpoint (~0.5 GB) goes with the process
     load_trainable_model("embedded").save_pretrained(ckpt)
     load_tokenizer("embedded").save_pretrained(ckpt)
     llm = HFLLM(ckpt, device="cpu")

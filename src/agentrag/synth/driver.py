@@ -167,16 +167,24 @@ class Pipeline:
     steps: Sequence[PipelineStep]
     report: Callable[[], SynthOutput]
     report_key: Callable[[], str] | None = None
+    #: the ids of the run's input items in input order (asked after the steps): once every item is
+    #: finished, the stage files are put in that order with their timings apart
+    #: (:meth:`RunDir.finish_stages`) before the report reads them
+    order: Callable[[], Iterable[str]] | None = None
 
 
 def run_pipeline(ctx: SynthRun, pipeline: Pipeline) -> SynthOutput:
-    """Every step of ``pipeline`` in order, then its report (reused as :class:`Pipeline` says)."""
+    """Every step of ``pipeline`` in order; when no item was left unfinished, the stage files in
+    their final form (input order, timings apart: :attr:`Pipeline.order`); then its report (reused
+    as :class:`Pipeline` says)."""
     for step in pipeline.steps:
         if isinstance(step, PendingStage):
             ctx.stage(step.stage, step.task, [x for x in step.pending() if not ctx.failed(step.stage, step.key(x))],
                       step.write)
         else:
             step()
+    if pipeline.order is not None and not ctx.unfinished_by_stage:
+        ctx.run.finish_stages(pipeline.order())
     if pipeline.report_key is None:
         return pipeline.report()
     report = pipeline.report

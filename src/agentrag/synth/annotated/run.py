@@ -164,7 +164,8 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
 
         search = PendingStage("search", work, lambda: [i for i in inputs.items if i.id not in store],
                               lambda _i, rec: store.append(rec))
-        return Pipeline(steps=[search], report=lambda: self._output(cfg, ctx, store.read(), len(inputs.items)))
+        return Pipeline(steps=[search], report=lambda: self._output(cfg, ctx, store.read(), len(inputs.items)),
+                        order=lambda: [i.id for i in inputs.items])
 
     def _output(self, cfg: AnnotatedRunConfig, ctx: SynthRun, records: list[PathRecord], n_items: int) -> SynthOutput:
         from agentrag.agents.tools import search_tool_schema

@@ -26,14 +26,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from agentrag.agents.pe_protocol import EXECUTOR_SYSTEM, PLANNER_SYSTEM, parse_executor, parse_planner
+from agentrag.agents.pe_protocol import EXECUTOR_SYSTEM, PLANNER_SYSTEM, parse_planner
 from agentrag.match import demonyms, mentions
-from agentrag.records import Provenance
+from agentrag.synth.annotated.pe import evipath_records
 from agentrag.synth.annotated.questions import is_natural
 from agentrag.synth.evipath.config import GateConfig
 from agentrag.synth.evipath.gates import check_path
 from agentrag.synth.evipath.inputs import iter_items
-from agentrag.synth.evipath.schema import EviItem, IterationRecord, PlanRecord, SelectionRecord
+from agentrag.synth.evipath.schema import EviItem
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -69,29 +69,6 @@ def react_check(run: Path) -> tuple[int, list[str]]:
     return len(rows), problems
 
 
-def _evipath_records(planner: list[dict[str, Any]], execs: list[list[dict[str, Any]]], item_id: str,
-                     ) -> tuple[PlanRecord, list[IterationRecord], list[SelectionRecord]]:
-    """EviPath's stage records of one planner chat and its executor chats (the agent's parser)."""
-    prov = Provenance(stage="annotated")
-    its: list[IterationRecord] = []
-    turns = [m for m in planner if m["role"] == "assistant"]
-    obs = [m["content"] for m in planner[2:] if m["role"] == "user"]
-    for n, t in enumerate(turns, start=1):
-        p = parse_planner(t["content"])
-        o = [obs[n - 1].removeprefix("Observation:\n")] if p.searches else []
-        its.append(IterationRecord(id=f"{item_id}-i{n}", item_id=item_id, n=n, thought=p.thought, actions=p.searches,
-                                   observations=o, answer=p.answer, last=n == len(turns), provenance=prov))
-    sels = []
-    for k, chat in enumerate(execs):
-        user = chat[1]["content"]
-        question = user.split("\n", 1)[0].removeprefix("Question: ")
-        evidence = [line.split("] ", 1)[1] for line in user.splitlines() if line.startswith("[")]
-        ex = parse_executor(chat[2]["content"])
-        sels.append(SelectionRecord(id=f"{item_id}-s{k}", item_id=item_id, question=question, answer=ex.answer or "",
-                                    evidence=evidence, gold_positions=list(ex.select or []), thought=ex.thought,
-                                    supporting=[evidence[i] for i in ex.select or []], select=ex.select,
-                                    provenance=prov))
-    return PlanRecord(id=item_id, plan=[], provenance=prov), its, sels
 
 
 def pe_check(run: Path, datasets: list[str]) -> tuple[int, Counter[str], list[str]]:
@@ -109,7 +86,7 @@ def pe_check(run: Path, datasets: list[str]) -> tuple[int, Counter[str], list[st
         item = items[chat[1]["content"].removeprefix("Question: ")]
         searches = [s for m in chat if m["role"] == "assistant" for s in parse_planner(m["content"]).searches]
         mine = [next(e for e in execs if e[1]["content"].startswith(f"Question: {q}\n")) for q in searches]
-        plan, its, sels = _evipath_records(chat, mine, item.id)
+        plan, its, sels = evipath_records(chat, mine, item.id)
         g = check_path(item, plan, its, sels, GateConfig())
         if not g.passed:
             failed.update(k for k, ok in g.checks.items() if not ok)

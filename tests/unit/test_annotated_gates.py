@@ -7,20 +7,20 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from agentrag.agents.pe_protocol import EXECUTOR_SYSTEM, PLANNER_SYSTEM, parse_executor, parse_planner
+from agentrag.agents.pe_protocol import EXECUTOR_SYSTEM, PLANNER_SYSTEM, parse_planner
 from agentrag.eval.datasets import load_dataset
-from agentrag.records import Hit, Passage, Provenance
+from agentrag.records import Hit, Passage
 from agentrag.synth.annotated import AnnotatedRunConfig, run_annotated
 from agentrag.synth.annotated.gates import first_failure, support_gate
+from agentrag.synth.annotated.pe import evipath_records
 from agentrag.synth.annotated.questions import is_natural, natural_question, relation_question
 from agentrag.synth.annotated.teacher import Hop, SearchedHop, item_hops
 from agentrag.synth.evipath.config import GateConfig
 from agentrag.synth.evipath.gates import check_path
-from agentrag.synth.evipath.schema import EviItem, Fact, IterationRecord, PlanRecord, SelectionRecord
+from agentrag.synth.evipath.schema import EviItem, Fact
 from agentrag.testing import FakeRetriever
 
 
@@ -113,30 +113,6 @@ def test_rewritten_sub_questions_of_the_training_files_are_natural(data_dir: Pat
         assert is_natural(bad_q) is not None
 
 
-def _evipath_records(planner: list[dict[str, Any]], execs: list[list[dict[str, Any]]], item_id: str,
-                     ) -> tuple[PlanRecord, list[IterationRecord], list[SelectionRecord]]:
-    """The EviPath stage records of one planner chat and its executor chats (parsed with the
-    agent's protocol)."""
-    prov = Provenance(stage="annotated")
-    its: list[IterationRecord] = []
-    turns = [m for m in planner if m["role"] == "assistant"]
-    obs = [m["content"] for m in planner[2:] if m["role"] == "user"]
-    for n, t in enumerate(turns, start=1):
-        p = parse_planner(t["content"])
-        o = [obs[n - 1].removeprefix("Observation:\n")] if p.searches else []
-        its.append(IterationRecord(id=f"{item_id}-i{n}", item_id=item_id, n=n, thought=p.thought, actions=p.searches,
-                                   observations=o, answer=p.answer, last=n == len(turns), provenance=prov))
-    sels = []
-    for k, chat in enumerate(execs):
-        user = chat[1]["content"]
-        question = user.split("\n", 1)[0].removeprefix("Question: ")
-        evidence = [line.split("] ", 1)[1] for line in user.splitlines() if line.startswith("[")]
-        ex = parse_executor(chat[2]["content"])
-        sels.append(SelectionRecord(id=f"{item_id}-s{k}", item_id=item_id, question=question, answer=ex.answer or "",
-                                    evidence=evidence, gold_positions=list(ex.select or []), thought=ex.thought,
-                                    supporting=[evidence[i] for i in ex.select or []], select=ex.select,
-                                    provenance=prov))
-    return PlanRecord(id=item_id, plan=[], provenance=prov), its, sels
 
 
 def test_planner_executor_conversations_pass_evipaths_gates(data_dir: Path, tmp_path: Path):
@@ -158,7 +134,7 @@ def test_planner_executor_conversations_pass_evipaths_gates(data_dir: Path, tmp_
         rec = by_question[chat[1]["content"].removeprefix("Question: ")]
         searches = [s for m_ in chat if m_["role"] == "assistant" for s in parse_planner(m_["content"]).searches]
         mine = [next(e for e in execs if e[1]["content"].startswith(f"Question: {q}\n")) for q in searches]
-        plan, its, sels = _evipath_records(chat, mine, rec["id"])
+        plan, its, sels = evipath_records(chat, mine, rec["id"])
         facts = [Fact(idx=i, title=p["title"], text=p["paragraph_text"]) for i, p in enumerate(rec["paragraphs"])]
         item = EviItem(id=rec["id"], question=rec["question"], answer=rec["answer"],
                        answers=[rec["answer"], *rec.get("answer_aliases", [])], facts=facts,

@@ -18,6 +18,8 @@ memory is kept out of the product's stages and printed on its own: a process tha
 same libraries and loads nothing (the interpreter, numpy, bm25s, numba, faiss: a fixed term,
 not per passage), and bm25s's own retrieval on the same index files, which runs in a process of
 its own (its vocabulary dicts and score arrays would otherwise count in the load stage's peak).
+Dense search against raw FAISS on the same index, and the memory of an imported IVF-PQ index at
+larger sizes: ``benchmarks/kb_scale_dense.py`` (same corpus, same projection and linearity check).
 The anchor is FlashRAG's way of opening the corpus: ``datasets.load_dataset("json", data_files=corpus)``.
 
     nice -n 15 PYTHONPATH=src .venv/bin/python benchmarks/kb_scale.py --sizes 200000,500000,1000000 --no-anchor

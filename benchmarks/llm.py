@@ -18,18 +18,23 @@
 5. ``hf:``: ``HFLLM.chat`` vs transformers' ``generate`` called directly, each in its own process
    (loading excluded), on the same checkpoint (the embedded SmolLM2 dequantized, as ``agentrag
    train`` makes it), prompts (the benchmark prompts as one user message, the chat template's
-   generation prompt) and greedy settings, alternating which goes first; tokens/s of generation.
+   generation prompt), greedy settings and torch threads (``--hf-threads``, both processes, printed
+   with their OMP_WAIT_POLICY), alternating which goes first; tokens/s of generation.
+   ``--hf-inprocess``: the same in one process, ``generate`` called on the backend's own model object.
 
 Usage: python benchmarks/llm.py [--max-tokens 64] [--rounds 2] [--thread-rounds 6] [--calls 50] [--latency 0.02]
        python benchmarks/llm.py --threads-only [--thread-rounds 6]
        python benchmarks/llm.py --embedder-only [--passages 64] [--rounds 3]
-       python benchmarks/llm.py --hf-only [--rounds 2] [--max-tokens 64]
+       python benchmarks/llm.py --hf-only [--rounds 2] [--max-tokens 64] [--hf-threads N]
+       python benchmarks/llm.py --hf-inprocess [--rounds 2] [--max-tokens 64] [--hf-threads N]
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import time
 
 from agentrag.llm.bench import BENCH_PROMPTS, measure
@@ -114,6 +119,7 @@ def bench_embedder(passages: int, rounds: int) -> None:
     prefixed = ours._prefixed(texts, "passage")
     order = np.argsort(-np.fromiter((len(t) for t in texts), dtype=np.int64), kind="stable")  # as the build
     tmp = Path(tempfile.mkdtemp())
+    atexit.register(shutil.rmtree, tmp, True)  # the memmaps go with the process
 
     def raw() -> np.ndarray:
         out = np.zeros((len(texts), ours.dim), dtype=np.float32)
@@ -141,17 +147,20 @@ def bench_embedder(passages: int, rounds: int) -> None:
         print(f"embedder round {r + 1}: raw encode {len(texts) / t_raw[-1]:6.1f} passages per CPU s, ours "
               f"{len(texts) / t_ours[-1]:6.1f}; load average {os.getloadavg()[0]:.2f}", flush=True)
     ratios = sorted(a / b for a, b in zip(t_raw, t_ours, strict=True))
-    print(f"embedder ratio ours/raw (passages per CPU second; {len(texts)} passages, batches of {batch}): best "
-          f"{min(t_raw) / min(t_ours):.2f}, rounds {ratios[0]:.2f}-{ratios[-1]:.2f}; max |ours - raw| "
+    print(f"embedder ratio ours/raw (passages per CPU second; {len(texts)} passages, batches of {batch}): median "
+          f"{median(ratios):.2f}, best {min(t_raw) / min(t_ours):.2f}, rounds {ratios[0]:.2f}-{ratios[-1]:.2f}; "
+          f"max |ours - raw| "
           f"{float(np.abs(got - ref).max()):.2e}")
 
 
 HF_OURS = """
-import json, sys, time
+import json, os, sys, time
 from agentrag.llm.bench import BENCH_PROMPTS
 from agentrag.llm.hf import HFLLM, load_checkpoint
 from agentrag.records import Message
+import torch
 path, max_tokens = sys.argv[1], int(sys.argv[2])
+torch.set_num_threads(int(sys.argv[3]))
 llm = HFLLM(path, device="cpu")
 llm.chat([Message(role="user", content="warm up")], temperature=0.0, max_tokens=4)
 tokens, texts = 0, []
@@ -160,15 +169,17 @@ for p in BENCH_PROMPTS:
     out = llm.chat([Message(role="user", content=p)], temperature=0.0, max_tokens=max_tokens)[0]
     tokens += out.usage.completion_tokens
     texts.append(out.text)
-print(json.dumps({"tokens": tokens, "wall": time.perf_counter() - w, "cpu": time.process_time() - c, "texts": texts}))
+print(json.dumps({"tokens": tokens, "wall": time.perf_counter() - w, "cpu": time.process_time() - c, "texts": texts,
+                  "torch_threads": torch.get_num_threads(), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}))
 """
 
 HF_RAW = """
-import json, sys, time
+import json, os, sys, time
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from agentrag.llm.bench import BENCH_PROMPTS
 path, max_tokens = sys.argv[1], int(sys.argv[2])
+torch.set_num_threads(int(sys.argv[3]))
 tok = AutoTokenizer.from_pretrained(path)
 model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
 eos = sorted({t for t in (tok.eos_token_id, tok.convert_tokens_to_ids("<|im_end|>")) if isinstance(t, int) and t >= 0})
@@ -188,11 +199,12 @@ for p in BENCH_PROMPTS:
     y = gen(p, max_tokens)
     tokens += len(y)
     texts.append(tok.decode(y, skip_special_tokens=True))
-print(json.dumps({"tokens": tokens, "wall": time.perf_counter() - w, "cpu": time.process_time() - c, "texts": texts}))
+print(json.dumps({"tokens": tokens, "wall": time.perf_counter() - w, "cpu": time.process_time() - c, "texts": texts,
+                  "torch_threads": torch.get_num_threads(), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}))
 """
 
 
-def bench_hf(max_tokens: int, rounds: int) -> None:
+def bench_hf(max_tokens: int, rounds: int, threads: int) -> None:
     import json
     import subprocess
     import sys
@@ -201,17 +213,19 @@ def bench_hf(max_tokens: int, rounds: int) -> None:
     from agentrag.train.model import load_tokenizer, load_trainable_model
 
     ckpt = tempfile.mkdtemp(prefix="agentrag-hf-bench-")
+    atexit.register(shutil.rmtree, ckpt, True)  # the checkpoint (~0.5 GB) goes with the process
     load_trainable_model("embedded").save_pretrained(ckpt)
     load_tokenizer("embedded").save_pretrained(ckpt)
     runs: dict[str, list[dict]] = {"ours": [], "raw": []}
     for r in range(rounds):
         for which in ("ours", "raw") if r % 2 == 0 else ("raw", "ours"):
             out = subprocess.run([sys.executable, "-c", HF_OURS if which == "ours" else HF_RAW, ckpt,
-                                  str(max_tokens)], capture_output=True, text=True, check=True)
+                                  str(max_tokens), str(threads)], capture_output=True, text=True, check=True)
             runs[which].append(json.loads(out.stdout.strip().splitlines()[-1]))
         o, w = runs["ours"][-1], runs["raw"][-1]
         print(f"hf round {r + 1}: ours {o['tokens'] / o['wall']:6.1f} tokens/s ({o['tokens']} tokens), raw generate "
-              f"{w['tokens'] / w['wall']:6.1f} ({w['tokens']}); same texts: {o['texts'] == w['texts']}; "
+              f"{w['tokens'] / w['wall']:6.1f} ({w['tokens']}); same texts: {o['texts'] == w['texts']}; torch threads "
+              f"{o['torch_threads']}/{w['torch_threads']}, OMP_WAIT_POLICY {o['omp_wait_policy']}/{w['omp_wait_policy']}; "
               f"load average {os.getloadavg()[0]:.2f}", flush=True)
     ratios = sorted((o["tokens"] / o["wall"]) / (w["tokens"] / w["wall"])
                     for o, w in zip(runs["ours"], runs["raw"], strict=True))
@@ -219,6 +233,63 @@ def bench_hf(max_tokens: int, rounds: int) -> None:
     print(f"hf ratio ours/raw generate tokens/s (wall): median {median(ratios):.2f}, rounds "
           f"{ratios[0]:.2f}-{ratios[-1]:.2f}; per CPU second: median {median(cpu):.2f}, rounds "
           f"{cpu[0]:.2f}-{cpu[-1]:.2f}")
+
+
+def bench_hf_inprocess(max_tokens: int, rounds: int, threads: int) -> None:
+    """``HFLLM.chat`` and ``generate`` on the backend's own model object in one process, alternating
+    rounds (which goes first alternates), the same prompts, greedy settings and torch threads as the
+    separate-process comparison: does sharing a process change the ratio?"""
+    import tempfile
+
+    import torch
+
+    from agentrag.llm.hf import HFLLM, load_checkpoint
+    from agentrag.train.model import load_tokenizer, load_trainable_model
+
+    torch.set_num_threads(threads)
+    ckpt = tempfile.mkdtemp(prefix="agentrag-hf-bench-")
+    atexit.register(shutil.rmtree, ckpt, True)  # the checkpoint (~0.5 GB) goes with the process
+    load_trainable_model("embedded").save_pretrained(ckpt)
+    load_tokenizer("embedded").save_pretrained(ckpt)
+    llm = HFLLM(ckpt, device="cpu")
+    model, tok, _ = load_checkpoint(llm.path, "cpu")
+    eos = sorted({t for t in (tok.eos_token_id, tok.convert_tokens_to_ids("<|im_end|>")) if isinstance(t, int) and t >= 0})
+
+    def ours(p: str) -> tuple[int, str]:
+        out = llm.chat([Message(role="user", content=p)], temperature=0.0, max_tokens=max_tokens)[0]
+        return out.usage.completion_tokens, out.text or ""
+
+    def raw(p: str) -> tuple[int, str]:
+        ids = tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True, tokenize=True,
+                                      return_dict=True)["input_ids"]
+        x = torch.tensor([list(ids)])
+        with torch.inference_mode():
+            y = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=max_tokens, do_sample=False,
+                               temperature=None, top_p=None, top_k=None, eos_token_id=eos,
+                               pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else eos[0])
+        y = y[0, x.shape[1]:].tolist()
+        y = y[:-1] if y and y[-1] in eos else y
+        return len(y), tok.decode(y, skip_special_tokens=True).strip()
+
+    ours("warm up")
+    raw("warm up")
+    rates: dict[str, list[float]] = {"ours": [], "raw": []}
+    for r in range(rounds):
+        texts: dict[str, list[str]] = {}
+        for which in ("ours", "raw") if r % 2 == 0 else ("raw", "ours"):
+            fn = ours if which == "ours" else raw
+            w, n, texts[which] = time.perf_counter(), 0, []
+            for p in BENCH_PROMPTS:
+                k, t = fn(p)
+                n += k
+                texts[which].append(t)
+            rates[which].append(n / (time.perf_counter() - w))
+        print(f"hf in one process, round {r + 1}: ours {rates['ours'][-1]:6.1f} tokens/s, raw generate on the same "
+              f"model object {rates['raw'][-1]:6.1f}; same texts: {texts['ours'] == texts['raw']}; torch threads "
+              f"{torch.get_num_threads()}; load average {os.getloadavg()[0]:.2f}", flush=True)
+    ratios = sorted(a / b for a, b in zip(rates["ours"], rates["raw"], strict=True))
+    print(f"hf in one process, ratio ours/raw generate tokens/s (wall): median {median(ratios):.2f}, rounds "
+          f"{ratios[0]:.2f}-{ratios[-1]:.2f}")
 
 
 def bench_client(calls: int, latency: float) -> None:
@@ -260,6 +331,10 @@ def main() -> None:
     ap.add_argument("--threads-only", action="store_true", help="only the 1 vs 2 generation threads comparison")
     ap.add_argument("--embedder-only", action="store_true", help="only the embedder vs sentence-transformers")
     ap.add_argument("--hf-only", action="store_true", help="only hf: vs transformers generate")
+    ap.add_argument("--hf-inprocess", action="store_true",
+                    help="only hf: vs generate on the backend's own model object in this process")
+    ap.add_argument("--hf-threads", type=int, default=0,
+                    help="torch threads of both hf: processes (0: torch's default, the CPU count)")
     ap.add_argument("--passages", type=int, default=64, help="passages the embedder comparison embeds")
     args = ap.parse_args()
     load = os.getloadavg()
@@ -267,8 +342,12 @@ def main() -> None:
     if args.threads_only:
         bench_threads(args.max_tokens, args.thread_rounds)
         return
+    hf_threads = args.hf_threads or os.cpu_count() or 1
     if args.hf_only:
-        bench_hf(args.max_tokens, args.rounds)
+        bench_hf(args.max_tokens, args.rounds, hf_threads)
+        return
+    if args.hf_inprocess:
+        bench_hf_inprocess(args.max_tokens, args.rounds, hf_threads)
         return
     if args.embedder_only:
         bench_embedder(args.passages, max(args.rounds, 3))
@@ -278,7 +357,7 @@ def main() -> None:
         bench_embedded(args.max_tokens, args.rounds)
         bench_threads(args.max_tokens, args.thread_rounds)
         bench_embedder(args.passages, max(args.rounds, 3))
-        bench_hf(args.max_tokens, args.rounds)
+        bench_hf(args.max_tokens, args.rounds, hf_threads)
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 

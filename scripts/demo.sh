@@ -76,7 +76,7 @@ done
 if [ "${DEMO_QUICK:-0}" = 1 ]; then
   echo "DEMO_QUICK: skipping the closed loop (scripts/loop.sh; run make demo for it)"
 else
-  N_MUSIQUE=20 N_2WIKI=20 N_DEV=5 TRAIN_STEPS=10 BATCH=1 LR=1e-4 MAX_LENGTH=2048 MAX_TOKENS=96 KB_METHOD=bm25 \
+  ARMS=react N_MUSIQUE=20 N_2WIKI=20 N_DEV=5 TRAIN_STEPS=10 BATCH=1 LR=1e-4 MAX_LENGTH=2048 MAX_TOKENS=96 KB_METHOD=bm25 \
     bash scripts/loop.sh "$OUT/loop"
   cat "$OUT/loop/compare.md"
 fi

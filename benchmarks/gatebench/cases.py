@@ -22,7 +22,7 @@ from agentrag.synth.verifier import CHECKS
 
 TASKS = ("support", "leakage", "no_answer", "near_duplicate", "repeat", "thought", "comparison", "single_document",
          "protocol", "neutralize", "distractor", "question",
-         "distractor_type", "answer_form")
+         "distractor_type", "answer_form", "pronoun")
 
 
 @dataclass

@@ -808,3 +808,62 @@ def tracer_bridge_leakage(item: Item, rng: random.Random) -> list[Case]:
 
 
 FAMILIES.update({f.__name__: f for f in (tracer_and_or_answers, tracer_bridge_restated, tracer_bridge_leakage)})
+
+
+# ---- EviPath: self-contained sub-questions (pronouns) ----
+
+_PRONOUN_WORDS = frozenset("he she him her his hers they them their theirs it its this these those".split())
+_DISAMBIG = re.compile(r"\s*\([^)]*\)\s*$")
+
+
+def _plain_title(title: str) -> str:
+    return _DISAMBIG.sub("", title).strip()
+
+
+def pronoun_questions(item: Item, rng: random.Random) -> list[Case]:
+    """Sub-questions as annotators write them. Kept: a pronoun inside a title of the evidence written
+    in lower case ("who sang do they know it's christmas?"), a possessive bound by the wh-subject
+    ("Which actor won an award for his role in T?"), a generic "they" before a name (the verifier
+    decides). Rejected: a hop's bridge name replaced by a pronoun, a possessive after an inverting
+    verb ("Who was his partner in T?"), a "they" that refers to someone unnamed (the verifier)."""
+    titles = [d.title for d in item.gold + item.others]
+    gold = [_plain_title(d.title) for d in item.gold if _plain_title(d.title)]
+    out: list[Case] = []
+
+    def case(label: str, variant: str, question: str, names: list[str], semantic: bool = False) -> None:
+        out.append(Case("pronoun_questions", "pronoun", label, variant, item.id, question=question, text=question,
+                        entities=names, semantic=semantic))
+
+    pron_titles = [t for t in titles if any(w.lower() in _PRONOUN_WORDS
+                                            for w in re.findall(r"[A-Za-z]+", _plain_title(t)))]
+    if pron_titles:
+        t = rng.choice(pron_titles)
+        form = rng.choice(["Who sang the opening line of {t}?", "When was {t} released?", "Who directed {t}?",
+                           "Where was {t} filmed?", "Who wrote {t}?"])
+        case("keep", "a title with a pronoun, in lower case", form.format(t=_plain_title(t).lower()), titles)
+    if gold:
+        t = rng.choice(gold)
+        bound = rng.choice(["Which actor won an award for his role in {t}?", "Who wrote {t} with their band?",
+                            "What band released {t} as their debut single?",
+                            "Which author finished {t} before her death?"])
+        case("keep", "a possessive bound by the wh-subject", bound.format(t=t), titles)
+        unbound = rng.choice(["Who was his partner in {t}?", "What year was his role in {t} announced?",
+                              "Who did her sister meet in {t}?", "When did his band record {t}?"])
+        case("reject", "a possessive after an inverting verb", unbound.format(t=t), titles)
+        generic = rng.choice(["Where did they film {t}?", "What language do they speak in {t}?",
+                              "When did they build {t}?"])
+        case("keep", "a generic 'they' before a name", generic.format(t=t), titles, semantic=True)
+        someone = rng.choice(["When did they sign {t}?", "Why did they leave {t}?", "When did they win {t}?"])
+        case("reject", "a 'they' that refers to someone unnamed", someone.format(t=t), titles, semantic=True)
+    for prev, hop in zip(item.hops, item.hops[1:], strict=False):
+        q, name = hop.question, prev.answer
+        at = q.find(name) if len(name) > 2 else -1
+        if at <= 0 or any(w[:1].isupper() for w in q[:at].split()[1:]):
+            continue  # another name before it could be what a pronoun refers to
+        pron = rng.choice(["him", "her", "them", "he", "she", "they"])
+        case("reject", "the bridge name replaced by a pronoun", q[:at] + pron + q[at + len(name):], titles)
+        break
+    return out
+
+
+FAMILIES.update({f.__name__: f for f in (pronoun_questions,)})

@@ -1,7 +1,7 @@
 """EviPath's gates in the gate benchmark: each ``decide`` builds the EviPath records of a case and
 runs :mod:`agentrag.synth.evipath.gates` on them (the final answer's support, a sub-answer
 sentence's support, leakage in the planner's texts, distinct hops, both sides of a comparison,
-planner thoughts)."""
+planner thoughts, self-contained sub-questions)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from agentrag.synth.evipath.gates import (
     hops_problem,
     leaked,
     planner_thought_problems,
+    self_contained_problem,
     sub_answer_unsupported,
 )
 from agentrag.synth.evipath.schema import EviItem, Fact, IterationRecord, PlanRecord, SelectionRecord
@@ -64,6 +65,10 @@ def _thought(c: Case, v: Any) -> bool:
     return planner_thought_problems(_item(c), plan, [searched, final], v) is None
 
 
+def _self_contained(c: Case, v: Any) -> bool:
+    return self_contained_problem(_item(c, c.entities), [c.text], v) is None
+
+
 GATES = [
     Gate("evipath", "final_support", ("support",), _final_support),
     Gate("evipath", "sub_answer_support", ("support",), _sub_answer_support),
@@ -71,4 +76,5 @@ GATES = [
     Gate("evipath", "hops", ("repeat",), _hops),
     Gate("evipath", "both_sides", ("comparison",), _both_sides),
     Gate("evipath", "thoughts", ("thought",), _thought),
+    Gate("evipath", "self_contained", ("pronoun",), _self_contained),
 ]

@@ -8,6 +8,9 @@ light and a missing one says which ``pip install 'agentrag[EXTRA]'`` brings it.
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 
 from agentrag.errors import UserError
@@ -34,4 +37,27 @@ def require(module: str, extra: str, *, purpose: str = "") -> ModuleType:
         raise UserError(f"{what} needs {dist}{detail}: pip install 'agentrag[{extra}]'") from exc
 
 
-__all__ = ["require", "DISTRIBUTIONS"]
+@contextmanager
+def quiet_loading() -> Iterator[None]:
+    """Loading a transformers / sentence-transformers model prints a "Loading weights" bar per
+    model; agentrag reports its own progress, so inside this block those bars are off, from the
+    CLI and from Python alike, unless the user asked for them (``HF_HUB_DISABLE_PROGRESS_BARS=0``).
+    The previous setting is restored afterwards."""
+    if os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "0":
+        yield
+        return
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # no transformers: nothing prints these bars
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+__all__ = ["require", "quiet_loading", "DISTRIBUTIONS"]

@@ -167,7 +167,8 @@ class _Scan:
 
 
 def parse_turn(text: str, *, actions: Collection[str], inner: Collection[str] = (), fallback: str | None = None,
-               closed_by_stop: Collection[str] = (), stopped: bool = True, blank_think: bool = False) -> ParsedTurn:
+               closed_by_stop: Collection[str] = (), stopped: bool = True, blank_think: bool = False,
+               answer_ends_turn: bool = False) -> ParsedTurn:
     """Parse one model output under a tag protocol (rules in the module docstring).
 
     ``actions``: the ending action tags (the step ends at the first closing tag of the one opened);
@@ -176,14 +177,17 @@ def parse_turn(text: str, *, actions: Collection[str], inner: Collection[str] = 
     ``evidence``: the step then ends at its first closing tag);
     ``closed_by_stop``: action tags whose closing tag is the request's stop sequence (an output that
     ``stopped`` with one open at its end had it cut off by the server); ``blank_think``: text inside
-    ``<think>`` blocks is not parsed (it may quote tags), for protocols whose thoughts are tagged."""
+    ``<think>`` blocks is not parsed (it may quote tags), for protocols whose thoughts are tagged;
+    ``answer_ends_turn``: the first ``</answer>`` ends the turn and whatever follows it is ignored
+    (kept in ``raw``), another action included (Search-R1's released rule), instead of making the
+    turn malformed (``action_after_answer``)."""
     raw = text
     visible = _THINK_BLOCK.sub(lambda m: " " * len(m.group(0)), text) if blank_think else text
     known = {t.lower() for t in (*actions, *inner)}
     scan = _scan(visible, known, set(actions), set(closed_by_stop) if stopped else set())
     if scan.malformed is None and scan.end is not None:
         last = scan.segments[-1]
-        if last.tag == "answer":
+        if last.tag == "answer" and not answer_ends_turn:
             after = _first_open(visible, scan.end, set(actions))
             if after is not None:
                 scan.malformed = f"action_after_answer: <{after}> after the closed <answer>"

@@ -25,7 +25,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -249,8 +249,50 @@ class JsonlStore(Generic[R]):
             with writing(self.path, tmp):
                 return replace_if_changed(tmp, self.path)
 
+    def state(self) -> list[int] | None:
+        """``[size, mtime_ns]`` of the file (None when there is none): an append always changes it."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return [st.st_size, st.st_mtime_ns]
+
     def read(self) -> list[R]:
         return list(self)
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _natural(key: str) -> list[Any]:
+    """A sort key that orders the numbers inside ids by value (``i2`` before ``i10``)."""
+    return [int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(key))]
+
+
+def _root_of(key: str, pos: Mapping[str, int]) -> str | None:
+    """The longest id of ``pos`` that ``key`` is or starts with, followed by a character that is
+    not a letter or digit (``q1`` is the root of ``q1:0`` and ``q1-n3-qa``, not of ``q10``)."""
+    found = key if key in pos else None
+    if found is None:
+        for i in range(len(key) - 1, 0, -1):
+            if not key[i].isalnum() and key[:i] in pos:
+                return key[:i]
+    return found
+
+
+def input_order(ids: Iterable[str], pos: Mapping[str, int]) -> list[str]:
+    """The record ids ``ids`` in input order: by the position in ``pos`` of their item (the
+    longest input id each starts with, see :func:`_root_of`), then, within one item, the item's
+    own record first and the others by id, numbers by value (``i2`` before ``i10``); ids of no
+    input item last, by id. An order that depends only on the ids, so a resumed run's stage files
+    equal an uninterrupted run's at any concurrency."""
+    def sort_key(key: str) -> tuple[int, int, list[Any]]:
+        root = _root_of(key, pos)
+        if root is None:
+            return (len(pos), 1, _natural(key))
+        return (pos[root], 0 if key == root else 1, _natural(key))
+
+    return sorted(ids, key=sort_key)
 
 
 def timings_path(path: str | os.PathLike[str]) -> Path:
@@ -282,13 +324,23 @@ def read_records(path: str | os.PathLike[str], model: type[R]) -> Iterator[R]:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.endswith(b"\n") or not raw.strip():
                 continue
-            line = raw.decode("utf-8")
-            if timings:
-                obj = _load_object(line, p, lineno)
-                if obj.get("id") in timings:
-                    merge_volatile(obj, timings[obj["id"]])
-                    line = json.dumps(obj, ensure_ascii=False)
-            yield parse_record(model, line, path=p, lineno=lineno)
+            yield parse_timed(model, raw.decode("utf-8"), timings, p, lineno)
+
+
+def read_timings(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The timings of the finished stage file ``path`` by record id (empty when it has none)."""
+    return _read_timings(path)
+
+
+def parse_timed(model: type[R], line: str, timings: Mapping[str, Any], path: str | os.PathLike[str],
+                lineno: int) -> R:
+    """One line of a stage file as a record, with its timings (``timings``: :func:`read_timings`) put back."""
+    if timings:
+        obj = _load_object(line, path, lineno)
+        if obj.get("id") in timings:
+            merge_volatile(obj, timings[obj["id"]])
+            line = json.dumps(obj, ensure_ascii=False)
+    return parse_record(model, line, path=path, lineno=lineno)
 
 
 def _cut_back(fh: Any, size: int) -> None:
@@ -360,6 +412,7 @@ class RunDir:
         except OSError as exc:
             raise storage_error(exc, self.path) from exc
         self._lock_key = _acquire(self.path) if lock else None
+        self._stores: dict[str, JsonlStore[Any]] = {}
 
     def close(self) -> None:
         """Give the writer lock back (idempotent)."""
@@ -389,8 +442,27 @@ class RunDir:
         _atomic_write(target, text)
 
     def stage_file(self, name: str, model: type[R], key: Callable[[R], str] | None = None) -> JsonlStore[R]:
-        """The append-only JSONL file ``<name>.jsonl`` of this run."""
-        return JsonlStore(self.path / f"{name}.jsonl", model, key)
+        """The append-only JSONL file ``<name>.jsonl`` of this run (remembered for :meth:`finish_stages`)."""
+        store = JsonlStore(self.path / f"{name}.jsonl", model, key)
+        self._stores[name] = store
+        return store
+
+    def finish_stages(self, roots: Iterable[str]) -> list[str]:
+        """Put every stage file this run opened (:meth:`stage_file`) that changed since its last
+        finish in its final form (:meth:`JsonlStore.finish`), in :func:`input_order` of ``roots``
+        (the ids of the run's input items, in input order); returns the names of the files rewritten."""
+        try:
+            done = json.loads((self.path / FINISHED_STAGES).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            done = {}
+        stale = {name: store for name, store in self._stores.items()
+                 if store.state() != done.get(name) and (len(store) or name in done)}
+        if not stale:
+            return []
+        pos = {r: i for i, r in enumerate(dict.fromkeys(roots))}
+        changed = [name for name, store in stale.items() if store.finish(input_order(store.ids, pos))]
+        self.write_json(FINISHED_STAGES, {**done, **{name: store.state() for name, store in stale.items()}})
+        return changed
 
     def write_json(self, name: str, obj: Any) -> Path:
         target = self.path / name
@@ -442,6 +514,9 @@ class RunDir:
 STATE_FILES = (".derived.json", ".finished.json")
 #: the state file of a run that finished every item (its stored output, keyed by what it depends on)
 FINISHED = ".finished.json"
+#: the size and mtime of each stage file when :meth:`RunDir.finish_stages` last finished it: a
+#: stage file that still has them is in its final form (nothing to read on a resume)
+FINISHED_STAGES = ".stages.json"
 
 
 def records_key(records: Iterable[BaseModel]) -> str:
@@ -462,7 +537,7 @@ def config_key(cfg: Any, *parts: str) -> str:
 
 #: files of a run directory that describe an invocation, not the run's data (left out of its fingerprint)
 _NOT_DATA = ("metrics.json", "report.md", "report.html", "unfinished.json", ".agentrag.lock",
-             *STATE_FILES, "config.prev.yaml")
+             *STATE_FILES, FINISHED_STAGES, "config.prev.yaml")
 
 
 def _key(key: str) -> str:

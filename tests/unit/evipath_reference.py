@@ -260,4 +260,6 @@ class OldEviPathSynth(EviPathSynth):
                 sels=stages.selections, gates=stages.gates, convs=stages.conversations,
                 exported=exported, export_roles=stages.export_roles())
             return SynthOutput(counts=counts, export=exported, details=details)
-        return Pipeline(steps=[steps], report=report, report_key=lambda: ids_key(wanted))
+        # the stage files' final form (input order, timings apart) is the driver's, the same for both
+        return Pipeline(steps=[steps], report=report, report_key=lambda: ids_key(wanted),
+                        order=lambda: [i.id for i in inputs.items])

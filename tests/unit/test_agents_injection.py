@@ -40,8 +40,8 @@ def test_search_r1_stream_is_one_assistant_string_with_exact_documents():
 
 def test_search_r1_answer_is_the_first_closed_answer_outside_think():
     assert parse_action("<think>maybe <answer>Lyon</answer></think> <answer>Paris</answer>")[:2] == ("answer", "Paris")
-    # a second answer after the first closed one is a malformed turn (the one protocol parser), never an answer
-    assert parse_action("<answer>Lyon</answer> no, <answer>Paris</answer>")[0] is None
+    # the first closed answer ends the turn, as the released rollout cuts it; what follows is ignored
+    assert parse_action("<answer>Lyon</answer> no, <answer>Paris</answer>")[:2] == ("answer", "Lyon")
     assert parse_action("<answer>Paris</answer> trailing text")[:2] == ("answer", "Paris")
     assert parse_action("<think>I guess <answer>Lyon</answer>")[0] is None  # inside an unclosed think
     assert parse_action("<answer>Paris")[0] is None  # not closed

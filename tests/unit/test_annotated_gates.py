@@ -7,20 +7,20 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from agentrag.agents.pe_protocol import EXECUTOR_SYSTEM, PLANNER_SYSTEM, parse_executor, parse_planner
+from agentrag.agents.pe_protocol import EXECUTOR_SYSTEM, PLANNER_SYSTEM, parse_planner
 from agentrag.eval.datasets import load_dataset
-from agentrag.records import Hit, Passage, Provenance
+from agentrag.records import Hit, Passage
 from agentrag.synth.annotated import AnnotatedRunConfig, run_annotated
 from agentrag.synth.annotated.gates import first_failure, support_gate
+from agentrag.synth.annotated.pe import evipath_records
 from agentrag.synth.annotated.questions import is_natural, natural_question, relation_question
 from agentrag.synth.annotated.teacher import Hop, SearchedHop, item_hops
 from agentrag.synth.evipath.config import GateConfig
 from agentrag.synth.evipath.gates import check_path
-from agentrag.synth.evipath.schema import EviItem, Fact, IterationRecord, PlanRecord, SelectionRecord
+from agentrag.synth.evipath.schema import EviItem, Fact
 from agentrag.testing import FakeRetriever
 
 
@@ -74,6 +74,8 @@ def test_repeated_hops_and_one_sided_comparisons_are_rejected():
     ("date of birth", "5 March 1950", "When was Acme born?"),
     ("number of seats", "12", "What is the number of seats of Acme?"),
     ("inspired by", "Ann Lee", "What is Acme inspired by?"),
+    ("applies to jurisdiction", "Ohio", "Which jurisdiction does Acme apply to?"),
+    ("original language of film or TV show", "Hindi", "What is the original language of Acme?"),
 ])
 def test_relation_table_and_answer_types(relation, answer, question):
     assert relation_question("Acme", relation, answer) == question
@@ -84,6 +86,15 @@ def test_relation_table_and_answer_types(relation, answer, question):
     ("When was Oslo colonized by Danes ?", "When was Oslo colonized by Danes?"),
     ("The mountain range that separates Europe from asia is", "What is the mountain range that separates Europe from asia?"),
     ("Who directed Liar Liar??", "Who directed Liar Liar?"),
+    ("What nickname did John 's policy earn him", "What nickname did John's policy earn him?"),
+    ("Which country is .dm in", "Which country is .dm in?"),
+    ("who founded Royal Academy of Music answers.com", "Who founded Royal Academy of Music?"),
+    ("who was president of the united states immediately following World War I i",
+     "Who was president of the united states immediately following World War I?"),
+    ("who was president immediately following World War i", "Who was president immediately following World War I?"),
+    ("where can i find the show", "Where can I find the show?"),
+    ("What is the flag of the The Bahamas", "What is the flag of The Bahamas?"),
+    ("The The Last Sleep of Arthur in Avalon was made by whom", "The Last Sleep of Arthur in Avalon was made by whom?"),
 ])
 def test_web_search_forms_become_questions(raw, clean):
     assert natural_question(raw) == clean and is_natural(clean) is None
@@ -96,34 +107,12 @@ def test_rewritten_sub_questions_of_the_training_files_are_natural(data_dir: Pat
     sample = random.Random(0).sample(queries, 100)
     bad = [(q, why) for q in sample if (why := is_natural(q))]
     assert len(bad) <= 5, bad
-    for bad_q in ("what is the founded by of Acme?", "Who directed Acme", "Where is is Acme?", "Acme >> country?"):
+    for bad_q in ("what is the founded by of Acme?", "Who directed Acme", "Where is is Acme?", "Acme >> country?",
+                  "What forest is by Warsaw 's border?", "Who founded Acme answers.com?", "Where is the The Acme?",
+                  "What is the applies to jurisdiction of Acme?"):
         assert is_natural(bad_q) is not None
 
 
-def _evipath_records(planner: list[dict[str, Any]], execs: list[list[dict[str, Any]]], item_id: str,
-                     ) -> tuple[PlanRecord, list[IterationRecord], list[SelectionRecord]]:
-    """The EviPath stage records of one planner chat and its executor chats (parsed with the
-    agent's protocol)."""
-    prov = Provenance(stage="annotated")
-    its: list[IterationRecord] = []
-    turns = [m for m in planner if m["role"] == "assistant"]
-    obs = [m["content"] for m in planner[2:] if m["role"] == "user"]
-    for n, t in enumerate(turns, start=1):
-        p = parse_planner(t["content"])
-        o = [obs[n - 1].removeprefix("Observation:\n")] if p.searches else []
-        its.append(IterationRecord(id=f"{item_id}-i{n}", item_id=item_id, n=n, thought=p.thought, actions=p.searches,
-                                   observations=o, answer=p.answer, last=n == len(turns), provenance=prov))
-    sels = []
-    for k, chat in enumerate(execs):
-        user = chat[1]["content"]
-        question = user.split("\n", 1)[0].removeprefix("Question: ")
-        evidence = [line.split("] ", 1)[1] for line in user.splitlines() if line.startswith("[")]
-        ex = parse_executor(chat[2]["content"])
-        sels.append(SelectionRecord(id=f"{item_id}-s{k}", item_id=item_id, question=question, answer=ex.answer or "",
-                                    evidence=evidence, gold_positions=list(ex.select or []), thought=ex.thought,
-                                    supporting=[evidence[i] for i in ex.select or []], select=ex.select,
-                                    provenance=prov))
-    return PlanRecord(id=item_id, plan=[], provenance=prov), its, sels
 
 
 def test_planner_executor_conversations_pass_evipaths_gates(data_dir: Path, tmp_path: Path):
@@ -145,7 +134,7 @@ def test_planner_executor_conversations_pass_evipaths_gates(data_dir: Path, tmp_
         rec = by_question[chat[1]["content"].removeprefix("Question: ")]
         searches = [s for m_ in chat if m_["role"] == "assistant" for s in parse_planner(m_["content"]).searches]
         mine = [next(e for e in execs if e[1]["content"].startswith(f"Question: {q}\n")) for q in searches]
-        plan, its, sels = _evipath_records(chat, mine, rec["id"])
+        plan, its, sels = evipath_records(chat, mine, rec["id"])
         facts = [Fact(idx=i, title=p["title"], text=p["paragraph_text"]) for i, p in enumerate(rec["paragraphs"])]
         item = EviItem(id=rec["id"], question=rec["question"], answer=rec["answer"],
                        answers=[rec["answer"], *rec.get("answer_aliases", [])], facts=facts,
@@ -153,3 +142,18 @@ def test_planner_executor_conversations_pass_evipaths_gates(data_dir: Path, tmp_
                        hops=len(rec["question_decomposition"]))
         g = check_path(item, plan, its, sels, GateConfig())
         assert g.passed, (rec["id"], g.reasons)
+
+
+def test_an_executor_chat_evipaths_gates_would_reject_is_found_before_export():
+    """A hop the teacher's support gate accepts by nationality ("French" for France) gives an
+    executor answer sentence EviPath's sub_answer_support does not find stated: the
+    planner_executor export leaves that path out (counted) instead of exporting a failing chat."""
+    from agentrag.synth.annotated.pe import executor_problem
+
+    hop = Hop("Which country approved the name?", "France", ["Neptune"])
+    french = SearchedHop(hop, "obs", [Hit(id="0", title="Neptune", text="The French bureau approved the name.",
+                                          score=1.0)])
+    assert support_gate([french]) is None and executor_problem(french) is not None
+    stated = SearchedHop(hop, "obs", [Hit(id="0", title="Neptune", text="The bureau in France approved the name.",
+                                          score=1.0)])
+    assert executor_problem(stated) is None

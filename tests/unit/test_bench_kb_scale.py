@@ -55,3 +55,10 @@ def test_two_sizes_are_refused():
     out = subprocess.run([sys.executable, str(SCRIPT), "--sizes", "1000,2000"], capture_output=True, text=True,
                          cwd=SCRIPT.parent)
     assert out.returncode == 2 and "at least three distinct sizes" in out.stderr
+
+
+def test_dense_scale_refuses_two_sizes():
+    dense = SCRIPT.with_name("kb_scale_dense.py")
+    out = subprocess.run([sys.executable, str(dense), "--sizes", "1000,2000"], capture_output=True, text=True,
+                         cwd=SCRIPT.parent)
+    assert out.returncode == 2 and "at least three distinct sizes" in out.stderr

@@ -20,9 +20,9 @@ RAGSHAPER_EMPTY = [
 
 
 def test_the_stage_that_emptied_the_funnel_its_top_reason_and_the_fix():
-    lines = explain_empty(RAGSHAPER_EMPTY, {"qa": {"max_answer_words": 8}})
+    lines = explain_empty(RAGSHAPER_EMPTY, {"llm": "embedded", "qa": {"max_answer_words": 8}})
     assert lines[0].startswith("nothing was produced: stage 'qa' ended at 0 (3 in, 0 out)")
-    assert "top rejection: explanation_answer (2 of 3)" in lines[1]
+    assert "top rejections: explanation_answer (2 of 3), answer_too_long (1 of 3)" in lines[1]
     assert "--llm" in lines[2]
     assert "qa.*" in lines[3]
 
@@ -38,11 +38,13 @@ def test_no_input_at_all_is_said_too():
     assert "no stage had any input" in explain_empty([{"stage": "qa", "in": 0, "out": 0, "rejected": {}}])[0]
 
 
-@pytest.mark.parametrize("reason,word", [("min_gap", "pairs.min_gap"), ("context_limit", "n_ctx"),
-                                         ("parse_error", "max_tokens"), ("answer_format_error", "--llm"),
-                                         ("something_new", "--llm")])
-def test_each_reason_gets_a_setting_or_model_change(reason, word):
-    assert word in hint_for(reason)
+@pytest.mark.parametrize("reason,word", [("min_gap", "pairs.min_gap"), ("support_retrieved", "doc_chars"),
+                                         ("parse_error", "--llm"), ("answer_format_error", "--llm"),
+                                         ("context_limit", "no tested advice"), ("something_new", "no tested advice")])
+def test_each_reason_gets_tested_advice_or_says_it_has_none(reason, word):
+    """Only advice a test followed and saw help (tests/unit/test_synth_advice.py); "raise
+    max_tokens" is gone (following it did not help)."""
+    assert word in hint_for(reason) and "max_tokens" not in hint_for(reason)
 
 
 def test_written_lists_only_non_empty_files(tmp_path):
@@ -58,7 +60,7 @@ def test_reasonrag_with_no_pair_names_min_gap_and_prints_no_missing_path(tmp_pat
     assert res.exit_code == 0, res.output
     out = " ".join(res.output.split())
     assert "nothing was produced: stage 'pairs' ended at 0" in out, res.output
-    assert "top rejection: min_gap" in out and "lower pairs.min_gap" in out
+    assert "top rejections: min_gap" in out and "lower pairs.min_gap" in out
     assert "trl_dpo.jsonl" not in out  # not written: not printed
     assert "report: " in out
 
@@ -111,12 +113,16 @@ def test_advice_names_only_options_the_command_has():
 
 
 def test_advice_names_only_settings_of_the_run_config():
-    """Two synthesizers name a reason alike: the Tracer's "malformed" pairs get no ReasonRAG advice
-    (mcts.max_tokens); ReasonRAG's keep theirs."""
+    """Two synthesizers name a reason alike: the Tracer's "min_gap" would get no ReasonRAG advice
+    (pairs.min_gap is not its setting); ReasonRAG keeps it; the annotated teacher (no LLM) gets no
+    model advice."""
     from agentrag.cli.funnel import explain_empty
 
-    funnel = [{"stage": "pairs", "in": 2, "out": 0, "rejected": {"malformed": 2}}]
-    tracer = " ".join(explain_empty(funnel, config={"atomic": {}, "compose": {}, "pairs": {}}))
-    assert "mcts." not in tracer and "what helps:" in tracer
-    reasonrag = " ".join(explain_empty(funnel, config={"mcts": {}, "pairs": {}, "value": {}}))
-    assert "mcts.max_tokens" in reasonrag
+    funnel = [{"stage": "pairs", "in": 2, "out": 0, "rejected": {"min_gap": 2}}]
+    tracer = " ".join(explain_empty(funnel, config={"llm": "x", "atomic": {}, "compose": {}}))
+    assert "pairs.min_gap" not in tracer and "no tested advice" in tracer
+    reasonrag = " ".join(explain_empty(funnel, config={"llm": "x", "mcts": {}, "pairs": {}, "value": {}}))
+    assert "lower pairs.min_gap" in reasonrag
+    gates = [{"stage": "gates", "in": 12, "out": 0, "rejected": {"answer_grounded": 12}}]
+    assert "--llm" not in " ".join(explain_empty(gates, config={"top_k": 5, "doc_chars": None}))
+    assert "--llm" in " ".join(explain_empty(gates, config={"llm": "x"}))

@@ -54,11 +54,12 @@ def test_gold_fake_produces_gate_passing_planner_and_executor_records(tmp_path: 
     assert [x.role for x in p[:3]] == ["system", "user", "assistant"] and p[-1].role == "assistant"
     assert "<answer>" in p[-1].content and all(x.content.startswith("Observation:") for x in p[3:-1:2])
     assert "<action>" in p[2].content and 'Search("' in p[2].content
-    # executor: think / select / answer over 20 indexed paragraphs, select = the gold positions
+    # executor: think / select / answer over what the agent's executor is shown (its top_k 5 paragraphs,
+    # the gold one in), select = the gold positions
     sels = {s.id: s for s in (SelectionRecord.model_validate_json(x)
                              for x in (tmp_path / "run" / "selections.jsonl").read_text().splitlines())}
     e = executors[0]
-    assert e.messages[1].content.count("\n[") == 20
+    assert e.messages[1].content.count("\n[") == 5
     assert f"<select> [{', '.join(map(str, sels[e.id.removesuffix('-executor')].gold_positions))}] </select>" \
         in e.messages[2].content
     # report numbers

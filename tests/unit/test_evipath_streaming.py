@@ -46,7 +46,8 @@ def _files(run: Path) -> dict[str, bytes]:
     """Every stage file and export file of a run (not metrics, reports, caches, locks)."""
     return {str(p.relative_to(run)): _untimed(p.name, p.read_bytes()) for p in sorted(run.rglob("*"))
             if p.is_file() and (p.suffix == ".jsonl" or p.parent.name.startswith("sft"))
-            and not p.name.startswith(".") and "cache" not in str(p.relative_to(run))}
+            and not p.name.startswith(".") and "cache" not in str(p.relative_to(run))
+            and not p.name.endswith(".timings.jsonl")}  # the timings of the finished stage files
 
 
 def _metrics(run: Path) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """Every synthesizer on a full disk (simulated, :mod:`disk_faults`): the LLM cache full at start
-and mid-run, the report and a stage file full at the end: one error line naming the file and
+and mid-run, a stage file full mid-run, the report at the end: one error line naming the file and
 the disk, exit 2, no traceback; after space is freed the rerun finishes and pays no request
 twice (the one reply still in memory when a run stopped on a full cache is the only exception,
 and it is said in the error line)."""
@@ -193,3 +193,43 @@ def test_cache_full_mid_run_stops_at_once_and_the_rerun_pays_at_most_the_held_re
         res = run(out)
         assert res.exit_code == 0, res.output
         assert srv.requests <= baseline + 1
+
+
+@pytest.mark.parametrize("world", LLM_WORLDS)
+def test_a_stage_file_full_mid_run_is_one_line_and_the_rerun_pays_nothing_twice(world, tmp_path, monkeypatch):
+    baseline = _healthy_requests(world, tmp_path, monkeypatch)
+    out = tmp_path / "run"
+    with WORLDS[world](tmp_path, monkeypatch) as (srv, run):
+        disk = FullDisk(monkeypatch, files=lambda n: n.endswith(".jsonl"), full=False)
+        real_reply = srv.reply
+
+        def fill_disk(body: dict[str, Any]) -> Any:  # the first reply's record finds the disk full
+            disk.full = True
+            return real_reply(body)
+
+        srv.reply = fill_disk
+        res = run(out)
+        assert res.exit_code == EXIT_BAD_INPUT, res.output
+        line = disk_error_line(res.output, "the disk is full", str(out))
+        assert ".jsonl" in line, line
+        assert srv.requests < baseline  # stopped at the first record the disk refused (its item's calls made)
+        disk.full = False
+        srv.reply = real_reply
+        res = run(out)
+        assert res.exit_code == 0, res.output
+        assert srv.requests <= baseline  # the reply was cached before its record failed: not paid twice
+
+
+def test_annotated_stage_file_full_is_one_line_and_the_rerun_finishes(tmp_path, monkeypatch):
+    """synth annotated calls no LLM: its stage file refused by a full disk, then space freed."""
+    out = tmp_path / "run"
+    with WORLDS["annotated"](tmp_path, monkeypatch) as (_srv, run):
+        disk = FullDisk(monkeypatch, files=lambda n: n == "paths.jsonl")
+        res = run(out)
+        assert res.exit_code == EXIT_BAD_INPUT, res.output
+        disk_error_line(res.output, "paths.jsonl", "the disk is full")
+        assert (out / "paths.jsonl").read_text() == ""  # no torn line left behind
+        disk.full = False
+        res = run(out)
+        assert res.exit_code == 0, res.output
+    assert [json.loads(x)["id"] for x in (out / "paths.jsonl").read_text().splitlines()] == ["m1"]

@@ -61,10 +61,28 @@ def test_fast_hit_is_model_construct():
     a = _hit(("p1", "T", "text", meta), 2.5, "bm25", "main")
     b = Hit.model_construct(id="p1", title="T", text="text", score=2.5, method="bm25", kb="main",
                             metadata={"url": "x"})
-    assert a == b and a.model_dump() == b.model_dump() and a.model_fields_set == b.model_fields_set
+    assert a == b and a.model_dump() == b.model_dump() and a.model_dump_json() == b.model_dump_json()
+    assert a.model_fields_set == set(Hit.model_fields)  # every field given (schema_version too)
     assert _hit(("p2", "", "t", None), 1, "bm25", "kb").metadata == {}
-    a.score = 3.0  # a real, mutable model: its own fields-set
-    assert b.score == 2.5 and "score" in a.model_fields_set
+    a.score = 3.0  # a real, mutable model
+    assert b.score == 2.5 and a.score == 3.0 and a.model_fields_set == set(Hit.model_fields)
+
+
+def test_fast_hits_are_independent():
+    """Hits of one build share their fields-set (all fields; pydantic only adds names already in
+    it), nothing else: changing one hit, its metadata or a copy of it leaves the others as they were."""
+    rows = [("p1", "T", "text", '{"url": "x"}'), ("p2", "", "t", None)]
+    hits = make_hits([[(0, 2.0), (1, 1.0)], [(1, 3.0), (0, 0.5)]], rows, "bm25", "main")
+    before = [[h.model_dump() for h in hs] for hs in hits]
+    h = hits[0][0]
+    h.score, h.title = 9.0, "changed"
+    h.metadata["url"] = "y"
+    hits[0][1].metadata["k"] = 1
+    c = hits[1][0].model_copy(update={"kb": "other"})
+    assert c.kb == "other" and hits[1][0].kb == "main"
+    assert [[h.model_dump() for h in hs] for hs in hits[1:]] == before[1:]
+    assert hits[1][1].metadata == {"url": "x"} and hits[1][0].metadata == {}
+    assert all(x.model_fields_set == set(Hit.model_fields) for hs in hits for x in hs)
 
 
 def test_kb_search_hits_follow_the_index(tmp_path, data_dir):
@@ -76,3 +94,23 @@ def test_kb_search_hits_follow_the_index(tmp_path, data_dir):
     assert [[(h.id, h.score) for h in hs] for hs in hits] == [[(ps[r].id, s) for r, s in rs] for rs in ranked]
     by_id = {p.id: p for p in ps}
     assert all(h.text == by_id[h.id].text and h.title == by_id[h.id].title for hs in hits for h in hs)
+
+
+def test_hits_from_arrays_equal_hits_from_lists():
+    """The numba loop's (rows, scores) arrays give the hits their (row, score) lists give: entries
+    scoring 0 (anywhere in a row) are no hit, the order is kept, scores are Python floats."""
+    import json
+
+    import numpy as np
+
+    from agentrag.kb.indexes import ranked_lists
+
+    table = [(f"p{i}", f"T{i}", f"text {i}", None if i % 2 else json.dumps({"i": i})) for i in range(6)]
+    rows = np.array([[3, 1, 0], [5, 2, 4], [0, 1, 2]], dtype=np.int32)
+    vals = np.array([[2.5, 1.0, 0.0], [0.0, 0.0, 0.0], [1.5, 0.0, 0.25]], dtype=np.float32)
+    from_arrays = make_hits((rows, vals), table, "bm25", "main")
+    assert from_arrays == make_hits(ranked_lists((rows, vals)), table, "bm25", "main")
+    assert [[(h.id, h.score) for h in hs] for hs in from_arrays] == [[("p3", 2.5), ("p1", 1.0)], [],
+                                                                      [("p0", 1.5), ("p2", 0.25)]]
+    assert all(type(h.score) is float for hs in from_arrays for h in hs)
+    assert from_arrays[2][1].metadata == {"i": 2} and from_arrays[0][1].metadata == {}

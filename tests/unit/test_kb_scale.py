@@ -198,3 +198,32 @@ def test_ivfpq_index_is_memory_mapped_on_load_and_still_accepts_adds(tmp_path, s
     again.add([Passage(id="new", title="Zzyzx Road", text="Zzyzx Road is a road in the Mojave Desert.")])
     assert len(again) == 301 and again.search(["Zzyzx Road Mojave"], 1, method="bm25")[0][0].id == "new"
     assert again.dense.size == 301
+
+
+def test_imported_ivfpq_dense_search_is_faiss_search_on_the_same_index(tmp_path, shared_passages):
+    """What benchmarks/kb_scale_dense.py times: kb.search over an imported IVF-PQ index returns what
+    FAISS's own index.search gives for the same query vectors (rows mapped to passage ids)."""
+    import faiss
+
+    corpus = _flashrag(shared_passages, tmp_path / "corpus.jsonl")
+    emb = HashEmbedder(64)
+    vecs = emb.embed([p.contents for p in read_corpus(corpus)], kind="passage")
+    index = faiss.IndexIVFPQ(faiss.IndexFlatIP(64), 64, 4, 8, 8, faiss.METRIC_INNER_PRODUCT)
+    index.train(vecs)
+    index.add(vecs)
+    faiss.write_index(index, str(tmp_path / "ivfpq.index"))
+    cfg = KBConfig(embedder={"model": "hash64"}, index={"nprobe": 3})
+    kb = import_kb(corpus, tmp_path / "imp", cfg, faiss_index=tmp_path / "ivfpq.index")
+    kb = KnowledgeBase.load(kb.directory, embedder=emb)
+    assert kb.params["index_type"] == "ivfpq" and kb.dense is not None and kb.dense.mmapped
+    ids = list(kb.ids())
+    qs = ["Journal of Mathematical Physics editor", "person-centered therapy counseling", "American Institute",
+          "a query with no word of the corpus zzyzx"]
+    ref = faiss.read_index(str(tmp_path / "ivfpq.index"))
+    faiss.extract_index_ivf(ref).nprobe = 3
+    scores, rows = ref.search(emb.embed(qs, kind="query"), 5)
+    got = kb.search(qs, 5, method="dense")
+    for q, hits, srow, rrow in zip(qs, got, scores.tolist(), rows.tolist(), strict=True):
+        assert [h.id for h in hits] == [ids[r] for r in rrow if r >= 0], q
+        np.testing.assert_allclose([h.score for h in hits], [s for s, r in zip(srow, rrow, strict=True) if r >= 0],
+                                   rtol=1e-5)

@@ -1,15 +1,17 @@
 """``kb serve`` answers every malformed /retrieve body with a 4xx and a one-line JSON error, never a
-500: JSON nested past the parser's depth, values nested too deeply to show in a message, and a
-seeded fuzz over JSON shapes and depths (fields of the request filled with random JSON values)."""
+500: JSON nested past the parser's depth, values nested too deeply to show in a message, and
+hypothesis fuzz over JSON shapes (the request's fields filled with JSON values of any shape, or any
+JSON value as the body) and over nesting depths."""
 
 from __future__ import annotations
 
 import json
-import random
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentrag.kb.server import create_app
 from agentrag.records import Passage
@@ -50,42 +52,48 @@ def test_a_value_nested_too_deeply_to_show_is_named_by_its_type(client, field):
     assert_client_error(client.post("/retrieve", content=raw.encode()))
 
 
-def _value(rng: random.Random, depth: int) -> Any:
-    kinds = ["int", "float", "str", "bool", "null", "list", "dict", "bigint", "weird"]
-    kind = rng.choice(kinds if depth < 6 else kinds[:5])
-    if kind == "int":
-        return rng.randint(-5, 20)
-    if kind == "float":
-        return rng.choice([0.5, -1.0, 1e308, 3.0])
-    if kind == "str":
-        return rng.choice(["", " ", "x" * 60, "Everest", "\u0000", "\ud800"[:0] + "é"])
-    if kind == "bool":
-        return rng.random() < 0.5
-    if kind == "null":
-        return None
-    if kind == "bigint":
-        return 10 ** rng.randint(20, 5000)
-    if kind == "weird":
-        return rng.choice([[None], [[]], {"": {}}, ["x"] * 10])
-    if kind == "list":
-        return [_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
-    return {rng.choice(["a", "queries", "topk", "id"]): _value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+#: JSON scalars a client may send where the server expects something else
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(10 ** 30), max_value=10 ** 30),
+                    st.integers(min_value=10 ** 4300, max_value=10 ** 4400),  # past Python's int-to-str limit
+                    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=80),
+                    st.sampled_from(["", " ", "x" * 60, "Everest", "\u0000", "é", "\u2028"]))
+#: JSON values of any shape, lists and objects nested a few levels
+VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=5),
+    st.dictionaries(st.sampled_from(["a", "", "queries", "topk", "id", "document"]) | st.text(max_size=8),
+                    inner, max_size=4)), max_leaves=25)
+FIELDS = ["query", "queries", "topk", "top_k", "return_scores", "trajectory_id", "trajectory_ids", "extra"]
+#: a request body: an object over the request's own fields (and others), or any JSON value
+BODIES = st.one_of(st.dictionaries(st.sampled_from(FIELDS), VALUES, max_size=len(FIELDS)), VALUES)
 
 
-def test_a_seeded_fuzz_over_json_shapes_never_gets_a_500(client):
-    rng = random.Random(39)
-    fields = ["query", "queries", "topk", "top_k", "return_scores", "trajectory_id", "trajectory_ids", "extra"]
-    for _ in range(400):
-        body: Any = {f: _value(rng, 0) for f in rng.sample(fields, rng.randint(0, len(fields)))}
-        if rng.random() < 0.1:
-            body = _value(rng, 0)
-        try:
-            raw = json.dumps(body).encode()
-        except ValueError:  # an int too long for str(): send it as the digits
-            raw = b'{"topk": ' + b"9" * 5000 + b"}"
-        resp = client.post("/retrieve", content=raw)
-        if resp.status_code == 200:
-            continue
+def _raw(body: Any) -> bytes:
+    try:
+        return json.dumps(body).encode()
+    except ValueError:  # an int too long for str(): send it as the digits
+        return b'{"topk": ' + b"9" * 5000 + b"}"
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(body=BODIES)
+def test_a_fuzz_over_json_shapes_never_gets_a_500(client, body):
+    resp = client.post("/retrieve", content=_raw(body))
+    if resp.status_code != 200:
         assert_client_error(resp)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(depth=st.integers(min_value=1, max_value=50_000), opener=st.sampled_from(["[", '{"a":', '{"queries":']),
+       field=st.sampled_from(FIELDS), leaf=st.sampled_from(["1", "null", '"x"', "[]", "{}"]))
+def test_a_fuzz_over_nesting_depths_never_gets_a_500(client, depth, opener, field, leaf):
+    closer = "]" if opener == "[" else "}"
+    value = opener * depth + leaf + closer * depth
+    for raw in (value, '{"' + field + '": ' + value + "}", '{"' + field + '": ' + value + ', "queries": ["x"]}'):
+        resp = client.post("/retrieve", content=raw.encode())
+        if resp.status_code != 200:
+            assert_client_error(resp)
+
+
+def test_bodies_that_are_not_json_are_a_400(client):
     for raw in (b"", b"\xff\xfe", b"nul", b'{"queries": ["a"]', b"{" * 10, b"\"\\ud800\""):
         assert_client_error(client.post("/retrieve", content=raw))

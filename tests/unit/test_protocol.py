@@ -194,7 +194,8 @@ def _world():
 @pytest.mark.parametrize("agent, bad, good", [
     ("react", "It is <answer>INVENTED</Answer>", "<answer>Paris</answer>"),
     ("react", "<answer>Paris</answer> no wait <answer>INVENTED</answer>", "<answer>Paris</answer> trailing"),
-    ("search_r1", "<answer>INVENTED</answer><search>more", "<answer>Paris</answer> INVENTED"),
+    # (search_r1 takes the first <answer> even when an action follows it: the release's rule)
+    ("search_r1", "It is <answer>INVENTED", "<answer>Paris</answer> INVENTED"),
     ("reason_ground", "So the answer is <answer>INVENTED</answer> <query>x</query>",
      "So the answer is <answer>Paris</answer> INVENTED"),
 ])

@@ -105,3 +105,22 @@ def test_tree_forced_leaves_follow_the_agents_schedule(tmp_path):
     assert grounded and all(nodes[n.parent or "r"].stage == "grounding" for n in grounded)
     assert any("John Smith" in (n.response or "") for n in forced)
     assert FORCE_ANSWER  # the forced prompt is the agent's
+
+
+def test_doc_chars_cuts_documents_in_the_tree_the_rollouts_and_the_greedy_agent(tmp_path):
+    """``mcts.doc_chars`` shows every Grounding prompt (expansions, SPRE rollouts, greedy baseline)
+    the documents cut as the reason_ground agent's ``doc_chars`` cuts them."""
+    from agentrag.agents.tools import format_documents
+
+    long_r = retriever()
+    for p in long_r.passages:
+        p.text += " More words about the film follow here." * 10
+    cfg = config(mcts=config().mcts.model_copy(update={"doc_chars": 40}))
+    llm = ScriptedLLM(default=policy)
+    run_reasonrag(cfg, tmp_path, llm=llm, retriever=long_r, questions=[QUESTION])
+    grounding = [r["messages"][1].content or "" for r in llm.requests if r["messages"][0].content == GROUNDING_SYSTEM]
+    assert grounding
+    cut = format_documents(long_r.search([GOOD_QUERY], 1)[0], neutralize=True, doc_chars=40)
+    assert "..." in cut and any(g.endswith(cut) for g in grounding)
+    assert not any(g.endswith(format_documents(long_r.search([GOOD_QUERY], 1)[0], neutralize=True))
+                   for g in grounding)

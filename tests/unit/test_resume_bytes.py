@@ -56,6 +56,13 @@ def test_a_run_resumed_after_an_outage_writes_the_same_bytes(tmp_path, fake_kb, 
     assert '"elapsed"' not in line and '"latency"' not in line
     back = JsonlStore(out / "results.jsonl", EvalResult).read()  # the timings are put back on reading
     assert all(r.trajectory is not None and r.trajectory.elapsed > 0 for r in back)
+    exports = {}
+    for name in ("clean", "resumed"):  # the exports of the two runs are the same files too
+        res = runner.invoke(app, ["export", "sft", "--trajectories", str(tmp_path / name / "results.jsonl"),
+                                  "--out", str(tmp_path / f"sft-{name}")])
+        assert res.exit_code == 0, res.output
+        exports[name] = {p.name: p.read_bytes() for p in sorted((tmp_path / f"sft-{name}").iterdir())}
+    assert exports["resumed"] == exports["clean"] and "trl_sft.jsonl" in exports["clean"]
 
 
 def _faulting(srv: StubOpenAIServer, down: set[str]):

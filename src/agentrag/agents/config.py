@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -11,6 +11,10 @@ from agentrag.config import Config
 
 class AgentConfig(Config):
     """Settings every agent shares."""
+
+    #: settings the CPU budgets of ``--llm embedded`` (agentrag.eval.defaults) leave at this class's
+    #: defaults: an agent whose synthesized training data is made for them names them
+    keep_on_cpu: ClassVar[frozenset[str]] = frozenset()
 
     max_steps: int = Field(default=8, ge=1, description="most model turns (each a tool call, an answer or a malformed reply)")
     top_k: int = Field(default=5, ge=1, description="documents per search when the model does not say")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -58,7 +58,11 @@ def over_budget(question: str, budget: int) -> str:
 
 
 class PlannerExecutorConfig(AgentConfig):
-    """EviPath's planner–executor agent."""
+    """EviPath's planner–executor agent. EviPath's synthesizer makes its data for these defaults
+    (a kept path fits ``max_steps`` and ``max_searches``; its executor records show ``top_k``
+    passages cut at ``max_passage_chars``), so ``--llm embedded`` keeps them (docs/evipath.md)."""
+
+    keep_on_cpu: ClassVar[frozenset[str]] = frozenset({"max_steps", "max_searches", "top_k", "max_passage_chars"})
 
     max_steps: int = Field(default=6, ge=1, description="most planner turns (the last is told to answer)")
     max_searches: int = Field(default=8, ge=1, description="most Search calls (retrievals) per question")

@@ -88,14 +88,19 @@ find the passages that answer the query.
 
 GROUNDING_USER = "Question: {question}\n\nReasoning so far:\n{history}\n\nLatest query: {query}\n\nDocuments:\n{documents}"
 
-SEARCH_R1_USER = """\
-Answer the question below. Think inside <think> and </think> whenever you receive new \
-information. When you are missing knowledge, search for it by writing <search>your query\
-</search>; the results will come back between <information> and </information>. Search as many \
-times as you need. When you are ready, write only the answer, with no explanation, inside \
-<answer> and </answer>, for example <answer>Marie Curie</answer>.
-
-Question: {question}"""
+#: search_r1's default user turn: the structure and format requirements of Search-R1's released
+#: template in our own words (docs/agents.md, "search_r1's prompt"): one line of instructions in the
+#: release's order (<think> on new information, <search> query </search> with results between
+#: <information> and </information>, search as often as needed, the answer in <answer> </answer>
+#: without explanation, with a spaced example), then " Question: {question}" and a newline
+SEARCH_R1_USER = (
+    "Answer the question given below. Each time you receive new information, first reason about it "
+    "inside <think> and </think>. If that reasoning shows you are missing some knowledge, call the "
+    "search engine by writing <search> query </search>, and its top results will be returned "
+    "between <information> and </information>. You may search as often as you need. Once you need "
+    "no further outside knowledge, give the answer directly inside <answer> and </answer>, with no "
+    "detailed explanation, for example <answer> Marie Curie </answer>. Question: {question}\n"
+)
 
 SEARCH_R1_INVALID = (
     "My last action was not valid. A search needs its query between <search> and </search>, and a "

@@ -46,10 +46,11 @@ def information_block(observation: str) -> str:
 
 def parse_turn_text(text: str, *, stopped: bool = True) -> ParsedTurn:
     """One model output under the protocol parser: ``<search>`` and ``<answer>`` end the step
-    (an open ``<search>`` at the end of a ``stopped`` output was cut at its ``</search>``), and
+    (an open ``<search>`` at the end of a ``stopped`` output was cut at its ``</search>``), the
+    first ``</answer>`` ends the turn whatever follows (the released rollout cuts there), and
     ``<think>`` blocks are not parsed."""
     return parse_turn(text, actions=("search", "answer"), closed_by_stop=("search",), stopped=stopped,
-                      blank_think=True)
+                      blank_think=True, answer_ends_turn=True)
 
 
 def parse_action(text: str) -> tuple[str | None, str, int]:

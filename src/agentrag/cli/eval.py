@@ -82,7 +82,8 @@ def eval_command(
     Example: agentrag eval --dataset ../shared/data/hotpotqa/dev_distractor_200.jsonl --kb runs/kb
     --agent react --llm embedded --limit 10 -j 1 --out runs/eval_react --set agent_config.max_steps=4
     (the settings a 2-core CPU finishes in minutes; scripts/demo.sh uses them). With --llm embedded,
-    agent_config max_steps 4, top_k 3 and max_top_k 3 are the defaults unless set.
+    agent_config max_steps 4, top_k 3 and max_top_k 3 are the defaults unless set (planner_executor
+    keeps its max_steps 6 and top_k 5: EviPath's training paths fit them).
     """
     with user_errors():
         from agentrag.eval.defaults import resolved_eval_config

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from agentrag._extras import require
+from agentrag._extras import quiet_loading, require
 from agentrag.errors import UserError
 from agentrag.kb.base import EmbedKind
 from agentrag.paths import cache_root
@@ -114,7 +114,8 @@ class SentenceTransformerEmbedder(_Base):
                  passage_prefix: str | None = None) -> None:
         SentenceTransformer = require("sentence_transformers", "kb", purpose="the embedder").SentenceTransformer
         self.name = name_or_path or DEFAULT_EMBEDDER
-        self.model = SentenceTransformer(resolve_model_path(name_or_path), device="cpu")
+        with quiet_loading():
+            self.model = SentenceTransformer(resolve_model_path(name_or_path), device="cpu")
         if pooling:
             _set_pooling(self.model, pooling, self.name)
         if max_seq_length:
@@ -140,7 +141,8 @@ class OnnxInt8Embedder(_Base):
         ort = require("onnxruntime", "kb", purpose="the onnx-int8 embedder backend")
         SentenceTransformer = require("sentence_transformers", "kb", purpose="the embedder").SentenceTransformer
         self.name = name_or_path or DEFAULT_EMBEDDER
-        st: Any = SentenceTransformer(resolve_model_path(name_or_path), device="cpu")
+        with quiet_loading():
+            st: Any = SentenceTransformer(resolve_model_path(name_or_path), device="cpu")
         self.max_len = int(max_seq_length or st.max_seq_length or 512)
         self.tokenizer = st.tokenizer
         self.dim = _dim(st)

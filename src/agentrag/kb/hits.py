@@ -17,8 +17,10 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
+from pydantic import BaseModel
+
 from agentrag.errors import UserError
-from agentrag.kb.indexes import Ranking, ranked_lists
+from agentrag.kb.indexes import Ranking
 from agentrag.kb.passages import PassageStore
 from agentrag.protocols import apply_threshold
 from agentrag.records import SCHEMA_VERSION, Hit
@@ -77,37 +79,72 @@ class PassageRows:
             self._decided = True
 
 
-_HIT_FIELDS = frozenset(("id", "title", "text", "score", "method", "kb", "metadata"))
+#: every hit's ``__pydantic_fields_set__``: all of Hit's fields, so the one set can be shared (see make_hits)
+_ALL_FIELDS_SET: set[str] = set(Hit.model_fields)
+_SLOTS = vars(BaseModel)
+#: the setters of the slots pydantic gives every model (``__dict__`` and three more): called directly,
+#: they cost about half of ``object.__setattr__``'s lookup by name
+_SET_DICT, _SET_FIELDS, _SET_EXTRA, _SET_PRIVATE = (
+    _SLOTS[name].__set__ for name in ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__",
+                                      "__pydantic_private__"))
 
 
-def make_hits(ranked: list[list[tuple[int, float]]], found: Sequence[Row] | Mapping[int, Row], method: str,
+def ranking_rows(ranking: Ranking) -> Iterator[int]:
+    """The rows ``ranking`` names (those scoring above 0), for reading their passages (worked out
+    only if they are read: a store held in memory does not need them)."""
+    if isinstance(ranking, list):
+        yield from (r for rs in ranking for r, _ in rs)
+    else:
+        rows, vals = ranking
+        yield from rows[vals > 0].tolist()
+
+
+def make_hits(ranking: Ranking, found: Sequence[Row] | Mapping[int, Row], method: str,
               kb: str) -> list[list[Hit]]:
-    """One hit list per ranked list (same order): ``Hit.model_construct(id=.., title=.., text=..,
-    score=.., method=.., kb=.., metadata=..)`` without its per-field default lookups (the passage
-    was validated when it was stored). Building hits was most of our overhead over raw bm25s.
+    """One hit list per query of ``ranking`` (a list of (row, score) lists, or the numba loop's
+    (rows, scores) arrays, entries scoring 0 being no hit), same order: each hit made the way
+    ``Hit.model_construct`` makes one, without its per-field work (the passage was validated
+    when it was stored): the object, its field dict, and pydantic's three other slots set by
+    their descriptors. Building hits is most of a search's cost on a small KB.
 
-    Python's cyclic garbage collector is paused while they are built (and resumed, if it ran,
-    before returning): each hit adds three tracked objects, and on a batch of queries the
-    collections these allocations trigger, each walking every tracked object of the process,
-    cost twice as much as building the hits (measured in docs/kb.md). The hits hold no cycles
-    (strings, floats, a metadata dict), so pausing frees nothing later than it would have been."""
-    new, setattr_, fields, loads = Hit.__new__, object.__setattr__, _HIT_FIELDS, json.loads
+    Every hit shares one fields-set holding all of Hit's fields: pydantic only ever adds a
+    field's name to it (assigning a field; ``model_copy`` updates its own copy), which changes
+    nothing, and one set fewer per hit is one allocation and one object fewer for Python's
+    cyclic collector to walk.
+
+    That collector is paused while the hits are built (and resumed, if it ran, before
+    returning): on a batch of queries the collections these allocations trigger, each walking
+    every tracked object of the process, cost more than building the hits (docs/kb.md). The
+    hits hold no cycles (strings, floats, a metadata dict), so pausing frees nothing later than
+    it would have been."""
+    new, loads = Hit.__new__, json.loads
+    set_dict, set_fields, set_extra, set_private = _SET_DICT, _SET_FIELDS, _SET_EXTRA, _SET_PRIVATE
+    fields = _ALL_FIELDS_SET
+    version = SCHEMA_VERSION
+    pairs: Iterable[Iterable[tuple[int, float]]]
+    if isinstance(ranking, list):
+        pairs, arrays = ranking, False
+    else:  # (Python ints and floats; entries scoring 0 are skipped below)
+        rows, vals = ranking
+        pairs, arrays = map(zip, rows.tolist(), vals.tolist()), True
     out: list[list[Hit]] = []
     collecting = gc.isenabled()
     if collecting:
         gc.disable()
     try:
-        for rs in ranked:
+        for rs in pairs:
             hits = []
             for r, s in rs:
+                if arrays and not s > 0:  # (an entry scoring 0 is no hit)
+                    continue
                 row = found[r]
                 h = new(Hit)
-                setattr_(h, "__dict__", {"schema_version": SCHEMA_VERSION, "id": row[0], "title": row[1],
-                                         "text": row[2], "score": float(s), "method": method, "kb": kb,
-                                         "metadata": loads(row[3]) if row[3] else {}})
-                setattr_(h, "__pydantic_fields_set__", set(fields))
-                setattr_(h, "__pydantic_extra__", None)
-                setattr_(h, "__pydantic_private__", None)
+                set_dict(h, {"schema_version": version, "id": row[0], "title": row[1], "text": row[2],
+                             "score": float(s), "method": method, "kb": kb,
+                             "metadata": loads(row[3]) if row[3] else {}})
+                set_fields(h, fields)
+                set_extra(h, None)
+                set_private(h, None)
                 hits.append(h)
             out.append(hits)
     except (IndexError, KeyError) as exc:
@@ -145,9 +182,8 @@ class SearchResults(Sequence[list[Hit]]):
             return hits
         with self._lock:
             if self._hits is None:
-                ranked = ranked_lists(self._ranking)
-                hits = make_hits(ranked, self._rows.lookup(r for rs in ranked for r, _ in rs), self._method,
-                                 self._kb)
+                ranking = self._ranking
+                hits = make_hits(ranking, self._rows.lookup(ranking_rows(ranking)), self._method, self._kb)
                 if self._threshold is not None:  # ranked lists are best first and at most k long already
                     hits = [apply_threshold(h, self._k, self._threshold) for h in hits]
                 self._hits = hits
@@ -196,4 +232,4 @@ class SearchResults(Sequence[list[Hit]]):
         return (list, (self._built(),))
 
 
-__all__ = ["PassageRows", "make_hits", "cache_bytes", "CACHE_MB", "SearchResults"]
+__all__ = ["PassageRows", "make_hits", "ranking_rows", "cache_bytes", "CACHE_MB", "SearchResults"]

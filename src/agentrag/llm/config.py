@@ -50,9 +50,9 @@ class LLMConfig(Config):
                                       "or checkpoint directory (hf)")
     n_ctx: int = Field(8192, ge=256, description="context window; SmolLM2 was trained on 8192 tokens, "
                        "which multi-step agent conversations with retrieved documents need")
-    n_threads: int = Field(1, ge=1, description="threads generating tokens. 1 by default: about the CPU time per "
-                           "token of 2, and faster where the CPU is not oversubscribed; on a "
-                           "machine loaded by other jobs 2 measured up to 4x the wall-clock rate (docs/llm.md)")
+    n_threads: int = Field(1, ge=1, description="threads generating tokens. 1 by default: no more CPU per token (median) "
+                           "than 2 and faster in wall time in 3 of 4 interleaved runs (load 2-18); "
+                           "in one at load 17-22 the scheduler gave 2 threads 4x the wall-clock rate (docs/llm.md)")
     n_threads_batch: int = Field(2, ge=1, description="threads processing the prompt (large batches, where "
                                  "a second thread pays off)")
     extra_buffer_types: bool | None = Field(

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentrag._extras import require
+from agentrag._extras import quiet_loading, require
 from agentrag.errors import ContextLimitError, UserError
 from agentrag.llm.base import Completion
 from agentrag.llm.config import SAMPLING_KEYS, LLMConfig, UsageMeter
@@ -68,7 +68,9 @@ def load_checkpoint(path: Path, device: str = "cpu") -> tuple[Any, Any, threadin
             if not tok.chat_template:
                 raise UserError(f"--llm hf:{path}: the tokenizer has no chat template; save one with the "
                                 "checkpoint (`agentrag train sft` saves TRL's ChatML training template)")
-            model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, dtype=torch.float32)
+            with quiet_loading():
+                model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True,
+                                                             dtype=torch.float32)
             model = model.to(device).eval()  # type: ignore[arg-type]
             log.info("loaded %s on %s (%.1fM parameters)", path, device,
                      sum(p.numel() for p in model.parameters()) / 1e6)

@@ -42,11 +42,17 @@ from agentrag.match.vocab import (
 NEAR_DUPLICATE = 0.85
 
 
-def _contains(hay: Sequence[Token], needle: Sequence[Token]) -> bool:
-    """``needle`` occurs in ``hay`` as a contiguous run of the same words (:meth:`Token.same`)."""
+def _line(toks: Sequence[Token]) -> str:
+    """The canonical words of ``toks`` as one space-padded line (for whole-word substring tests)."""
+    return " " + " ".join(t.canon for t in toks) + " "
+
+
+def _contains(hay: Sequence[Token], needle: Sequence[Token], hay_line: str | None = None) -> bool:
+    """``needle`` occurs in ``hay`` as a contiguous run of the same words (:meth:`Token.same`);
+    ``hay_line`` is ``_line(hay)`` when the caller tests several needles against one text."""
     if not needle or len(needle) > len(hay):
         return False
-    if " " + " ".join(t.canon for t in needle) + " " in " " + " ".join(t.canon for t in hay) + " ":
+    if _line(needle) in (hay_line if hay_line is not None else _line(hay)):
         return True
     first, n = needle[0], len(needle)
     return any(all(hay[i + k].same(needle[k]) for k in range(n))
@@ -121,9 +127,10 @@ def find_mention(answer: str, text: str, aliases: Iterable[str] = (), *, partial
     never mentioned."""
     text_toks = analyse(text)
     forms = [f for f in dict.fromkeys([answer, *aliases]) if f and f.strip() and not is_no_answer(f)]
+    text_line = _line(text_toks) if forms else ""
     for form in forms:
         form_toks = analyse(form)
-        if _contains(text_toks, form_toks):
+        if _contains(text_toks, form_toks, text_line):
             return form
         if len(form_toks) == 1 and _is_acronym(form_toks[0]) and _acronym_in(form_toks[0].surface.replace(".", ""),
                                                                               text_toks):

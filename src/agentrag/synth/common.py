@@ -14,7 +14,7 @@ import hashlib
 import json
 import logging
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -99,6 +99,27 @@ def call_json(llm: LLM, messages: list[Message], schema: type[M], *, name: str |
             return None, prov, (f"parse_error: output cut off at max_tokens={sampling.get('max_tokens')} "
                                 f"before the JSON object closed ({exc})")
         return None, prov, f"parse_error: {exc}"
+
+
+def call_json_resampled(llm: LLM, messages: list[Message], schema: type[M], *, attempts: int,
+                        sampling: Callable[[int], dict[str, Any]], name: str | None = None,
+                        stage: str) -> tuple[M | None, list[Provenance], list[str]]:
+    """:func:`call_json` asked up to ``attempts`` times, ``sampling(attempt)`` giving each call's
+    parameters (the first usually greedy, the others sampled with their own seeds), until a reply
+    parses. Returns ``(instance or None, every call's provenance, every failed call's error)``. A
+    request over the context window ends the attempts at once (its error is the last one: the same
+    request cannot fit on the next try); LLM failures propagate as in :func:`call_json`."""
+    provs: list[Provenance] = []
+    errors: list[str] = []
+    for attempt in range(attempts):
+        value, prov, error = call_json(llm, messages, schema, name=name, stage=stage, **sampling(attempt))
+        provs.append(prov)
+        if value is not None:
+            return value, provs, errors
+        errors.append(error or "parse_error: no object")
+        if errors[-1].startswith("context_limit"):
+            break
+    return None, provs, errors
 
 
 def call_text(llm: LLM, messages: list[Message], *, stage: str,

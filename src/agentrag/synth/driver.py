@@ -179,16 +179,24 @@ class Pipeline:
     steps: Sequence[PipelineStep]
     report: Callable[[], SynthOutput]
     report_key: Callable[[], str] | None = None
+    #: the ids of the run's input items in input order (asked after the steps): once every item is
+    #: finished, the stage files are put in that order with their timings apart
+    #: (:meth:`RunDir.finish_stages`) before the report reads them
+    order: Callable[[], Iterable[str]] | None = None
 
 
 def run_pipeline(ctx: SynthRun, pipeline: Pipeline) -> SynthOutput:
-    """Every step of ``pipeline`` in order, then its report (reused as :class:`Pipeline` says)."""
+    """Every step of ``pipeline`` in order; when no item was left unfinished, the stage files in
+    their final form (input order, timings apart: :attr:`Pipeline.order`); then its report (reused
+    as :class:`Pipeline` says)."""
     for step in pipeline.steps:
         if isinstance(step, PendingStage):
             ctx.stage(step.stage, step.task, [x for x in step.pending() if not ctx.failed(step.stage, step.key(x))],
                       step.write)
         else:
             step()
+    if pipeline.order is not None and not ctx.unfinished_by_stage:
+        ctx.run.finish_stages(pipeline.order())
     if pipeline.report_key is None:
         return pipeline.report()
     report = pipeline.report
@@ -393,10 +401,15 @@ def _earlier_metrics(run: RunDir, synthesizer: str) -> dict[str, Any]:
 
 
 def _write_record(synth: Synthesizer[Any, Any, Any], cfg: Any, run: RunDir, metrics: dict[str, Any]) -> None:
+    """``metrics.json`` and the report (an empty run's explanation first)."""
     from agentrag.render import write_report
 
     run.write_json("metrics.json", metrics)
-    write_report(run.path, synth.title(cfg, run.path.name), [*synth.report_sections(metrics), *run_sections(metrics)])
+    config = cfg.model_dump(mode="json") if isinstance(cfg, BaseModel) else None
+    ends = run_sections(metrics, config)
+    why = [s for s in ends if s["title"].startswith(WHY)]  # an empty run says why first
+    write_report(run.path, synth.title(cfg, run.path.name),
+                 [*why, *synth.report_sections(metrics), *(s for s in ends if s not in why)])
 
 
 def _keep_record(synth: Synthesizer[Any, Any, Any], cfg: Any, run: RunDir, metrics: dict[str, Any]) -> None:
@@ -408,8 +421,16 @@ def _keep_record(synth: Synthesizer[Any, Any, Any], cfg: Any, run: RunDir, metri
     _write_record(synth, cfg, run, metrics)
 
 
-def run_sections(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The sections every synthesizer report ends with: LLM usage per role, unfinished items."""
+#: the title of the section that explains an empty or near-empty run (:mod:`agentrag.synth.advice`)
+WHY = "Why this run produced"
+
+
+def run_sections(metrics: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The sections every synthesizer report ends with: why the run produced nothing or little
+    (:mod:`agentrag.synth.advice`, advice naming only ``config``'s settings), LLM usage per
+    role, unfinished items."""
+    from agentrag.synth.advice import explanation_section
+
     keys = ("hits", "misses", "inner_calls", "prompt_tokens", "completion_tokens", "backend_latency_s")
     rows = [[role, *(st.get(k, "") for k in keys)] for role, st in metrics.get("llm", {}).items()]
     runs = int(metrics.get("invocations") or 1)
@@ -421,6 +442,9 @@ def run_sections(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
         "from this run's llm_cache.sqlite; backend calls reached the endpoint.",
         "headers": ["LLM (roles)", "cache hits", "cache misses", "backend calls", "prompt tokens",
                     "completion tokens", "backend seconds"], "rows": rows}]
+    why = explanation_section(metrics, config)
+    if why is not None:
+        out.insert(0, why)
     if metrics.get("unfinished"):
         items = metrics.get("unfinished_items", {})
         out.append({"title": "Unfinished items", "text": f"{metrics['unfinished']} item(s) were left unfinished "

@@ -21,8 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from agentrag.records import parse_record
-from agentrag.runs import JsonlStore
+from agentrag.runs import JsonlStore, parse_timed, read_timings
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -47,11 +46,12 @@ def _lines(path: str) -> Iterator[tuple[int, int, bytes]]:
             pos += len(raw)
 
 
-def _read(path: str, model: type[R], pos: int, lineno: int) -> R:
+def _read(path: str, model: type[R], pos: int, lineno: int, timings: dict[str, Any]) -> R:
+    """The record on the line at ``pos``, with its timings put back (a finished stage file's)."""
     with open(path, "rb") as fh:
         fh.seek(pos)
         raw = fh.readline()
-    return parse_record(model, raw.decode("utf-8"), path=path, lineno=lineno)
+    return parse_timed(model, raw.decode("utf-8"), timings, path, lineno)
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ class StageIndex(Generic[R]):
                  grow: bool = False) -> None:
         self.path, self.model, self.grow = str(path), model, grow
         self.offsets: dict[str, tuple[int, int]] = {}  # id -> (byte offset, line number)
+        self.timings = read_timings(self.path)  # a finished stage file's timings, put back on reading
         self.end = self.lines = 0  # how far the file was read (bytes, whole lines)
         self._lock = threading.Lock()
         self._scan(ids)
@@ -109,7 +110,7 @@ class StageIndex(Generic[R]):
         if key not in self.offsets and self.grow:  # written after the index was made (a flow's follow-up)
             with self._lock:
                 self._scan(None)
-        return _read(self.path, self.model, *self.offsets[key])
+        return _read(self.path, self.model, *self.offsets[key], self.timings)
 
     def get(self, key: str) -> R | None:
         if key not in self.offsets and self.grow:
@@ -129,6 +130,7 @@ class StageGroups(Generic[R]):
         self.path, self.model = str(path), model
         self.offsets: dict[str, list[tuple[int, int]]] = {}
         self.marked: set[str] = set()
+        self.timings = read_timings(self.path)
         seen: set[str] = set()
         for pos, lineno, raw in _lines(self.path):
             obj = json.loads(raw)
@@ -148,7 +150,7 @@ class StageGroups(Generic[R]):
         return iter(self.offsets)
 
     def __getitem__(self, key: str) -> list[R]:
-        return [_read(self.path, self.model, pos, lineno) for pos, lineno in self.offsets.get(key, [])]
+        return [_read(self.path, self.model, pos, lineno, self.timings) for pos, lineno in self.offsets.get(key, [])]
 
 
 class Selected(Generic[R]):

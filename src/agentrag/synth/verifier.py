@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from agentrag.errors import ContextLimitError, RunError
 from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance
-from agentrag.synth.common import call_json
+from agentrag.synth.common import call_json_resampled
 
 #: samples asked for one verdict before the item is left unfinished
 ATTEMPTS = 3
@@ -77,6 +77,9 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
           "(a single name may contain 'and', '&' or '/'); it is not two or more separate answers.", True),
     Check("bridge_restated", "Bridge restated: the final answer {a!r} names the same entity or value as the "
           "earlier answer {b!r} (another written form, a part of its name or another of its names).", False),
+    Check("self_contained", "Self-contained: the question {question!r} can be understood on its own: every pronoun "
+          "in it refers to something the question itself names, or means people in general (as 'they' in 'Where did "
+          "they film Casablanca?').", True),
 )}
 
 
@@ -122,19 +125,19 @@ def verify(llm: LLM, check: str, evidence: str | list[str], *, stage: str, sampl
 
 def _ask(llm: LLM, spec: Check, check: str, messages: list[Message], base: dict[str, Any],
          stage: str) -> tuple[bool, Verdict, Provenance]:
-    last_error = ""
-    for attempt in range(ATTEMPTS):
-        params = dict(base)
-        if attempt:
-            params["temperature"] = max(float(params.get("temperature") or 0.0), 0.7)
-            params["seed"] = int(params.get("seed") or 0) + attempt
-        verdict, prov, error = call_json(llm, messages, Verdict, name="verdict", stage=stage, **params)
-        if verdict is not None:
-            return verdict.holds == spec.keep_if, verdict, prov
-        if error and error.startswith("context_limit"):
-            raise ContextLimitError(f"verifier {check}: {error}")
-        last_error = error or "no verdict"
-    raise VerifierUnanswered(f"verifier {check}: no parseable verdict in {ATTEMPTS} samples ({last_error})")
+    def sampling(attempt: int) -> dict[str, Any]:
+        if not attempt:
+            return dict(base)
+        return {**base, "temperature": max(float(base.get("temperature") or 0.0), 0.7),
+                "seed": int(base.get("seed") or 0) + attempt}
+
+    verdict, provs, errors = call_json_resampled(llm, messages, Verdict, attempts=ATTEMPTS, sampling=sampling,
+                                                 name="verdict", stage=stage)
+    if verdict is not None:
+        return verdict.holds == spec.keep_if, verdict, provs[-1]
+    if errors[-1].startswith("context_limit"):
+        raise ContextLimitError(f"verifier {check}: {errors[-1]}")
+    raise VerifierUnanswered(f"verifier {check}: no parseable verdict in {ATTEMPTS} samples ({errors[-1]})")
 
 
 __all__ = ["ATTEMPTS", "SYSTEM", "Verdict", "VerifierUnanswered", "Check", "CHECKS", "verify"]

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from agentrag._extras import require
+from agentrag._extras import quiet_loading, require
 from agentrag.errors import UserError
 from agentrag.paths import cache_root, embedded_gguf
 
@@ -98,8 +98,10 @@ def load_trainable_model(model: str = EMBEDDED) -> Any:
     src, kwargs = _source(model)
     cache = _cache_dir(Path(src) / kwargs["gguf_file"], "models") if "gguf_file" in kwargs else None
     if cache is not None and (cache / "config.json").exists():
-        return AutoModelForCausalLM.from_pretrained(str(cache), local_files_only=True, dtype=torch.float32)
-    rebuilt = _dequantized(src, kwargs, model)
+        with quiet_loading():
+            return AutoModelForCausalLM.from_pretrained(str(cache), local_files_only=True, dtype=torch.float32)
+    with quiet_loading():
+        rebuilt = _dequantized(src, kwargs, model)
     if cache is not None:
         tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
         try:

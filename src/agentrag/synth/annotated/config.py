@@ -35,6 +35,9 @@ class AnnotatedRunConfig(Config):
     planner_executor: bool = Field(True, description="also write EviPath planner_executor conversations of the "
                                    "kept paths (planner chats and one executor chat per hop) into "
                                    "sft_planner_executor/")
+    reason_ground: bool = Field(True, description="also write ReasonRAG reason_ground SFT records of the kept paths "
+                                "(one chat per round: query, evidence, answer) into sft_reason_ground/: an SFT "
+                                "policy for the reason_ground agent and the ReasonRAG MCTS")
     concurrency: int = Field(1, ge=1, description="items searched at once")
 
 

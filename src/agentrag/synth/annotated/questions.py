@@ -105,6 +105,15 @@ RELATIONS: dict[str, str] = {
     "platform": "Which platform does {s} run on?",
     "country for sport": "Which country does {s} play for?",
     "diplomatic relation": "Which country has diplomatic relations with {s}?",
+    "applies to jurisdiction": "Which jurisdiction does {s} apply to?",
+    "location of formation": "Where was {s} formed?",
+    "contains administrative territorial entity": "Which place is part of {s}?",
+    "original language of film or tv show": "What is the original language of {s}?",
+    "has part": "What is a part of {s}?",
+    "occupant": "Who uses {s}?",
+    "main subject": "What is the main subject of {s}?",
+    "located on terrain feature": "Which landform is {s} on?",
+    "located on astronomical location": "Which astronomical body is {s} on?",
 }
 
 _ARROW = re.compile(r"^\s*(.+?)\s*>>\s*(.+?)\s*$")
@@ -143,14 +152,28 @@ def relation_question(subject: str, relation: str, answer: str = "") -> str:
     return tidy(template.format(s=subject.strip()))
 
 
+#: web-search leftovers at the end of a MuSiQue query: a site name ("answers.com", "wikipedia")
+_WEB_TAIL = re.compile(r"(?:\s+(?:answers\.com|wiki\.answers|wikipedia))+\s*\??\s*$", re.IGNORECASE)
+_ARTICLES = frozenset(("the", "a", "an"))
+
+
 def tidy(text: str) -> str:
-    """A query as a question: whitespace collapsed, no space before punctuation, no doubled word,
-    capitalised, exactly one "?" at the end."""
+    """A query as a question: whitespace collapsed, no space before punctuation or a possessive
+    ("John 's" -> "John's"), web-search leftovers dropped, a lone "i" written "I" (MuSiQue's
+    "following #1 i" is "World War I" when #1 is "World War"), no doubled word (nor a doubled
+    article or "I", "the The Bahamas", "World War I i"), capitalised, exactly one "?" at the end."""
     text = " ".join(text.replace("\u200b", " ").split()).strip(" \"'`")
-    text = re.sub(r"\s+([?,.;:!])", r"\1", text)
-    words = text.split(" ")
+    text = re.sub(r"\s+([?,.;:!])(?=\s|$)", r"\1", text)  # not ".dm" (a name that starts with a dot)
+    text = re.sub(r"\s+(['’]s)\b", r"\1", text)
+    if len(text.split()) > 2:
+        text = _WEB_TAIL.sub("", text)
+    words = [("I" if w == "i" else w) for w in text.split(" ")]
     out: list[str] = []
     for w in words:  # "the the"; a doubled capitalised word is a name ("Liar Liar", "Duran Duran")
+        prev = out[-1].strip(",.;:").lower() if out else ""
+        if out and (prev in _ARTICLES or prev == "i") and w.lower() == prev:  # "World War I i": one "I"
+            out[-1] = w if out[-1][:1].islower() else out[-1]  # "of the The Bahamas" -> "of The Bahamas"
+            continue
         if out and w.strip(",.;:") == out[-1].strip(",.;:") and w[:1].islower():
             continue
         out.append(w)
@@ -208,12 +231,18 @@ def is_natural(question: str) -> str | None:
     if not question.endswith("?") or question.count("?") != 1:
         return "not exactly one '?' at the end"
     raw = [w.strip(",.;:?") for w in question.split()]
-    if any(a == b and a[:1].islower() for a, b in zip(raw, raw[1:], strict=False)):
+    if any(a == b and a[:1].islower() or a.lower() == b.lower() in _ARTICLES
+           for a, b in zip(raw, raw[1:], strict=False)):
         return "a doubled word"
     words = _words(question)
     if ">>" in question or re.search(r"#\d", question):
         return "relation shorthand or an unresolved reference"
-    if re.search(r"\bthe \w+ (?:by|at|in|of|with) of\b", question, re.IGNORECASE):
+    if re.search(r"\s['’]s\b|\s[,.;:!?](?=\s|$)", question):
+        return "a space before punctuation or a possessive"
+    if re.search(r"\banswers\.com\b|\bwikipedia\s*\?$", question, re.IGNORECASE):
+        return "a web-search leftover"
+    if re.search(r"\bthe \w+ (?:by|at|in|of|with|to) of\b|\bthe (?:applies|contains|has|located|founded|owned) ",
+                 question, re.IGNORECASE):
         return "a relation phrase used as a noun"
     if not (words[0] in _WH or words[0] in _AUX or any(w in _WH for w in words)):
         return "no question word"

@@ -52,6 +52,7 @@ GIVEN = ("retriever",)
 PATHS = "paths.jsonl"
 SFT_DIR = "sft"
 PE_DIR = "sft_planner_executor"
+RG_DIR = "sft_reason_ground"
 
 
 class PathRecord(Record):
@@ -110,7 +111,7 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
     name = "annotated"
     given = GIVEN
     stages = (
-        Stage("items", "raw MuSiQue / 2Wiki training files", "(memory)", ("annotation",),
+        Stage("items", "raw MuSiQue / 2Wiki training files", "annotated hops", ("annotation",),
               "decompositions / evidence triples as hops"),
         Stage("search", "annotated hops", PATHS, (), "every hop searched in the KB (react's tool)"),
         Stage("gates", PATHS, PATHS, ("support_retrieved", "no_leakage", "distinct_hops", "answer_grounded"),
@@ -167,7 +168,8 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
 
         search = PendingStage("search", work, lambda: [i for i in inputs.items if i.id not in store],
                               lambda _i, rec: store.append(rec))
-        return Pipeline(steps=[search], report=lambda: self._output(cfg, ctx, store.read(), len(inputs.items)))
+        return Pipeline(steps=[search], report=lambda: self._output(cfg, ctx, store.read(), len(inputs.items)),
+                        order=lambda: [i.id for i in inputs.items])
 
     def _output(self, cfg: AnnotatedRunConfig, ctx: SynthRun, records: list[PathRecord], n_items: int) -> SynthOutput:
         from agentrag.agents.tools import search_tool_schema
@@ -192,6 +194,8 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
         export["forced_answer"] = len(forced)
         if cfg.planner_executor and kept:
             export["planner_executor"] = self._pe_export(ctx, cfg, [r for r in records if r.kept and r.trajectory])
+        if cfg.reason_ground and kept:
+            export["reason_ground"] = self._rg_export(ctx, cfg, [r for r in records if r.kept and r.trajectory])
         by_source = Counter(r.source for r in records if r.kept)
         return SynthOutput(
             counts={"items": (n_items, n_items - sum(item_rej.values()), dict(item_rej)),
@@ -204,23 +208,47 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
 
     @staticmethod
     def _pe_export(ctx: SynthRun, cfg: AnnotatedRunConfig, kept: list[PathRecord]) -> dict[str, Any]:
-        """EviPath planner_executor conversations of the kept paths (rebuilt from the stored records)."""
+        """EviPath planner_executor conversations of the kept paths (rebuilt from the stored records);
+        a path whose executor chat EviPath's own gates would reject (a hop answer its selected
+        passages state only as a nationality or an abbreviation) is left out, counted in ``dropped``."""
         from agentrag.export.chat import write_chat_export
-        from agentrag.synth.annotated.pe import executor_conversation, planner_conversation
+        from agentrag.synth.annotated.pe import executor_conversation, executor_problem, planner_conversation
 
         chats = []
+        dropped: Counter[str] = Counter()
+        n_paths = 0
         for r in kept:
             assert r.trajectory is not None
             searched = stored_hops(r)
+            problem = next((p for sh in searched if (p := executor_problem(sh, cfg.doc_chars))), None)
+            if problem:  # EviPath's sub_answer_support gate would reject this executor chat
+                dropped["sub_answer_support"] += 1
+                continue
+            n_paths += 1
             chats.append(planner_conversation(r.trajectory.question, r.trajectory.answer or "", searched))
             chats.extend(executor_conversation(sh, cfg.doc_chars) for sh in searched)
         info = write_chat_export(
             ctx.run.file(PE_DIR), chats, name="agentrag_annotated_planner_executor",
-            summary={"planner_conversations": len(kept), "executor_conversations": len(chats) - len(kept)},
+            summary={"planner_conversations": n_paths, "executor_conversations": len(chats) - n_paths},
             description="Human-annotation paths searched in the KB as EviPath planner_executor chats: multi-turn "
                         "planner conversations (think + Search actions, templated executor answers as "
                         "observations) and single-turn executor conversations (sub-question + retrieved "
                         "evidence -> think / select / answer). Train on assistant turns only.")
+        return {**{k: v for k, v in info.items() if k != "files"}, "dropped": dict(dropped)}
+
+    @staticmethod
+    def _rg_export(ctx: SynthRun, cfg: AnnotatedRunConfig, kept: list[PathRecord]) -> dict[str, Any]:
+        """ReasonRAG reason_ground rounds of the kept paths (rebuilt from the stored records)."""
+        from agentrag.export.sft import write_sft_export
+        from agentrag.synth.annotated.rg import rg_trajectory
+
+        trajs = []
+        for r in kept:
+            assert r.trajectory is not None
+            item = QAItem(id=r.id, question=r.trajectory.question, golden_answers=[r.trajectory.answer or ""],
+                          metadata={"source": r.source})
+            trajs.append(rg_trajectory(item, stored_hops(r), cfg.doc_chars))
+        info = write_sft_export(ctx.run.file(RG_DIR), trajs, tools=[])
         return {k: v for k, v in info.items() if k != "files"}
 
     def report_sections(self, metrics: dict[str, Any]) -> Sequence[Any]:
@@ -229,8 +257,17 @@ class AnnotatedSynth(Synthesizer[AnnotatedRunConfig, AnnotatedInputs, AnnotatedC
         return [{"title": "Funnel", "text": "Human annotations (MuSiQue decompositions, 2Wiki evidence triples) "
                  "searched in the KB; a path is kept when every hop retrieved its supporting paragraph and "
                  f"the gates passed. Kept by source: {metrics.get('kept_by_source')}; mean hops "
-                 f"{metrics.get('mean_hops_kept')}. No LLM was called.",
+                 f"{metrics.get('mean_hops_kept')}. No LLM was called.{_pe_note(metrics)}",
                  "headers": ["stage", "in", "out", "rejected"], "rows": rows}]
+
+
+def _pe_note(metrics: Mapping[str, Any]) -> str:
+    pe = (metrics.get("export") or {}).get("planner_executor") or {}
+    if not pe:
+        return ""
+    dropped = pe.get("dropped") or {}
+    left = f"; left out (EviPath's gates would reject them): {dropped}" if dropped else ""
+    return f" planner_executor: {pe.get('planner_conversations', 0)} planner conversations{left}."
 
 
 def stored_hops(rec: PathRecord) -> list[SearchedHop]:
@@ -249,4 +286,4 @@ def run_annotated(cfg: AnnotatedRunConfig, out: str | os.PathLike[str], *, progr
     return run_synthesizer(AnnotatedSynth(), cfg, out, progress=progress, **given)
 
 
-__all__ = ["AnnotatedSynth", "PathRecord", "read_annotated", "run_annotated", "stored_hops", "PATHS", "SFT_DIR", "PE_DIR"]
+__all__ = ["AnnotatedSynth", "PathRecord", "read_annotated", "run_annotated", "stored_hops", "PATHS", "SFT_DIR", "PE_DIR", "RG_DIR"]

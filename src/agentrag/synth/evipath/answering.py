@@ -5,7 +5,8 @@
 with the single most similar ζ when no evidence passes τ (footnote 1). When the evidence chosen
 does not state the sub-answer but another fact of F̂ does, that fact is chosen (:func:`repair`,
 ours: the paper keeps Eq. 6's choice). The thought is written
-over F shuffled with a seeded RNG and shown as an indexed list; the LLM is told which indices
+over the evidence the agent's executor is shown (``executor.context``, :mod:`.context`), or F,
+shuffled with a seeded RNG and shown as an indexed list; the LLM is told which indices
 hold F̂_i (Table 9) and must select them.
 """
 
@@ -18,11 +19,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from agentrag.agents.pe_protocol import parse_executor, render_evidence
-from agentrag.kb.base import Embedder
+from agentrag.kb.base import Embedder, Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Message, Provenance
 from agentrag.synth.common import call_text
 from agentrag.synth.evipath.config import ExecutorSynthConfig
+from agentrag.synth.evipath.context import agent_context
 from agentrag.synth.evipath.demos import QA_DEMO, THINK_DEMO
 from agentrag.synth.evipath.schema import EviItem, SelectionRecord
 
@@ -132,8 +134,11 @@ def think_messages(question: str, evidence: Sequence[str], answer: str, gold_pos
 
 
 def synthesize_selection(llm: LLM, embedder: Embedder, item: EviItem, sub_id: str, question: str, answer: str,
-                         cfg: ExecutorSynthConfig, seed: int) -> SelectionRecord:
-    """F̂_i by Eq. 6 and the executor's thought R_i^(s) over the shuffled, indexed F."""
+                         cfg: ExecutorSynthConfig, seed: int, retriever: Retriever | None = None) -> SelectionRecord:
+    """F̂_i by Eq. 6 and the executor's thought R_i^(s) over the indexed evidence the executor is
+    trained on: with ``cfg.context`` 'agent' what the planner_executor agent's executor is shown
+    (:func:`~agentrag.synth.evipath.context.agent_context`; ``retriever``: the KB that fills it),
+    with 'facts' the shuffled F."""
     gold = item.gold_facts()
     views = item.gold_views()  # 2Wiki: a fact is also seen through its evidence triples (max similarity)
     flat = [v for vs in views for v in vs]
@@ -145,10 +150,21 @@ def synthesize_selection(llm: LLM, embedder: Embedder, item: EviItem, sub_id: st
         fact_sims[k] = max(fact_sims[k], view_sims[v])
     chosen, sims, fallback = choose(fact_sims, cfg.tau) if len(gold) else ([], [], False)
     chosen, repaired = repair(chosen, fact_sims, views, question, answer)
-    order = shuffled_order(len(item.facts), seed, sub_id)
-    evidence = [item.facts[i].render(cfg.max_fact_chars) for i in order]
-    position = {fact_idx: pos for pos, fact_idx in enumerate(order)}
-    gold_positions = sorted(position[gold[c].idx] for c in chosen)
+    problem = None
+    if cfg.context == "agent":
+        evidence, gold_positions, problem = agent_context(
+            item, [gold[c].idx for c in chosen], question, lambda n, salt: shuffled_order(n, seed, sub_id + salt),
+            top_k=cfg.top_k, max_chars=cfg.max_passage_chars, retriever=retriever)
+    else:
+        order = shuffled_order(len(item.facts), seed, sub_id)
+        evidence = [item.facts[i].render(cfg.max_fact_chars) for i in order]
+        position = {fact_idx: pos for pos, fact_idx in enumerate(order)}
+        gold_positions = sorted(position[gold[c].idx] for c in chosen)
+    if problem is not None:
+        return SelectionRecord(id=sub_id, item_id=item.id, question=question, answer=answer, evidence=evidence,
+                               gold_positions=gold_positions, similarities=sims, fallback=fallback,
+                               supporting=[v for c in chosen for v in views[c]], repaired=repaired, status="failed",
+                               reason=problem, provenance=Provenance(stage="selections", model="rule"))
     text, prov, err = call_text(llm, think_messages(question, evidence, answer, gold_positions), stage="selections",
                                 max_tokens=cfg.max_tokens, temperature=cfg.temperature)
     parsed = parse_executor(text or "")

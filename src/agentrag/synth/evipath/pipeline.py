@@ -47,7 +47,8 @@ PathOut = tuple[PlanRecord, list[IterationRecord], list[SubAnswerRecord], list[S
 @dataclass
 class EviPathComponents:
     """What a run talks to: the planner and executor LLMs (the same object for one LLM), φ of Eq. 6
-    (``embedder``, built on first use when a factory is given) and, for the deductive mode, the KB."""
+    (``embedder``, built on first use when a factory is given) and the KB (the deductive mode's agent searches it;
+    the abductive executor's training context is filled from it)."""
 
     planner: LLM
     executor: LLM
@@ -91,7 +92,37 @@ def _deductive_path(cfg: EviPathConfig, items: StageIndex[EviItem], c: EviPathCo
 def _select_one(cfg: EviPathConfig, items: StageIndex[EviItem], c: EviPathComponents,
                 task: tuple[SubAnswerRecord, Ref]) -> SelectionRecord:
     sub, item = task[0], items[task[1].id]
-    return synthesize_selection(c.executor, c.phi(), item, sub.id, sub.question, sub.answer, cfg.executor, cfg.seed)
+    return synthesize_selection(c.executor, c.phi(), item, sub.id, sub.question, sub.answer, cfg.executor, cfg.seed,
+                                c.retriever)
+
+
+@dataclass(frozen=True)
+class GateInputs:
+    """Where the gate of one item reads its records (byte offsets into the stage files: picklable)."""
+
+    items: StageIndex[EviItem]
+    plans: StageIndex[PlanRecord]
+    paths: StageGroups[IterationRecord]
+    subs: StageGroups[SubAnswerRecord]
+    sels: StageIndex[SelectionRecord]
+
+
+GateOut = tuple[GateRecord, list[ConversationRecord]]
+
+
+def _gate_one(cfg: EviPathConfig, got: GateInputs, c: EviPathComponents, task: tuple[Ref]) -> GateOut:
+    """The gates of one finished path (the verifier may call an LLM) and its Eq. 7 conversations."""
+    item_id = task[0].id
+    item, plan = got.items[item_id], got.plans[item_id]
+    iterations = sorted(got.paths[item_id], key=lambda r: r.n)
+    item_sels = [got.sels[s.id] for s in got.subs[item_id] if s.id in got.sels]
+    gate = check_path(item, plan, iterations, item_sels, cfg.gates, c.verifier(cfg))
+    convs = [ConversationRecord(id=f"{item_id}-planner", item_id=item_id, role="planner", kept=gate.passed,
+                                messages=planner_messages(item, plan, iterations))]
+    convs += [ConversationRecord(id=f"{sel.id}-executor", item_id=item_id, role="executor",
+                                 kept=gate.passed and sel.id in gate.executor_kept, messages=executor_messages(sel))
+              for sel in item_sels if sel.select is not None]
+    return gate, convs
 
 
 class EviPathStages:
@@ -109,13 +140,13 @@ class EviPathStages:
         self.conversations = run.stage_file("conversations", ConversationRecord)
         self._items: StageIndex[EviItem] | None = None
 
-    def add_items(self, items: Iterable[EviItem]) -> set[str]:
-        """Append the input items (streamed) that are new; returns the ids of all of them."""
-        wanted: set[str] = set()
+    def add_items(self, items: Iterable[EviItem]) -> list[str]:
+        """Append the input items (streamed) that are new; returns the ids of all of them, in input order."""
+        ids: list[str] = []
         for it in items:
-            wanted.add(it.id)
+            ids.append(it.id)
             self.items.append(it)
-        return wanted
+        return ids
 
     def item_index(self) -> StageIndex[EviItem]:
         """Byte offsets of every item of ``items.jsonl``: an item is read when a task needs it."""
@@ -196,31 +227,33 @@ class EviPathStages:
         return PendingStage("selections", self._task(_select_one), pending, write, key=lambda t: t[0].id)
 
     def gate_and_convert(self) -> None:
-        """The gates and the Eq. 7 conversations of every finished path not gated yet, one item at
-        a time: its item, plan, sub-answers and selections are read by offset."""
+        """The gates and the Eq. 7 conversations of every finished path not gated yet, under the
+        failure policy (the verifier is an LLM: an outage leaves the item ungated, gated on rerun);
+        the work list holds ids, a task reads its item, plan, path, sub-answers and selections by offset."""
         index = self.item_index()
-        plans = StageIndex(self.plans.path, PlanRecord)
-        subs = StageGroups(self.sub_answers.path, SubAnswerRecord, "item_id")
-        sels = StageIndex(self.selections.path, SelectionRecord)
+        got = GateInputs(index, StageIndex(self.plans.path, PlanRecord), self.paths(),
+                         StageGroups(self.sub_answers.path, SubAnswerRecord, "item_id"),
+                         StageIndex(self.selections.path, SelectionRecord))
+        todo: list[tuple[Ref]] = []
         for item_id, iterations in self.finished_paths():
-            if item_id in self.gates or item_id not in plans:
+            if item_id in self.gates or item_id not in got.plans:
                 continue
-            item, plan, item_subs = index[item_id], plans[item_id], subs[item_id]
-            item_sels = [sels[s.id] for s in item_subs if s.id in sels]
+            item_subs = got.subs[item_id]
+            n_sels = sum(s.id in got.sels for s in item_subs)
             expected = [s for s in item_subs if s.status == "ok"]
-            if self.cfg.mode == "abductive" and iterations[-1].status == "ok" and len(item_sels) < len(expected):
-                if f1(iterations[-1].answer, item.answers) > self.cfg.gates.f1_threshold:
+            if self.cfg.mode == "abductive" and iterations[-1].status == "ok" and n_sels < len(expected):
+                if f1(iterations[-1].answer, index[item_id].answers) > self.cfg.gates.f1_threshold:
                     continue  # selections unfinished (outage): gate on rerun
-            gate = check_path(item, plan, iterations, item_sels, self.cfg.gates, self.c.verifier(self.cfg))
-            self.conversations.append(ConversationRecord(
-                id=f"{item_id}-planner", item_id=item_id, role="planner", kept=gate.passed,
-                messages=planner_messages(item, plan, iterations)))
-            for sel in item_sels:
-                if sel.select is not None:
-                    self.conversations.append(ConversationRecord(
-                        id=f"{sel.id}-executor", item_id=item_id, role="executor",
-                        kept=gate.passed and sel.id in gate.executor_kept, messages=executor_messages(sel)))
+            todo.append((Ref(item_id),))
+
+        def write(_task: tuple[Ref], out: GateOut) -> None:
+            gate, convs = out
+            for conv in convs:
+                self.conversations.append(conv)
             self.gates.append(gate)  # last: marks the item gated
+
+        self.ctx.stage("gates", ComponentsTask(partial(_gate_one, self.cfg, got), self.c, self.c.rebuild,
+                                               what="EviPath components"), todo, write)
 
     def export_roles(self) -> tuple[str, ...]:
         return ("planner", "executor") if self.cfg.split == "both" else (self.cfg.split,)
@@ -238,16 +271,19 @@ class EviPathStages:
         with their selections, the selections' catch-up (abductive mode), the gates and
         conversations; then ``report(wanted item ids)``, reused on a rerun that changed no file."""
         wanted: set[str] = set()
+        order: list[str] = []  # the item ids in input order
 
         def paths() -> None:
-            wanted.update(self.add_items(items))
+            order.extend(self.add_items(items))
+            wanted.update(order)
             self.synthesize_paths(wanted)
 
         steps: list[PipelineStep] = [paths]
         if self.cfg.mode != "deductive":
             steps.append(self.selections_catch_up())
         steps.append(self.gate_and_convert)
-        return Pipeline(steps=steps, report=lambda: report(wanted), report_key=lambda: ids_key(wanted))
+        return Pipeline(steps=steps, report=lambda: report(wanted), report_key=lambda: ids_key(wanted),
+                        order=lambda: order)
 
 
 __all__ = ["EviPathStages", "EviPathComponents"]

@@ -164,6 +164,10 @@ def explore(planner: LLM, executor: LLM, item: EviItem, plan: PlanRecord,
                     break
                 rec.observations.append(sentence)
         rec.elapsed = time.perf_counter() - t0
+        searched = sum(len(it.actions) for it in iterations) + len(parsed.searches)
+        if err is None and searched > cfg.planner.max_searches:
+            err = (f"no_final_answer: {searched} searches, over max_searches={cfg.planner.max_searches} (the agent "
+                   "would be forced to answer)")
         if err is not None:
             iterations.append(rec.model_copy(update={"status": "failed", "reason": err, "last": True}))
             return iterations, subs

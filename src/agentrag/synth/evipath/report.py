@@ -68,9 +68,14 @@ def statistics(*, mode: str, split: str, items: Iterable[EviItem], plans: Iterab
     seconds: dict[str, float] = defaultdict(float)
     n_subq: dict[str, int] = defaultdict(int)
     t_plans, t_paths, t_subs, t_sels, t_gates = _Tally(), _Tally(), _Tally(), _Tally(), _Tally()
+    # an item rejected at one stage is not counted (rejected again) at the next: its "in" is the
+    # "out" above it (a failed plan still writes a failed path and a gate record, for the report)
+    unplanned: set[str] = set()
     for p in plans:
         if p.id in wanted:
             t_plans.add(p.status == "ok", p.reason)
+            if p.status != "ok":
+                unplanned.add(p.id)
             usage[p.id] += p.provenance.usage
             seconds[p.id] += p.elapsed
     done: set[str] = set()
@@ -80,7 +85,8 @@ def statistics(*, mode: str, split: str, items: Iterable[EviItem], plans: Iterab
         if r.item_id not in wanted:
             continue
         if r.last:
-            t_paths.add(r.status == "ok", r.reason)
+            if r.item_id not in unplanned:
+                t_paths.add(r.status == "ok", r.reason)
             done.add(r.item_id)
             if r.status == "ok":
                 answered.add(r.item_id)
@@ -110,15 +116,17 @@ def statistics(*, mode: str, split: str, items: Iterable[EviItem], plans: Iterab
     for g in gates:
         if g.id not in wanted:
             continue
+        gate_failures.update(r.split(":")[0] for r in g.reasons)
+        if g.id not in answered or g.id in unplanned:  # rejected at plans or paths: counted there
+            continue
         t_gates.n += 1
         t_gates.ok += g.passed
         if g.reasons:
             first_reasons[g.reasons[0].split(":")[0]] += 1
-        gate_failures.update(r.split(":")[0] for r in g.reasons)
     kept: Counter[str] = Counter()
     n_convs = 0
     for c in convs:
-        if c.item_id in wanted:
+        if c.item_id in wanted and c.item_id in answered and c.item_id not in unplanned:
             n_convs += 1
             if c.kept:
                 kept[c.role] += 1

@@ -27,10 +27,18 @@ from agentrag.synth.gates import (
     thought_problem,
     without_references,
 )
+from agentrag.synth.verifier import verify
 
 PRONOUNS = frozenset("he she him her his hers they them their theirs it its himself herself itself themselves "
                      "this these those".split())
 _THING_PRONOUNS = frozenset("it its itself this these those".split())
+# possessives a question's wh-subject binds ("Which actor won an award for his role?")
+_BOUND_FORMS = frozenset("his her hers their theirs".split())
+# "they" read generically ("Where did they film Some Like It Hot?": the film-makers)
+_GENERIC = frozenset("they them their".split())
+# a verb that, right before a pronoun, makes it the subject of an inverted question ("Who was his father?")
+_INVERTED = frozenset("is are was were be been do does did has have had will would can could shall should may might "
+                      "must".split())
 # placeholders an LLM leaves in a sub-question instead of the entity: #1, [X], [answer], <entity>,
 # {film}, ___
 _PLACEHOLDER = re.compile(r"#\d+|\[[^\]]*\]|<[^>]*>|\{[^}]*\}|_{2,}")
@@ -80,27 +88,81 @@ def leaks(answers: Sequence[str], question: str, text: str, seen: str) -> str | 
     return None
 
 
-def not_self_contained(question: str) -> str | None:
+def _name_spans(toks: Sequence[Any], names: Sequence[str], pronouns_only: bool) -> set[int]:
+    """Positions of ``toks`` inside a mention of one of ``names`` in any case (annotators write
+    titles in lower case, "who sang do they know it's christmas?"); ``pronouns_only``: only names
+    whose own words include a pronoun."""
+    covered: set[int] = set()
+    for name in names:
+        form = analyse(name)
+        if not form or (pronouns_only and not any(t.surface.lower() in PRONOUNS for t in form)):
+            continue
+        canon = [t.canon for t in form]
+        for k in range(len(toks) - len(form) + 1):
+            if [t.canon for t in toks[k:k + len(form)]] == canon:
+                covered.update(range(k, k + len(form)))
+    return covered
+
+
+def _bound_by_wh(toks: Sequence[Any], k: int) -> bool:
+    """A possessive or object pronoun bound by the question's wh-subject: "Which actor won an award
+    for his role?", "Who wrote their first song?", but not "Who was his father?" (the wh-word is
+    followed by a verb that inverts the question) nor a pronoun right after such a verb."""
+    if toks[k].surface.lower() not in _BOUND_FORMS or len(toks) < 3 or k < 2:
+        return False
+    if toks[k].surface.lower() in ("his", "her", "their") and (k + 1 >= len(toks) or toks[k + 1].canon in FUNCTION_WORDS):
+        return False  # a possessive determiner precedes its noun ("in her" ends on an object)
+    if toks[0].surface.lower() not in ("who", "which", "what") or toks[1].surface.lower() in _INVERTED:
+        return False
+    if toks[1].canon in FUNCTION_WORDS or toks[k - 1].surface.lower() in _INVERTED:
+        return False
+    verb = next((j for j in range(2, k) if toks[j].surface.lower() in _INVERTED), None)
+    # after "is/was/has ..." only a participle keeps the wh-phrase the subject ("Which actor was
+    # nominated for his role?"); "Which court is the highest court in his country?" names another
+    return verb is None or toks[verb + 1].surface.lower().endswith(("ed", "en", "wn"))
+
+
+def not_self_contained(question: str, names: Sequence[str] = (), verifier: Any = None,
+                       stage: str = "gates") -> str | None:
     """Why a sub-question is not self-contained, or None: a placeholder, or a pronoun with nothing
     before it to refer to. "he/she/they/his/her/their..." need a name (a capitalized word or a
     number after the first word) before them ("Where did Hank Snow live when he died?" is fine,
-    "Where was he born?" is not); "it/its/this..." need any content word before them ("the world
-    ... its coffee") or a name anywhere ("When does it get cold in North Dakota?"). A capitalized pronoun inside the question is part of a title ("It'll Be Me")."""
+    "Where was he born?" is not), or a wh-subject that binds them ("Which actor won an award for
+    his role as Forrest Gump?"); "it/its/this..." need any content word before them ("the world
+    ... its coffee") or a name anywhere ("When does it get cold in North Dakota?"). A capitalized
+    pronoun inside the question is part of a title ("It'll Be Me"), and so is one inside a mention
+    of ``names`` (the titles of the item's evidence) in any case ("When is it follows set?").
+    "they/them/their" with a name after them may be generic ("Where did they film Some Like It
+    Hot?"): the verifier decides; lexical only (``verifier`` None) it is rejected."""
     m = _PLACEHOLDER.search(question)
     if m:
         return f"placeholder {m.group(0)!r}"
     toks = analyse(question)
+    titled = _name_spans(toks, names, pronouns_only=True)
+    named = _name_spans(toks, names, pronouns_only=False)
+    generic = None
     for k, tok in enumerate(toks):
         low = tok.surface.lower()
-        if low not in PRONOUNS or (k > 0 and tok.surface[:1].isupper()):
+        if low not in PRONOUNS or (k > 0 and tok.surface[:1].isupper()) or k in titled:
             continue
         if low in _THING_PRONOUNS:  # or a name anywhere: "When does it get cold in North Dakota?"
             resolved = any(t.canon not in FUNCTION_WORDS for t in toks[:k]) or \
-                any(t.surface[:1].isupper() for t in toks[k + 1:])
+                any(t.surface[:1].isupper() or j in titled for j, t in enumerate(toks[k + 1:], start=k + 1))
         else:
-            resolved = any(t.surface[:1].isupper() or t.surface[:1].isdigit() for t in toks[1:k])
+            resolved = any(t.surface[:1].isupper() or (t.surface[:1].isdigit() and not t.surface[-2:].isalpha())
+                           for t in toks[1:k]) or _bound_by_wh(toks, k)  # an ordinal ("1st") names nothing
+            if not resolved and low in _GENERIC and \
+                    any(t.surface[:1].isupper() or j in named for j, t in enumerate(toks[k + 1:], start=k + 1)):
+                generic = generic or tok.surface
+                continue
         if not resolved:
             return f"unresolved pronoun {tok.surface!r}"
+    if generic is not None:
+        if verifier is None:
+            return f"unresolved pronoun {generic!r}"
+        keep, verdict, _ = verify(verifier, "self_contained", [], stage=stage, question=question)
+        if not keep:
+            return f"verifier: self_contained: pronoun {generic!r} ({verdict.reason})"
     return None
 
 

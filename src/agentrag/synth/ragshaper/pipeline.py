@@ -17,7 +17,7 @@ from typing import Any
 
 from agentrag.kb.base import Retriever
 from agentrag.records import Passage, Trajectory
-from agentrag.runs import JsonlStore
+from agentrag.runs import JsonlStore, input_order
 from agentrag.synth.driver import Pipeline, SynthOutput, SynthRun
 from agentrag.synth.lazy import Selected
 from agentrag.synth.ragshaper import analysis
@@ -68,6 +68,7 @@ class RagShaperPipeline:
         self.trajs = run.stage_file("trajectories", Trajectory)
         self.filters = run.stage_file("filter", FilterRecord)
         self.tags = run.stage_file("tags", TagRecord)
+        self.order: list[str] = []  # the seeds' ids in input order
 
     # --- stages -------------------------------------------------------------------------------
     # explore -> select -> qa and elicit -> filter -> tag run as flows (SynthRun.flow): an item's
@@ -135,6 +136,9 @@ class RagShaperPipeline:
             if enabled:
                 log.warning("no distractor documents were created: the teacher reads K only")
             return None, [], types
+        # in input order, not the order the trees finished in: the same K~ after any resume or concurrency
+        by_id = {p.id: p for p in passages}
+        passages = [by_id[k] for k in input_order(by_id, {s: i for i, s in enumerate(self.order)})]
         return self.c.distractor_kb(passages), passages, types
 
     def _filter(self, t: Trajectory, answer: Callable[[str], str]) -> bool:
@@ -213,8 +217,9 @@ class RagShaperPipeline:
     def pipeline(self, entities: list[str]) -> Pipeline:
         """Every stage over pending items, then the funnel counts and the run's own statistics
         (reused on a rerun that changed no file of the run)."""
+        self.order = list(dict.fromkeys(seed_id(e) for e in entities))
         return Pipeline(steps=[partial(self.explore_and_synthesize, entities), self.elicit_filter_tag],
-                        report=self.report, report_key=lambda: self.seed_source)
+                        report=self.report, report_key=lambda: self.seed_source, order=lambda: self.order)
 
     def report(self) -> SynthOutput:
         """The export, the funnel counts and the run's statistics, read from the stage files."""

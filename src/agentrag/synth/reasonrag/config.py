@@ -20,6 +20,9 @@ class MCTSConfig(Config):
     max_iter: int = Field(default=4, ge=1, description="reasoning rounds of a trajectory; the last round "
                           "forces an answer (agent max_steps; released code: 7-8)")
     top_k: int = Field(default=3, ge=1, description="documents per query (paper E.1: top 3)")
+    doc_chars: int | None = Field(default=None, ge=20, description="cut each retrieved document to this many "
+                                  "characters, as the reason_ground agent's doc_chars does (None: whole documents; "
+                                  "set it to the value an SFT policy was trained and is evaluated with)")
     temperature: float = Field(default=0.8, gt=0.0, description="sampling temperature of expansions")
     max_tokens: int = Field(default=192, ge=16)
     accept_untagged_answer: bool = Field(default=False, description="take a forced round's untagged output as "

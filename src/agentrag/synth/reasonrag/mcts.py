@@ -96,7 +96,8 @@ class QuestionSearch:
         sampling = {"temperature": m.temperature, "max_tokens": m.max_tokens,
                     "seed": derive_seed(self.cfg.seed, self.item.id, parent.id, "expand", j)}
         out = take_step(self.llm, self.retriever, self.item.question, y, parent.stage, parent.query,
-                        parent.documents or NO_DOCUMENTS, forced=forced, top_k=m.top_k, sampling=sampling,
+                        parent.documents or NO_DOCUMENTS, forced=forced, top_k=m.top_k, doc_chars=m.doc_chars,
+                        sampling=sampling,
                         accept_untagged_answer=m.accept_untagged_answer)
         base: dict[str, Any] = {"id": f"{self.item.id}:{tree.iterations}", "question_id": self.item.id,
                 "iteration": tree.iterations, "selected": parent.id, "raw": out.raw, "usage": out.usage}

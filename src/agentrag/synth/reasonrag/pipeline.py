@@ -94,7 +94,7 @@ def _greedy_one(cfg: ReasonRagConfig, c: ReasonRagComponents, item: QAItem) -> T
     m = cfg.mcts
     agent = ReasonGroundAgent(c.llm, PlainNavigation(c.retriever),
                               ReasonGroundConfig(max_steps=max(1, m.max_iter - 1), top_k=m.top_k, temperature=0.0,
-                                                 max_tokens=m.max_tokens, seed=cfg.seed))
+                                                 max_tokens=m.max_tokens, seed=cfg.seed, doc_chars=m.doc_chars))
     return agent.run(item)
 
 

@@ -252,7 +252,8 @@ class ReasonRagSynth(Synthesizer[ReasonRagRunConfig, list[QAItem], ReasonRagComp
                 counts["greedy"] = (len(done), tally["greedy"], {})
             return SynthOutput(counts=counts, export=exported, details=details)
         # the export setting is part of the key: a rerun that only turns it off or on redoes the export
-        return Pipeline(steps=steps, report=report, report_key=lambda: f"{ids_key(ids)}:export={cfg.export}")
+        return Pipeline(steps=steps, report=report, report_key=lambda: f"{ids_key(ids)}:export={cfg.export}",
+                        order=lambda: [q.id for q in inputs])
 
     def title(self, cfg: ReasonRagRunConfig, name: str) -> str:
         return f"ReasonRAG run {name} ({cfg.value.kind} values)"

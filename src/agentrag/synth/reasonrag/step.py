@@ -57,7 +57,7 @@ class StepOut:
 
 def take_step(llm: LLM, retriever: Retriever, question: str, y: list[str], stage: str, query: str,
               documents: str, *, forced: bool, top_k: int, sampling: dict[str, Any],
-              accept_untagged_answer: bool = False) -> StepOut:
+              accept_untagged_answer: bool = False, doc_chars: int | None = None) -> StepOut:
     """One round from state (x, y, stage): prompt, sample, parse, and retrieve for a query (see the
     module docstring for what becomes data and what propagates)."""
     messages = stage_messages(question, y, stage, query, documents, forced=forced)
@@ -86,7 +86,8 @@ def take_step(llm: LLM, retriever: Retriever, question: str, y: list[str], stage
     elif action == "query":
         hits = retriever.search([content or ""], top_k)[0]
         # escaped exactly as the reason_ground agent's tool does, so the tree's steps are its steps
-        out.query, out.hits, out.documents = content or "", hits, format_documents(hits, neutralize=True)
+        out.query, out.hits, out.documents = content or "", hits, format_documents(hits, neutralize=True,
+                                                                                  doc_chars=doc_chars)
     return out
 
 

@@ -31,7 +31,7 @@ from agentrag.eval.metrics import f1
 from agentrag.kb.base import Retriever
 from agentrag.llm.base import LLM
 from agentrag.records import Message, QAItem, Usage
-from agentrag.synth.common import call_json, derive_seed
+from agentrag.synth.common import call_json_resampled, derive_seed
 from agentrag.synth.reasonrag.config import ReasonRagConfig
 from agentrag.synth.reasonrag.step import take_step
 from agentrag.synth.reasonrag.tree import Estimate, SearchTree, TreeNode
@@ -81,22 +81,24 @@ def judge_estimate(judge: LLM, item: QAItem, steps: list[str], node: TreeNode,
     asked again (:data:`JUDGE_ATTEMPTS` in all); when none is, :class:`~agentrag.errors.ParseError`
     (retryable) leaves the evaluation unfinished under the failure policy: the iteration is not
     recorded and a rerun redoes it, so a judge's bad replies never drop a branch for good."""
-    usage, errors = Usage(), []
-    for attempt in range(JUDGE_ATTEMPTS):
-        sampling: dict[str, Any] = {"temperature": 0.0, "max_tokens": max_tokens}
-        if attempt:
-            sampling = {"temperature": 0.7, "max_tokens": max_tokens,
-                        "seed": derive_seed(seed, item.id, node.id, "judge", attempt)}
-        verdict, prov, error = call_json(judge, judge_messages(item, steps), ProcessJudgement,
-                                         stage="reasonrag.judge", **sampling)
+    def sampling(attempt: int) -> dict[str, Any]:
+        if not attempt:
+            return {"temperature": 0.0, "max_tokens": max_tokens}
+        return {"temperature": 0.7, "max_tokens": max_tokens,
+                "seed": derive_seed(seed, item.id, node.id, "judge", attempt)}
+
+    verdict, provs, errors = call_json_resampled(judge, judge_messages(item, steps), ProcessJudgement,
+                                                 attempts=JUDGE_ATTEMPTS, sampling=sampling, stage="reasonrag.judge")
+    usage = Usage()
+    for prov in provs:
         usage = usage + (prov.usage if prov.usage.calls else prov.usage + Usage(calls=1))
-        if verdict is not None:
-            return Estimate(v=verdict.score, steps=None, answer=node.answer, origin=node.id), usage, None
-        if (error or "").startswith("context_limit"):
-            return None, usage, f"judge: {error}"
-        raw = (prov.raw_output or "")[-200:]
-        errors.append(f"{error}" + (f" (output {raw!r})" if raw else ""))
-    raise ParseError(f"judge: no valid judgement of node {node.id} in {JUDGE_ATTEMPTS} attempts; last: {errors[-1]}. "
+    if verdict is not None:
+        return Estimate(v=verdict.score, steps=None, answer=node.answer, origin=node.id), usage, None
+    if errors[-1].startswith("context_limit"):
+        return None, usage, f"judge: {errors[-1]}"
+    raw = (provs[-1].raw_output or "")[-200:]
+    last = errors[-1] + (f" (output {raw!r})" if raw else "")
+    raise ParseError(f"judge: no valid judgement of node {node.id} in {JUDGE_ATTEMPTS} attempts; last: {last}. "
                      "The evaluation is left unfinished: rerun to redo it", is_retryable=True)
 
 
@@ -135,7 +137,8 @@ def _rollout(llm: LLM, retriever: Retriever, cfg: ReasonRagConfig, item: QAItem,
         sampling = {"temperature": cfg.value.rollout_temperature, "max_tokens": m.max_tokens,
                     "seed": derive_seed(cfg.seed, item.id, node.id, "rollout", i, depth)}
         step = take_step(llm, retriever, item.question, y, stage, query, docs, forced=forced,
-                         top_k=m.top_k, sampling=sampling, accept_untagged_answer=m.accept_untagged_answer)
+                         top_k=m.top_k, sampling=sampling, accept_untagged_answer=m.accept_untagged_answer,
+                         doc_chars=m.doc_chars)
         usage = usage + step.usage
         depth += 1
         if step.context_limited or not step.raw:  # a failed call: the rollout ends, its estimate flagged

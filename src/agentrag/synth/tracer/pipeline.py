@@ -74,6 +74,7 @@ class TracerStages:
         self.hops = {level: run.stage_file(f"hop{level}", HopRecord) for level in range(2, cfg.max_hops + 1)}
         self.sampling_stats: dict[str, int] = {}
         self.selected: list[DocRecord] = []  # the documents :meth:`sample` selected
+        self.candidates: list[str] = []  # the ids of the documents :meth:`sample` considered, in KB order
 
     def _stage(self, name: str, fn: Callable[..., Any], todo: list[Any], store: JsonlStore[Any]) -> None:
         self.ctx.stage(name, self._task(fn), todo, on_result=lambda _item, rec: store.append(rec))
@@ -88,9 +89,11 @@ class TracerStages:
                                "kb_passages_excluded": sum(sampling.norm_title(p.title) in c.excluded_titles
                                                            for p in c.passages)}
         self._stage("sample", _annotate, [d for d in cands if d.id not in self.docs], self.docs)
-        wanted = {d.id for d in cands}
-        return sampling.select([d for d in self.docs if d.id in wanted], self.cfg.docs,
-                               self.cfg.sampling.max_per_type)
+        self.candidates = [d.id for d in cands]
+        pos = {k: i for i, k in enumerate(self.candidates)}
+        # in candidate order, not the order the annotations finished in: the same documents at any concurrency
+        annotated = sorted((d for d in self.docs if d.id in pos), key=lambda d: pos[d.id])
+        return sampling.select(annotated, self.cfg.docs, self.cfg.sampling.max_per_type)
 
     def _task(self, fn: Callable[..., Any]) -> ComponentsTask:
         return ComponentsTask(partial(fn, self.cfg), self.c, self.c.rebuild, what="Tracer components")
@@ -147,7 +150,7 @@ class TracerStages:
             self.atomic_stage(self.selected)
 
         steps: list[PipelineStep] = [sample_and_extend, *(self.extend_catch_up(level) for level in self.hops)]
-        return Pipeline(steps=steps, report=self.report, report_key=self.report_key)
+        return Pipeline(steps=steps, report=self.report, report_key=self.report_key, order=lambda: self.candidates)
 
     def report_key(self) -> str:
         return ids_key(d.id for d in self.selected) + json.dumps(self.sampling_stats, sort_keys=True)

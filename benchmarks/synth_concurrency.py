@@ -230,7 +230,7 @@ def _serve(conn: Any, reply: Any, kw: dict[str, Any]) -> None:
 
     def timed(body: dict[str, Any]) -> Any:
         done.append(time.monotonic())  # after the stub's latency sleep: the request ran [t - latency, t]
-        return reply(body)
+        return reply(body) if callable(reply) else reply  # the backend case's reply is a fixed text
 
     with StubOpenAIServer(reply=timed, **kw) as srv:
         conn.send(srv.base_url)

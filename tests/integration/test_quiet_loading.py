@@ -3,10 +3,13 @@ reports its own progress), leaves the user's setting as it was, and shows them w
 
 from __future__ import annotations
 
+import pytest
 from transformers.utils import logging as hf_logging
 
 from agentrag._extras import quiet_loading
 from agentrag.kb.embedders import SentenceTransformerEmbedder
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 
 def test_embedder_load_prints_no_weight_bar_and_restores_the_setting(capfd, monkeypatch):

@@ -272,12 +272,12 @@ def _natural(key: str) -> list[Any]:
 def _root_of(key: str, pos: Mapping[str, int]) -> str | None:
     """The longest id of ``pos`` that ``key`` is or starts with, followed by a character that is
     not a letter or digit (``q1`` is the root of ``q1:0`` and ``q1-n3-qa``, not of ``q10``)."""
-    found = key if key in pos else None
-    if found is None:
-        for i in range(len(key) - 1, 0, -1):
-            if not key[i].isalnum() and key[:i] in pos:
-                return key[:i]
-    return found
+    if key in pos:
+        return key
+    for i in range(len(key) - 1, 0, -1):
+        if not key[i].isalnum() and key[:i] in pos:
+            return key[:i]
+    return None
 
 
 def input_order(ids: Iterable[str], pos: Mapping[str, int]) -> list[str]:

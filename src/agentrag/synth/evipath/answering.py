@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
@@ -160,11 +161,11 @@ def synthesize_selection(llm: LLM, embedder: Embedder, item: EviItem, sub_id: st
         evidence = [item.facts[i].render(cfg.max_fact_chars) for i in order]
         position = {fact_idx: pos for pos, fact_idx in enumerate(order)}
         gold_positions = sorted(position[gold[c].idx] for c in chosen)
+    record = partial(SelectionRecord, id=sub_id, item_id=item.id, question=question, answer=answer,
+                     evidence=evidence, gold_positions=gold_positions, similarities=sims, fallback=fallback,
+                     supporting=[v for c in chosen for v in views[c]], repaired=repaired)
     if problem is not None:
-        return SelectionRecord(id=sub_id, item_id=item.id, question=question, answer=answer, evidence=evidence,
-                               gold_positions=gold_positions, similarities=sims, fallback=fallback,
-                               supporting=[v for c in chosen for v in views[c]], repaired=repaired, status="failed",
-                               reason=problem, provenance=Provenance(stage="selections", model="rule"))
+        return record(status="failed", reason=problem, provenance=Provenance(stage="selections", model="rule"))
     text, prov, err = call_text(llm, think_messages(question, evidence, answer, gold_positions), stage="selections",
                                 max_tokens=cfg.max_tokens, temperature=cfg.temperature)
     parsed = parse_executor(text or "")
@@ -172,11 +173,8 @@ def synthesize_selection(llm: LLM, embedder: Embedder, item: EviItem, sub_id: st
         err = "parse_error: no <think> in the executor thought"
     if err is None and parsed.select is None:
         err = "parse_error: no <select> in the executor thought"
-    return SelectionRecord(id=sub_id, item_id=item.id, question=question, answer=answer, evidence=evidence,
-                           gold_positions=gold_positions, similarities=sims, fallback=fallback,
-                           supporting=[v for c in chosen for v in views[c]], thought=parsed.thought, select=parsed.select,
-                           repaired=repaired,
-                           status="failed" if err else "ok", reason=err, provenance=prov)
+    return record(thought=parsed.thought, select=parsed.select, status="failed" if err else "ok", reason=err,
+                  provenance=prov)
 
 
 __all__ = ["QA_SYSTEM", "THINK_SYSTEM", "qa_messages", "clean_sentence", "answer_subquestion", "cosine",

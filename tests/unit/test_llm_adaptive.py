@@ -15,6 +15,7 @@ from agentrag.eval.runner import EvalConfig
 from agentrag.llm import resolve_llm
 from agentrag.llm.adaptive import (
     EMBEDDED_ITEMS_IN_FLIGHT,
+    ITEMS_PER_REQUEST_SLOT,
     REMOTE_ITEMS_IN_FLIGHT,
     AdaptiveLimit,
     default_items_in_flight,
@@ -27,7 +28,7 @@ from agentrag.synth.evipath.config import EviPathRunConfig
 from agentrag.synth.ragshaper.config import RagShaperRunConfig
 from agentrag.synth.reasonrag.config import ReasonRagRunConfig
 from agentrag.synth.tracer.config import TracerRunConfig
-from agentrag.testing import FakeRetriever, StubOpenAIServer
+from agentrag.testing import FakeRetriever, ScriptedLLM, StubOpenAIServer
 
 HI = [Message(role="user", content="hi")]
 FAST = {"backoff_initial": 0.01, "backoff_max": 0.05, "max_retries": 30, "timeout": 5.0}
@@ -164,15 +165,17 @@ def test_default_items_in_flight_depends_on_the_backend(tmp_path):
 
 def test_link_follows_the_items_in_flight_unless_the_llm_config_sets_it(tmp_path, caplog):
     default = resolve_llm("openai:m@http://x/v1", cache=tmp_path / "c.sqlite")  # behind the response cache
-    link_request_limits([default, None], 12)
+    # an endpoint among the run's LLMs: its limit is the run's concurrency, twice as many items are in flight
+    assert link_request_limits([default, None], 12) == 12 * ITEMS_PER_REQUEST_SLOT == 24
     assert default.inner.limit.maximum == 12  # type: ignore[attr-defined]
+    assert link_request_limits([None, ScriptedLLM()], 12) == 12  # no endpoint: items in flight = concurrency
     yaml = tmp_path / "capped.yaml"
     yaml.write_text("backend: openai\nmodel: m\nbase_url: http://gpu:8000/v1\nconcurrency: 5\n")
     capped = resolve_llm(str(yaml))
     with caplog.at_level(logging.WARNING, logger="agentrag.llm.adaptive"):
         link_request_limits([capped], 40)
     assert capped.limit.maximum == 5  # type: ignore[attr-defined]
-    assert "40 items are in flight" in caplog.text and "concurrency: 5" in caplog.text
+    assert "the run's concurrency is 40" in caplog.text and "concurrency: 5" in caplog.text
     assert "at most 5 requests" in caplog.text and "http://gpu:8000/v1" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="agentrag.llm.adaptive"):
@@ -217,9 +220,11 @@ def test_run_synthesizer_links_the_backend_to_its_items_in_flight(tmp_path):
     with StubOpenAIServer(reply="a") as stub:
         llm = OpenAIBackend("m", stub.base_url, **FAST)
         first = run_synthesizer(OneCall(), Cfg(concurrency=3), tmp_path / "r1", llm=llm)
-        assert llm.limit.maximum == 3 and first["threads"] == 3
+        # the request limit is the run's concurrency; ITEMS_PER_REQUEST_SLOT x as many items are in flight
+        assert llm.limit.maximum == 3 and first["threads"] == 3 * ITEMS_PER_REQUEST_SLOT
         metrics = run_synthesizer(OneCall(), Cfg(), tmp_path / "r2", llm=llm)  # refs say embedded, object is remote
-        assert llm.limit.maximum == metrics["threads"] == REMOTE_ITEMS_IN_FLIGHT and metrics["funnel"][0]["out"] == 6
+        assert llm.limit.maximum == REMOTE_ITEMS_IN_FLIGHT and metrics["funnel"][0]["out"] == 6
+        assert metrics["threads"] == REMOTE_ITEMS_IN_FLIGHT * ITEMS_PER_REQUEST_SLOT
         # the backend object sits behind each run's response cache: what reached the stub is its misses
         assert stub.requests == sum(st["misses"] for m in (first, metrics) for st in m["llm"].values()) >= 2
 

@@ -189,3 +189,33 @@ def test_retries_exhausted_caches_nothing_and_a_rerun_calls_again(tmp_path: Path
         again = _stub_llm(srv.base_url, db, retries=0)
         assert again.chat(MSGS)[0].text == "healthy" and srv.requests == 1 and again.inner_calls == 1
     assert [c.text for c in _stored(db)] == ["healthy"]
+
+
+def test_many_threads_each_read_their_own_write_and_every_reply_is_kept(tmp_path: Path) -> None:
+    """Group commits: 32 threads writing at once; a put returns only once its row is readable, by
+    a lookup on another connection and by a new cache object (another process's view)."""
+    from agentrag.llm.base import Completion
+    from agentrag.llm.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    errors: list[str] = []
+    start = threading.Barrier(32)
+
+    def work(i: int) -> None:
+        start.wait()
+        for j in range(10):
+            key = f"k{i}-{j}"
+            cache.put(key, "m", {0: Completion(text=key)})
+            if cache.get(key, 1).get(0) is None or cache.get(key, 1)[0].text != key:
+                errors.append(key)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    other = ResponseCache(tmp_path / "c.sqlite")
+    assert len(other) == 320 and other.get("k31-9", 1)[0].text == "k31-9"
+    cache.close()
+    other.close()

@@ -219,3 +219,73 @@ def test_tool_call_arguments_may_be_empty_and_content_parts_are_joined() -> None
     with StubOpenAIServer(reply=reply) as srv:
         out = backend(srv.base_url).chat(MSGS, tools=TOOLS)
     assert out[0].text == "ab" and out[0].tool_calls[0].arguments == {} and out[0].tool_calls[0].id == "c1"
+
+
+def test_a_refused_connection_is_a_retryable_outage_counted_per_attempt() -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    llm = OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=1,
+                        backoff_initial=0.01, backoff_max=0.02, timeout=5)
+    with pytest.raises(LLMError) as err:
+        llm.chat([Message(role="user", content="hi")])
+    assert err.value.is_retryable and "connection error" in str(err.value)
+    assert llm.attempts == 2
+
+
+def test_the_request_carries_the_key_and_a_json_body() -> None:
+    seen: list[dict[str, str]] = []
+    import http.server
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append({"auth": self.headers.get("Authorization", ""), "type": self.headers.get("Content-Type", ""),
+                         "path": self.path, "model": body["model"], "text": body["messages"][0]["content"]})
+            out = json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *a: object) -> None:
+            pass
+
+    import threading
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        llm = OpenAIBackend("my-model", base_url=f"http://127.0.0.1:{srv.server_port}/v1/", api_key="sk-test")
+        assert llm.chat([Message(role="user", content="héllo")])[0].text == "ok"
+    finally:
+        srv.shutdown()
+    assert seen == [{"auth": "Bearer sk-test", "type": "application/json", "path": "/v1/chat/completions",
+                     "model": "my-model", "text": "héllo"}]
+
+
+def test_proxy_and_certificates_come_from_the_environment(monkeypatch, tmp_path) -> None:
+    import certifi
+    import urllib3
+
+    from agentrag.llm.openai_backend import _pool_manager
+
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY",
+                 "all_proxy", "SSL_CERT_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    direct = _pool_manager("https://api.example.com/v1")
+    assert type(direct) is urllib3.PoolManager and direct.connection_pool_kw["ca_certs"] == certifi.where()
+    assert "ca_certs" not in _pool_manager("http://localhost:8000/v1").connection_pool_kw
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    proxied = _pool_manager("https://api.example.com/v1")
+    assert isinstance(proxied, urllib3.ProxyManager) and proxied.proxy.host == "proxy.internal"
+    assert type(_pool_manager("http://localhost:8000/v1")) is urllib3.PoolManager  # no proxy for http set
+    monkeypatch.setenv("NO_PROXY", "api.example.com")
+    assert type(_pool_manager("https://api.example.com/v1")) is urllib3.PoolManager
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("")
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    assert _pool_manager("https://api.example.com/v1").connection_pool_kw["ca_certs"] == str(bundle)

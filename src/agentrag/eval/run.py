@@ -183,7 +183,7 @@ def run_eval(cfg: EvalConfig | None = None, out: str | os.PathLike[str] | None =
             roles = {"agent": agent_llm, "judge": the_judge.llm if the_judge else None}
             if cfg.concurrency is None and llm is not None:  # the default follows an LLM object passed in
                 width = max(width, default_items_in_flight(llm))
-            link_request_limits(roles.values(), width)  # one setting: the endpoint's limit is the items in flight
+            width = link_request_limits(roles.values(), width)  # the endpoints' request limit; items in flight
         else:  # each worker process builds LLM, retriever, agent and judge from the config
             from agentrag.eval.worker import EvalTask
 

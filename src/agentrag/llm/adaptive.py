@@ -31,11 +31,19 @@ REMOTE_ITEMS_IN_FLIGHT = 64
 #: default items in flight with the embedded model / a local transformers checkpoint
 EMBEDDED_ITEMS_IN_FLIGHT = 2
 
+#: items a run keeps in flight per request slot of the OpenAI-compatible endpoints it links
+#: (:func:`link_request_limits`): an item that backs off after a failed attempt (0.5-1 s by default)
+#: or works between two requests (gates, retrieval, writing) leaves its slot to another item
+#: (benchmarks/synth_concurrency.py; docs/scale.md, "Remote endpoints")
+ITEMS_PER_REQUEST_SLOT = 2
+
 #: the description of every run's ``concurrency`` setting (synthesizers, eval)
-ITEMS_IN_FLIGHT_HELP = (f"items in flight, and the most requests that reach an OpenAI-compatible endpoint (its "
-                        f"backend's limit follows, adapting below it on 429s and timeouts). Default: "
-                        f"{REMOTE_ITEMS_IN_FLIGHT} when an LLM is an endpoint (keeps a GPU server busy), "
-                        f"{EMBEDDED_ITEMS_IN_FLIGHT} for the embedded model (it generates one request at a time)")
+ITEMS_IN_FLIGHT_HELP = (f"the most requests that reach an OpenAI-compatible endpoint (its backend's limit follows, "
+                        f"adapting below it on 429s and timeouts) and the items in flight ({ITEMS_PER_REQUEST_SLOT} x "
+                        f"as many against an endpoint, so that an item backing off or working between requests "
+                        f"leaves its slot to another). Default: {REMOTE_ITEMS_IN_FLIGHT} when an LLM is an endpoint "
+                        f"(keeps a GPU server busy), {EMBEDDED_ITEMS_IN_FLIGHT} for the embedded model (it generates "
+                        f"one request at a time)")
 
 Outcome = Literal["ok", "overload", "error"]
 
@@ -185,10 +193,11 @@ def _backends(llm: Any) -> list[Any]:
     return seen
 
 
-def link_request_limits(llms: Iterable[Any], items: int) -> None:
-    """Make ``items`` (a run's items in flight) the request limit of each OpenAI backend among
+def link_request_limits(llms: Iterable[Any], items: int) -> int:
+    """Make ``items`` (a run's ``concurrency``) the request limit of each OpenAI backend among
     ``llms``; a backend whose LLM config sets ``concurrency`` explicitly keeps it, with a warning
-    when it is the lower of the two (module doc)."""
+    when it is the lower of the two (module doc). Returns the items the run keeps in flight:
+    :data:`ITEMS_PER_REQUEST_SLOT` x ``items`` when an endpoint is among ``llms``, else ``items``."""
     done: set[int] = set()
     for llm in llms:
         for backend in _backends(llm):
@@ -200,11 +209,12 @@ def link_request_limits(llms: Iterable[Any], items: int) -> None:
             if "concurrency" not in config.model_fields_set:
                 set_limit(items)
             elif config.concurrency < items:
-                log.warning("%d items are in flight but the LLM config of %s sets concurrency: %d, so at most %d "
+                log.warning("the run's concurrency is %d but the LLM config of %s sets concurrency: %d, so at most %d "
                             "requests reach the server; raise that setting (or drop it: the run's concurrency is "
                             "then the backend's limit) or lower the run's concurrency",
                             items, getattr(backend, "base_url", backend), config.concurrency, config.concurrency)
+    return items * ITEMS_PER_REQUEST_SLOT if done else items
 
 
-__all__ = ["AdaptiveLimit", "Slot", "ITEMS_IN_FLIGHT_HELP", "REMOTE_ITEMS_IN_FLIGHT", "EMBEDDED_ITEMS_IN_FLIGHT", "default_items_in_flight",
+__all__ = ["AdaptiveLimit", "Slot", "ITEMS_IN_FLIGHT_HELP", "ITEMS_PER_REQUEST_SLOT", "REMOTE_ITEMS_IN_FLIGHT", "EMBEDDED_ITEMS_IN_FLIGHT", "default_items_in_flight",
            "link_request_limits"]

@@ -1,7 +1,13 @@
 """Response cache: sqlite (WAL), keyed by backend, model, the full request and the sample index.
 
-An identical rerun makes zero backend calls. Safe under threads (one connection behind a lock)
-and several processes (WAL journal, busy timeout, ``INSERT OR IGNORE`` so the first writer wins).
+An identical rerun makes zero backend calls. Safe under threads and several processes (WAL
+journal, busy timeout, ``INSERT OR IGNORE`` so the first writer wins). Many threads (a run's items in
+flight) share one cache without queueing behind each other: a lookup reads through a connection of
+its own (a small pool; WAL readers never wait for the writer), and a write adds its rows to the
+pending set and commits every pending row at once when it gets the write connection (a group
+commit: a thread that finds its rows already committed by another returns at once). A write
+returns only after its rows are committed (``synchronous=NORMAL`` in WAL mode: a killed process
+loses nothing committed; only a power cut may lose the last commits, which a rerun asks again).
 
 A full or failing disk (SQLite's "database or disk is full" / "disk I/O error") is a disk error,
 never a corrupt cache: a reply that cannot be written is kept in memory (served to a repeat of
@@ -122,16 +128,28 @@ class ResponseCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        #: the write connection (and the flush that uses it); held while a group of rows is committed
         self._lock = threading.Lock()
-        #: (key, idx) -> row the disk did not take yet; ``failure`` is the error it gave
+        #: guards ``_pending`` and ``_readers``; held for dictionary/list operations only, never for I/O
+        self._plock = threading.Lock()
+        #: (key, idx) -> row not committed yet (waiting for the write connection, or refused by the
+        #: disk); ``failure`` is the error the disk gave
         self._pending: dict[tuple[str, int], tuple[str, int, str, str]] = {}
+        #: idle read connections (a lookup takes one, or opens one, and gives it back)
+        self._readers: list[sqlite3.Connection] = []
+        self._all_readers: list[sqlite3.Connection] = []
         self.failure: StorageError | None = None
         try:
-            self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
-            self._db.execute("PRAGMA busy_timeout=60000")
+            self._db = self._connect()
             _with_retry(self._init_schema)
+            self._db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
             raise _open_error(self.path, exc) from None
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
+        db.execute("PRAGMA busy_timeout=60000")
+        return db
 
     def _init_schema(self) -> None:
         # Switching to WAL takes an exclusive lock and SQLite answers SQLITE_BUSY at once (no busy
@@ -143,26 +161,54 @@ class ResponseCache:
                          "model TEXT, value TEXT NOT NULL, PRIMARY KEY (key, idx))")
         self._db.commit()
 
-    def get(self, key: str, n: int) -> dict[int, Completion]:
-        with self._lock:
+    def _select(self, key: str, n: int) -> list[tuple[int, str]]:
+        with self._plock:
+            db = self._readers.pop() if self._readers else None
+        if db is None:
             try:
-                rows = self._db.execute("SELECT idx, value FROM responses WHERE key = ? AND idx < ?",
-                                        (key, n)).fetchall()
+                db = self._connect()
             except sqlite3.Error as exc:
                 if is_disk_error(exc):
                     raise storage_error(exc, self.path) from None
                 raise
-            rows += [(i, row[3]) for (k, i), row in self._pending.items() if k == key and i < n]
+            with self._plock:
+                self._all_readers.append(db)
+        try:
+            rows: list[tuple[int, str]] = db.execute(
+                "SELECT idx, value FROM responses WHERE key = ? AND idx < ?", (key, n)).fetchall()
+        except sqlite3.Error as exc:
+            if is_disk_error(exc):
+                raise storage_error(exc, self.path) from None
+            raise
+        finally:
+            with self._plock:
+                self._readers.append(db)
+        return rows
+
+    def get(self, key: str, n: int) -> dict[int, Completion]:
+        # the rows not committed yet are read first: a row leaves them only once committed, so
+        # it is in one of the two places
+        held: list[tuple[int, str]] = []
+        if self._pending:
+            with self._plock:
+                held = [(i, row[3]) for (k, i), row in self._pending.items() if k == key and i < n]
+        rows = self._select(key, n) + held
         return {int(i): Completion.model_validate_json(v) for i, v in rows}
 
     def put(self, key: str, model: str, completions: dict[int, Completion]) -> None:
-        """Store ``completions`` (sample index -> completion); when the disk fails they are held
-        in memory (module docstring) and this returns normally: the reply is paid for, so the
-        caller gets it."""
+        """Store ``completions`` (sample index -> completion); returns once they are committed
+        (by this thread or by another's group commit). When the disk fails they are held in
+        memory (module docstring) and this returns normally: the reply is paid for, so the caller
+        gets it."""
+        rows = {(key, i): (key, i, model, c.model_dump_json()) for i, c in completions.items()}
+        with self._plock:
+            for k, row in rows.items():
+                self._pending.setdefault(k, row)
         with self._lock:
-            for i, c in completions.items():
-                self._pending.setdefault((key, i), (key, i, model, c.model_dump_json()))
-            self._flush_locked()
+            with self._plock:
+                mine = any(k in self._pending for k in rows)
+            if mine:
+                self._flush_locked()
 
     def flush(self) -> int:
         """Write the replies held in memory; returns how many the disk still did not take."""
@@ -173,17 +219,21 @@ class ResponseCache:
     def writable(self) -> None:
         """Raise the held :class:`StorageError` when replies are waiting for the disk and it still
         fails: the caller must not pay for a new reply that could not be kept either."""
+        if not self._pending:
+            return
         with self._lock:
             if self._pending and not self._flush_locked() and self.failure is not None:
                 raise StorageError(f"{self.failure} ({len(self._pending)} paid LLM replies are held in memory "
                                    "until then; no new request is sent)")
 
     def _flush_locked(self) -> bool:
-        if not self._pending:
+        with self._plock:
+            batch = dict(self._pending)
+        if not batch:
             return True
         try:
             self._db.executemany("INSERT OR IGNORE INTO responses (key, idx, model, value) VALUES (?, ?, ?, ?)",
-                                 list(self._pending.values()))
+                                 list(batch.values()))
             self._db.commit()
         except sqlite3.Error as exc:
             if not is_disk_error(exc):
@@ -198,8 +248,10 @@ class ResponseCache:
             _UNSAVED.add(self)
             return False
         if self.failure is not None:
-            log.info("LLM cache %s: %d held replies written", self.path, len(self._pending))
-        self._pending.clear()
+            log.info("LLM cache %s: %d held replies written", self.path, len(batch))
+        with self._plock:
+            for k in batch:
+                self._pending.pop(k, None)
         self.failure = None
         _UNSAVED.discard(self)
         return True
@@ -212,6 +264,10 @@ class ResponseCache:
         with self._lock:
             self._flush_locked()
             self._db.close()
+            with self._plock:
+                readers, self._readers, self._all_readers = self._all_readers, [], []
+            for db in readers:
+                db.close()
 
 
 class CachedLLM:

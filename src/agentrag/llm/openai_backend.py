@@ -1,8 +1,12 @@
-"""OpenAI-compatible backend (vLLM, llama.cpp server, SGLang, OpenAI ...) on the official client.
+"""OpenAI-compatible backend (vLLM, llama.cpp server, SGLang, OpenAI ...): a JSON POST to
+``/chat/completions`` over a thread-safe urllib3 connection pool (keep-alive; TLS verified against
+``$SSL_CERT_FILE`` or certifi's bundle; ``$HTTPS_PROXY``/``$HTTP_PROXY``/``$NO_PROXY`` honoured).
+The official SDK's client cost about twice the client CPU per request (``benchmarks/llm.py
+--client-only``), and at 64 requests in flight a run's client is short of CPU.
 
 Retries are ours (tenacity: exponential backoff with jitter on 429, 5xx, timeouts, connection
-errors and 200 bodies that are not valid completions); the client's own retries are disabled so
-attempts are counted. A 429/503 with a ``Retry-After`` header (seconds or an HTTP date) waits at
+errors and 200 bodies that are not valid completions); urllib3's own retries and redirects are
+off, so attempts are counted. A 429/503 with a ``Retry-After`` header (seconds or an HTTP date) waits at
 least that long, capped by ``retry_after_max``, and holds every request to the endpoint until then. 401/403/404 and an unknown model raise :class:`EndpointError` at once, a
 request over the context window :class:`ContextLimitError`, any other 4xx a non-retryable
 :class:`LLMError` (see :mod:`agentrag.llm.openai_wire` and docs/llm.md).
@@ -11,6 +15,7 @@ request over the context window :class:`ContextLimitError`, any other 4xx a non-
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import threading
@@ -35,6 +40,50 @@ from agentrag.protocol import neutralize_messages
 from agentrag.records import Message, ToolCall, Usage
 
 log = logging.getLogger(__name__)
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("agentrag")
+    except Exception:  # noqa: BLE001 - a source checkout without metadata
+        return "dev"
+
+
+def _timeout(seconds: float) -> Any:
+    """``seconds`` for connecting and for each read of the reply (as the SDK's client counted it)."""
+    from urllib3 import Timeout
+
+    return Timeout(connect=seconds, read=seconds)
+
+
+def _pool_manager(base_url: str) -> Any:
+    """A urllib3 pool for ``base_url``: keep-alive connections shared by every thread, as many kept
+    as requests run at once; TLS verified against ``$SSL_CERT_FILE`` or certifi's bundle; the
+    environment's proxy for the URL's scheme unless ``$NO_PROXY`` exempts its host."""
+    import urllib.parse
+    import urllib.request
+
+    import urllib3
+
+    kw: dict[str, Any] = {"num_pools": 4, "maxsize": 1024, "block": False}
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.scheme == "https":
+        ca = os.environ.get("SSL_CERT_FILE")
+        if not ca:
+            try:
+                import certifi
+
+                ca = certifi.where()
+            except ImportError:  # the system's store
+                ca = None
+        if ca:
+            kw["ca_certs"] = ca
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if proxy and not urllib.request.proxy_bypass(parts.hostname or ""):
+        return urllib3.ProxyManager(proxy, **kw)
+    return urllib3.PoolManager(**kw)
+
 
 def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, (LLMError, ParseError)) and exc.is_retryable
@@ -71,20 +120,21 @@ class OpenAIBackend:
         self.meter = UsageMeter()
         self.limit = AdaptiveLimit(cfg.concurrency, name=self.base_url, adaptive=cfg.adaptive)
         self._lock = threading.Lock()
-        self._client: Any = None
+        self._url = self.base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json",
+                         "Accept": "application/json", "User-Agent": f"agentrag/{_version()}"}
+        self._pool: Any = None
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r})"
 
     @property
-    def client(self) -> Any:
+    def pool(self) -> Any:
+        """The urllib3 pool manager (a proxy manager when the environment names a proxy for the URL)."""
         with self._lock:
-            if self._client is None:
-                import openai
-
-                self._client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key,
-                                             max_retries=0, timeout=self.config.timeout)
-            return self._client
+            if self._pool is None:
+                self._pool = _pool_manager(self.base_url)
+            return self._pool
 
     def set_request_limit(self, n: int) -> None:
         """Requests in flight at most (the run's items in flight); adapts below it (AIMD)."""
@@ -106,38 +156,39 @@ class OpenAIBackend:
 
     def _attempt(self, body: dict[str, Any]) -> ChatCompletionBody:
         """One HTTP attempt; errors are translated into the failure policy's classes (module doc)."""
-        import httpx
-        import openai
+        from urllib3.exceptions import HTTPError, NewConnectionError, TimeoutError
 
-        client = self.client
+        pool = self.pool
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        timeout = self.config.timeout
         with self._lock:
             self.attempts += 1
         with self.limit.slot() as slot:
             try:
-                # a plain POST of the body we built: the SDK's typed ``create`` walks every message and
-                # tool schema through its TypedDict transform, ~40% of the client's CPU per call
-                raw = client.post("/chat/completions", body=body, cast_to=httpx.Response,
-                                  options={"timeout": self.config.timeout})
-            except openai.APITimeoutError as exc:
-                slot.overload()
-                raise LLMError(f"timed out after {self.config.timeout}s", is_retryable=True) from exc
-            except openai.APIConnectionError as exc:
+                raw = pool.request("POST", self._url, body=data, headers=self._headers, retries=False,
+                                   redirect=False, timeout=_timeout(timeout))
+            except NewConnectionError as exc:  # (urllib3 makes it a kind of connect timeout)
                 raise LLMError(f"connection error: {exc}", is_retryable=True) from exc
-            except openai.APIStatusError as exc:
-                err = status_error(exc.status_code, str(exc)[:300], base_url=self.base_url, model=self.model)
-                if exc.status_code in self.OVERLOAD_STATUS:
+            except TimeoutError as exc:
+                slot.overload()
+                raise LLMError(f"timed out after {timeout}s", is_retryable=True) from exc
+            except HTTPError as exc:
+                raise LLMError(f"connection error: {exc}", is_retryable=True) from exc
+            text = raw.data.decode("utf-8", errors="replace")
+            if raw.status >= 400 or raw.status < 200:
+                err = status_error(raw.status, f"Error code: {raw.status} - {text}"[:300], base_url=self.base_url,
+                                   model=self.model)
+                if raw.status in self.OVERLOAD_STATUS:
                     slot.overload()
-                    wait = self._retry_after(exc)
+                    wait = self._retry_after(raw.headers)
                     if wait is not None and isinstance(err, LLMError):
                         err.retry_after = wait
                         self.limit.hold(wait)
-                raise err from exc
-            text = raw.text
+                raise err
         return parse_completion_body(text)
 
-    def _retry_after(self, exc: Any) -> float | None:
+    def _retry_after(self, headers: Any) -> float | None:
         """The capped wait of a 429/503's ``Retry-After`` header (None when it has none)."""
-        headers = getattr(getattr(exc, "response", None), "headers", None)
         wait = retry_after_seconds(headers.get("retry-after") if headers is not None else None)
         if wait is None:
             return None

@@ -9,6 +9,8 @@ and validates the reply: :func:`parse_structured` returns an instance or raises
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -20,10 +22,18 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of ``model`` as sent to backends (no titles; refs inlined by pydantic)."""
+    """The JSON schema of ``model`` as sent to backends (no titles; refs inlined by pydantic); a
+    new dict each call (the caller may change it), built once per model class (pydantic's schema
+    generation costs more client CPU than the request that carries it)."""
+    schema: dict[str, Any] = json.loads(_schema_text(model))
+    return schema
+
+
+@functools.lru_cache(maxsize=512)
+def _schema_text(model: type[BaseModel]) -> str:
     schema = model.model_json_schema()
     _drop_titles(schema)
-    return schema
+    return json.dumps(schema)
 
 
 def _drop_titles(node: Any) -> None:

@@ -494,8 +494,8 @@ def run_synthesizer(synth: Synthesizer[Any, Any, Any], cfg: Any, out: str | os.P
         width = synth.concurrency(cfg)
         if getattr(cfg, "concurrency", 0) is None and given:  # the default follows LLM objects passed in too
             width = max(width, default_items_in_flight(*llms))
-        link_request_limits(llms, width)  # one setting: the endpoint's request limit is the items in flight
-        ctx = SynthRun(run, executor or ThreadExecutor(width), beat)
+        in_flight = link_request_limits(llms, width)  # one setting: the endpoints' request limit
+        ctx = SynthRun(run, executor or ThreadExecutor(in_flight), beat)
         start = time.monotonic()
         output = run_or_reuse(synth, ctx, cfg, comps, inputs)
         metrics = finish_run(synth, cfg, ctx, comps, output, time.monotonic() - start)

@@ -103,7 +103,9 @@ def case_eval(n: int, conc: int, out: Path) -> tuple[Any, dict[str, Any]]:
     from agentrag.testing import ScriptedLLM
 
     data = out.parent / "qa.jsonl"
-    data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is the capital of country {i % 8}?",
+    # every question its own text (" (case i)"): the run's response cache must not serve one question's
+    # requests to another (identical questions made 1,000 items cost ~200 requests)
+    data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is the capital of country {i % 8}? (case {i})",
                                         "golden_answers": [f"City {i % 8}"]}) + "\n" for i in range(n)))
 
     def run(llm: Any) -> dict[str, Any]:

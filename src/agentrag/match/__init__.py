@@ -155,12 +155,11 @@ def mentions(answer: str, text: str, aliases: Iterable[str] = (), *, partial: bo
     return find_mention(answer, text, aliases, partial=partial) is not None
 
 
-def _number(text: str) -> float | None:
-    toks = tokens(text)
+def _number_of(toks: tuple[Token, ...]) -> float | None:
     if len(toks) != 1:
         return None
     try:
-        return float(toks[0])
+        return float(toks[0].canon)
     except ValueError:
         return None
 
@@ -180,7 +179,7 @@ def equivalent(a: str, b: str, aliases: Iterable[str] = ()) -> bool:
         ta, tb = analyse(a), analyse(form)
         if ta and len(ta) == len(tb) and all(x.same(y) for x, y in zip(ta, tb, strict=True)):
             return True
-        na, nb = _number(a), _number(form)
+        na, nb = _number_of(ta), _number_of(tb)
         if na is not None and nb is not None and na == nb:
             return True
         for x, y in ((ta, tb), (tb, ta)):
@@ -299,7 +298,14 @@ def containment(part: str, whole: str) -> float:
 def demonyms(name: str) -> list[str]:
     """The nationality adjectives of a country ``name`` in any written form ("USA" -> "American"),
     for use as aliases where a relation asks for a country; [] for anything else."""
-    return [d for country, forms in DEMONYMS.items() if equivalent(name, country) for d in forms]
+    return list(_demonyms(name))
+
+
+@lru_cache(maxsize=8192)
+def _demonyms(name: str) -> tuple[str, ...]:
+    # one comparison per country of the table: worth keeping per name (gates ask it for every
+    # candidate answer of every sentence)
+    return tuple(d for country, forms in DEMONYMS.items() if equivalent(name, country) for d in forms)
 
 
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\u201d]*\s+(?=[\"'(\u201c]*[A-Z0-9])")

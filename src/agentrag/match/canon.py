@@ -187,6 +187,9 @@ def _bare(surface: str) -> str:
     return w.replace("'", "")
 
 
+_DECIMAL = re.compile(r"\d+\.\d+")
+
+
 def _canon_word(surface: str) -> str:
     w = _bare(surface)
     m = _ORDINAL.match(w)
@@ -194,7 +197,7 @@ def _canon_word(surface: str) -> str:
         w = m.group(1)
     if w.isdigit():
         return str(int(w)) if len(w) < 18 else w
-    if re.fullmatch(r"\d+\.\d+", w):
+    if _DECIMAL.fullmatch(w):
         return w.rstrip("0").rstrip(".")
     if w in _UNITS:
         return _UNITS[w]
@@ -210,6 +213,10 @@ def _token(canon: str, surface: str) -> Token:
 
 _GROUP_LONG = sorted(((tuple(long.split()), canon) for canon, longs, _ in ABBREVIATION_GROUPS for long in longs),
                      key=lambda x: -len(x[0]))
+#: the long forms by their first word (each list longest first, as in ``_GROUP_LONG``)
+_GROUP_LONG_BY_FIRST: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+for _long, _canon in _GROUP_LONG:
+    _GROUP_LONG_BY_FIRST.setdefault(_long[0], []).append((_long, _canon))
 _GROUP_SHORT = {short: canon for canon, _, shorts in ABBREVIATION_GROUPS for short in shorts}
 _MULTI_UNITS = {("per", "cent"): "percent", ("pound", "sterling"): "gbp", ("pounds", "sterling"): "gbp",
                 ("us", "dollars"): "usd", ("us", "dollar"): "usd"}
@@ -217,7 +224,7 @@ _MULTI_UNITS = {("per", "cent"): "percent", ("pound", "sterling"): "gbp", ("poun
 
 #: texts whose analysis is kept: a gate reads the same few documents many times within one item,
 #: and every token kept is an object the garbage collector walks, so the cache stays small
-ANALYSED_CACHE = 1024
+ANALYSED_CACHE = 4096
 
 
 @lru_cache(maxsize=ANALYSED_CACHE)
@@ -232,7 +239,7 @@ def analyse(text: str) -> tuple[Token, ...]:
     i = 0
     while i < len(words):
         matched = False
-        for long, canon in _GROUP_LONG:
+        for long, canon in _GROUP_LONG_BY_FIRST.get(lower[i], ()):
             n = len(long)
             if tuple(lower[i:i + n]) == long:
                 out.append(_token(canon, " ".join(words[i:i + n])))

@@ -47,7 +47,14 @@ def resolved_comments(cfg: Any, text: str) -> str:
     resolve = getattr(cfg, "items_in_flight", None)
     if getattr(cfg, "concurrency", 0) is not None or not callable(resolve):
         return text
-    note = f"concurrency: null  # resolved: {resolve()} items in flight (the default for the LLMs named)"
+    from agentrag.llm.adaptive import ITEMS_PER_REQUEST_SLOT, REMOTE_ITEMS_IN_FLIGHT
+
+    n = resolve()
+    if n == REMOTE_ITEMS_IN_FLIGHT:  # an endpoint among the LLMs: n is its request limit
+        note = (f"concurrency: null  # resolved: {n} requests to the endpoint at most, {n * ITEMS_PER_REQUEST_SLOT} "
+                "items in flight (the default for the LLMs named)")
+    else:
+        note = f"concurrency: null  # resolved: {n} items in flight (the default for the LLMs named)"
     return "\n".join(note if line == "concurrency: null" else line for line in text.split("\n"))
 
 

@@ -170,6 +170,14 @@ def test_endpoint_errors_stop_after_one_request(fault: str, fix: str) -> None:
         assert srv.base_url in msg and "stub-model" in msg and fix in msg and fault in msg
         assert info.value.status == int(fault) and info.value.endpoint == srv.base_url
         assert classify(info.value) == "fatal"
+        # the items still in flight (other threads, later calls) send nothing more: the same error, no request
+        import concurrent.futures
+
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            later = [pool.submit(llm.chat, MSGS) for _ in range(6)]
+        for f in later:
+            assert isinstance(f.exception(), EndpointError) and str(f.exception()) == msg
+        assert srv.requests == 1 and llm.attempts == 1
 
 
 def test_unknown_model_in_a_400_is_an_endpoint_error() -> None:

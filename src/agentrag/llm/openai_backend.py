@@ -24,7 +24,7 @@ from typing import Any
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from agentrag.errors import ContextLimitError, LLMError, ParseError
+from agentrag.errors import ContextLimitError, EndpointError, LLMError, ParseError
 from agentrag.llm.adaptive import AdaptiveLimit
 from agentrag.llm.base import Completion
 from agentrag.llm.config import LLMConfig, UsageMeter
@@ -124,6 +124,9 @@ class OpenAIBackend:
         self._headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json",
                          "Accept": "application/json", "User-Agent": f"agentrag/{_version()}"}
         self._pool: Any = None
+        #: the first answer no retry can fix (401/403/404, an unknown model): every later attempt
+        #: raises it again without a request, so the items still in flight send nothing more
+        self._refused: EndpointError | None = None
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r})"
@@ -161,9 +164,11 @@ class OpenAIBackend:
         pool = self.pool
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         timeout = self.config.timeout
+        self._raise_refused()
         with self._lock:
             self.attempts += 1
         with self.limit.slot() as slot:
+            self._raise_refused()  # refused while this attempt waited for a slot
             try:
                 raw = pool.request("POST", self._url, body=data, headers=self._headers, retries=False,
                                    redirect=False, timeout=_timeout(timeout))
@@ -178,6 +183,9 @@ class OpenAIBackend:
             if raw.status >= 400 or raw.status < 200:
                 err = status_error(raw.status, f"Error code: {raw.status} - {text}"[:300], base_url=self.base_url,
                                    model=self.model)
+                if isinstance(err, EndpointError):
+                    with self._lock:
+                        self._refused = self._refused or err
                 if raw.status in self.OVERLOAD_STATUS:
                     slot.overload()
                     wait = self._retry_after(raw.headers)
@@ -186,6 +194,11 @@ class OpenAIBackend:
                         self.limit.hold(wait)
                 raise err
         return parse_completion_body(text)
+
+    def _raise_refused(self) -> None:
+        refused = self._refused
+        if refused is not None:
+            raise EndpointError(str(refused), endpoint=refused.endpoint, status=refused.status)
 
     def _retry_after(self, headers: Any) -> float | None:
         """The capped wait of a 429/503's ``Retry-After`` header (None when it has none)."""

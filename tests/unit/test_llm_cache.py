@@ -6,6 +6,7 @@ import sqlite3
 import threading
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,6 +62,15 @@ def test_sample_index_and_tool_calls_roundtrip(tmp_path: Path) -> None:
     assert [c.model_dump() for c in again] == [c.model_dump() for c in out]
 
 
+def _in_threads(work: Any, n: int) -> None:
+    """``work(i)`` for i in 0..n-1, each in its own thread, all joined."""
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def test_threads_share_the_cache_safely(tmp_path: Path) -> None:
     inner = ScriptedLLM(default="t")
     llm = CachedLLM(inner, tmp_path / "c.sqlite")
@@ -73,11 +83,7 @@ def test_threads_share_the_cache_safely(tmp_path: Path) -> None:
         except BaseException as exc:  # collected for the assertion below
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(work, 4)
     assert not errors
     assert len(llm.cache) == 5
     assert llm.stats()["hits"] + llm.stats()["misses"] == 80
@@ -209,11 +215,7 @@ def test_many_threads_each_read_their_own_write_and_every_reply_is_kept(tmp_path
             if cache.get(key, 1).get(0) is None or cache.get(key, 1)[0].text != key:
                 errors.append(key)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(32)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(work, 32)
     assert errors == []
     other = ResponseCache(tmp_path / "c.sqlite")
     assert len(other) == 320 and other.get("k31-9", 1)[0].text == "k31-9"

@@ -97,3 +97,16 @@ def test_a_question_in_two_runs_of_one_side_is_refused(tmp_path: Path, capsys: p
         compare(f"{a},{b}", str(a))
     assert main([f"{a},{b}", str(a)]) == 2
     assert "also in another run" in capsys.readouterr().err
+
+
+def test_python_dash_m_runs_the_module_without_a_double_import_warning() -> None:
+    """The documented command, ``python -m agentrag.eval.compare``: importing the ``agentrag.eval``
+    package must not import ``compare`` first (runpy then warns on stderr that it was imported
+    twice)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "agentrag.eval.compare", "--help"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0 and "trained" in done.stdout
+    assert "RuntimeWarning" not in done.stderr and "found in sys.modules" not in done.stderr, done.stderr

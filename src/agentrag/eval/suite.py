@@ -40,7 +40,6 @@ from pydantic import Field, field_validator, model_validator
 
 from agentrag.config import Config, load_config
 from agentrag.errors import UserError
-from agentrag.eval.compare import bootstrap_diff, load_results
 from agentrag.eval.run import EvalBugs, run_eval
 from agentrag.eval.runner import CorrectBy, EvalConfig
 from agentrag.llm.adaptive import ITEMS_IN_FLIGHT_HELP
@@ -207,6 +206,9 @@ def suite_table(cfg: SuiteConfig, out: str | os.PathLike[str]) -> dict[str, Any]
     95% intervals."""
     import json
 
+    # imported here: ``agentrag.eval`` (which imports this module) must not load ``compare`` before
+    # ``python -m agentrag.eval.compare`` runs it (runpy warns of a module imported twice)
+    from agentrag.eval.compare import bootstrap_diff, load_results
     from agentrag.eval.datasets import load_dataset
 
     wanted = {ds.name: {i.id for i in load_dataset(ds.path, ds.fmt, limit=cfg.limit)} for ds in cfg.datasets}

@@ -164,16 +164,11 @@ class ResponseCache:
     def _select(self, key: str, n: int) -> list[tuple[int, str]]:
         with self._plock:
             db = self._readers.pop() if self._readers else None
-        if db is None:
-            try:
-                db = self._connect()
-            except sqlite3.Error as exc:
-                if is_disk_error(exc):
-                    raise storage_error(exc, self.path) from None
-                raise
-            with self._plock:
-                self._all_readers.append(db)
         try:
+            if db is None:
+                db = self._connect()
+                with self._plock:
+                    self._all_readers.append(db)
             rows: list[tuple[int, str]] = db.execute(
                 "SELECT idx, value FROM responses WHERE key = ? AND idx < ?", (key, n)).fetchall()
         except sqlite3.Error as exc:
@@ -181,8 +176,9 @@ class ResponseCache:
                 raise storage_error(exc, self.path) from None
             raise
         finally:
-            with self._plock:
-                self._readers.append(db)
+            if db is not None:
+                with self._plock:
+                    self._readers.append(db)
         return rows
 
     def get(self, key: str, n: int) -> dict[int, Completion]:

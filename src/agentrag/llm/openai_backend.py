@@ -24,6 +24,7 @@ from typing import Any
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from agentrag._version import __version__
 from agentrag.errors import ContextLimitError, EndpointError, LLMError, ParseError
 from agentrag.llm.adaptive import AdaptiveLimit
 from agentrag.llm.base import Completion
@@ -40,22 +41,6 @@ from agentrag.protocol import neutralize_messages
 from agentrag.records import Message, ToolCall, Usage
 
 log = logging.getLogger(__name__)
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("agentrag")
-    except Exception:  # noqa: BLE001 - a source checkout without metadata
-        return "dev"
-
-
-def _timeout(seconds: float) -> Any:
-    """``seconds`` for connecting and for each read of the reply (as the SDK's client counted it)."""
-    from urllib3 import Timeout
-
-    return Timeout(connect=seconds, read=seconds)
-
 
 def _pool_manager(base_url: str) -> Any:
     """A urllib3 pool for ``base_url``: keep-alive connections shared by every thread, as many kept
@@ -122,7 +107,11 @@ class OpenAIBackend:
         self._lock = threading.Lock()
         self._url = self.base_url.rstrip("/") + "/chat/completions"
         self._headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json",
-                         "Accept": "application/json", "User-Agent": f"agentrag/{_version()}"}
+                         "Accept": "application/json", "User-Agent": f"agentrag/{__version__}"}
+        from urllib3 import Timeout
+
+        # the timeout for connecting and for each read of the reply (as the SDK's client counted it)
+        self._timeout = Timeout(connect=cfg.timeout, read=cfg.timeout)
         self._pool: Any = None
         #: the first answer no retry can fix (401/403/404, an unknown model): every later attempt
         #: raises it again without a request, so the items still in flight send nothing more
@@ -163,7 +152,6 @@ class OpenAIBackend:
 
         pool = self.pool
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        timeout = self.config.timeout
         self._raise_refused()
         with self._lock:
             self.attempts += 1
@@ -171,12 +159,12 @@ class OpenAIBackend:
             self._raise_refused()  # refused while this attempt waited for a slot
             try:
                 raw = pool.request("POST", self._url, body=data, headers=self._headers, retries=False,
-                                   redirect=False, timeout=_timeout(timeout))
+                                   redirect=False, timeout=self._timeout)
             except NewConnectionError as exc:  # (urllib3 makes it a kind of connect timeout)
                 raise LLMError(f"connection error: {exc}", is_retryable=True) from exc
             except TimeoutError as exc:
                 slot.overload()
-                raise LLMError(f"timed out after {timeout}s", is_retryable=True) from exc
+                raise LLMError(f"timed out after {self.config.timeout}s", is_retryable=True) from exc
             except HTTPError as exc:
                 raise LLMError(f"connection error: {exc}", is_retryable=True) from exc
             text = raw.data.decode("utf-8", errors="replace")
